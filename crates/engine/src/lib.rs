@@ -1,1 +1,18 @@
-pub fn x(){}
+//! The linkperf data plane: streams on OS threads with blocking sockets,
+//! socket options, pacing, counters, tcp_info sampling and CPU accounting.
+//! Nothing here prints or stores; callers get [`side::SideEvent`]s and a
+//! [`linkperf_proto::results::SideResult`].
+
+pub mod cpu;
+pub mod facts;
+pub mod mmsg;
+pub mod pacer;
+pub mod side;
+pub mod sockopt;
+pub mod stream;
+pub mod tcpinfo;
+pub mod udptrack;
+pub mod zerocopy;
+
+pub use side::{EventSink, LocalSide, SideEvent, StreamPlan};
+pub use stream::DataSocket;

@@ -25,7 +25,10 @@ impl std::error::Error for UnitError {}
 
 /// Splits `1.5G` into (1.5, Some('G')); rejects signs, exponents, NaN and junk.
 fn split_number<'a>(input: &'a str, expected: &'static str) -> Result<(f64, &'a str), UnitError> {
-    let err = || UnitError { input: input.to_string(), expected };
+    let err = || UnitError {
+        input: input.to_string(),
+        expected,
+    };
     let s = input.trim();
     let end = s
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -44,7 +47,10 @@ fn split_number<'a>(input: &'a str, expected: &'static str) -> Result<(f64, &'a 
 fn checked_u64(value: f64, input: &str, expected: &'static str) -> Result<u64, UnitError> {
     // 2^64 is not representable exactly; stay clearly below it.
     if !value.is_finite() || value < 0.0 || value >= 1.8e19 {
-        return Err(UnitError { input: input.to_string(), expected });
+        return Err(UnitError {
+            input: input.to_string(),
+            expected,
+        });
     }
     Ok(value.round() as u64)
 }
@@ -71,7 +77,12 @@ pub fn parse_rate(input: &str) -> Result<u64, UnitError> {
         "m" | "M" => 1e6,
         "g" | "G" => 1e9,
         "t" | "T" => 1e12,
-        _ => return Err(UnitError { input: input.to_string(), expected: RATE }),
+        _ => {
+            return Err(UnitError {
+                input: input.to_string(),
+                expected: RATE,
+            })
+        }
     };
     checked_u64(value * factor, input, RATE)
 }
@@ -89,11 +100,19 @@ pub fn parse_size(input: &str) -> Result<u64, UnitError> {
         "m" | "M" => 1024.0 * 1024.0,
         "g" | "G" => 1024.0 * 1024.0 * 1024.0,
         "t" | "T" => 1024.0f64.powi(4),
-        _ => return Err(UnitError { input: input.to_string(), expected: SIZE }),
+        _ => {
+            return Err(UnitError {
+                input: input.to_string(),
+                expected: SIZE,
+            })
+        }
     };
     let bytes = value * factor;
     if bytes.fract() != 0.0 && factor == 1.0 {
-        return Err(UnitError { input: input.to_string(), expected: SIZE });
+        return Err(UnitError {
+            input: input.to_string(),
+            expected: SIZE,
+        });
     }
     checked_u64(bytes, input, SIZE)
 }
@@ -108,10 +127,18 @@ pub fn parse_duration(input: &str) -> Result<Duration, UnitError> {
         "ns" => value / 1e9,
         "m" | "min" => value * 60.0,
         "h" => value * 3600.0,
-        _ => return Err(UnitError { input: input.to_string(), expected: DURATION }),
+        _ => {
+            return Err(UnitError {
+                input: input.to_string(),
+                expected: DURATION,
+            })
+        }
     };
     if !(0.0..1e9).contains(&seconds) {
-        return Err(UnitError { input: input.to_string(), expected: DURATION });
+        return Err(UnitError {
+            input: input.to_string(),
+            expected: DURATION,
+        });
     }
     Ok(Duration::from_secs_f64(seconds))
 }
@@ -122,20 +149,28 @@ pub fn parse_percent(input: &str) -> Result<f64, UnitError> {
     let fraction = match suffix {
         "%" => value / 100.0,
         "" => value / 100.0,
-        _ => return Err(UnitError { input: input.to_string(), expected: PERCENT }),
+        _ => {
+            return Err(UnitError {
+                input: input.to_string(),
+                expected: PERCENT,
+            })
+        }
     };
     if !(0.0..=1.0).contains(&fraction) {
-        return Err(UnitError { input: input.to_string(), expected: PERCENT });
+        return Err(UnitError {
+            input: input.to_string(),
+            expected: PERCENT,
+        });
     }
     Ok(fraction)
 }
 
 /// Parses a plain non-negative integer.
 pub fn parse_count(input: &str) -> Result<u64, UnitError> {
-    input
-        .trim()
-        .parse::<u64>()
-        .map_err(|_| UnitError { input: input.to_string(), expected: COUNT })
+    input.trim().parse::<u64>().map_err(|_| UnitError {
+        input: input.to_string(),
+        expected: COUNT,
+    })
 }
 
 /// Formats bits/s with an SI prefix chosen so the number reads at a glance.
@@ -200,7 +235,9 @@ mod tests {
 
     #[test]
     fn junk_is_rejected_with_a_reason() {
-        for bad in ["10X", "-5", "1e999", "", "abc", "1..2", ".", "1e3", "NaN", "inf"] {
+        for bad in [
+            "10X", "-5", "1e999", "", "abc", "1..2", ".", "1e3", "NaN", "inf",
+        ] {
             let e = parse_rate(bad).unwrap_err();
             assert!(e.to_string().contains("is not a rate"), "{bad}: {e}");
             assert!(parse_size(bad).is_err(), "{bad}");
@@ -214,7 +251,10 @@ mod tests {
         assert_eq!(parse_duration("10").unwrap(), Duration::from_secs(10));
         assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
         assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
-        assert_eq!(parse_duration("8.8ms").unwrap(), Duration::from_micros(8800));
+        assert_eq!(
+            parse_duration("8.8ms").unwrap(),
+            Duration::from_micros(8800)
+        );
         assert!(parse_duration("5 parsecs").is_err());
         assert!((parse_percent("1%").unwrap() - 0.01).abs() < 1e-12);
         assert!(parse_percent("150%").is_err());

@@ -1,0 +1,520 @@
+//! One end of a test: its streams, the sampler that turns their counters into
+//! interval reports, and the summary once they are done.
+
+use crate::cpu::CpuSnapshot;
+use crate::sockopt;
+use crate::stream::{self, DataSocket, SideControl, StreamParams, StreamShared};
+use crate::tcpinfo::{self, TcpInfo};
+use crate::udptrack::UdpTracker;
+use linkperf_proto::results::{
+    Limited, Role, SideResult, SocketFacts, StreamInterval, StreamResult, TcpStats, UdpStats,
+};
+use linkperf_proto::TestConfig;
+use std::net::TcpStream;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// What a side tells its owner while it runs.
+#[derive(Debug, Clone)]
+pub enum SideEvent {
+    Interval(Vec<StreamInterval>),
+    /// All local senders are done; datagrams sent per UDP stream.
+    SendersDone(Vec<(u32, u64)>),
+    /// Every local stream is done: call [`LocalSide::finish`].
+    AllDone,
+}
+
+pub type EventSink = Arc<dyn Fn(SideEvent) + Send + Sync>;
+
+/// A connected data socket and what this end does with it.
+pub struct StreamPlan {
+    pub id: u32,
+    pub role: Role,
+    pub socket: DataSocket,
+}
+
+/// How long a UDP receiver waits for stragglers after the peer's senders are done.
+const UDP_DRAIN: Duration = Duration::from_secs(2);
+
+pub struct LocalSide {
+    config: TestConfig,
+    ctl: Arc<SideControl>,
+    streams: Vec<Arc<StreamShared>>,
+    plans: Vec<StreamPlan>,
+    tcp_handles: Vec<Option<TcpStream>>,
+    facts: Vec<SocketFacts>,
+    threads: Vec<JoinHandle<()>>,
+    sampler: Option<JoinHandle<SamplerOutput>>,
+    cpu_start: Option<CpuSnapshot>,
+    same_clock: bool,
+    warnings: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Snap {
+    at: Duration,
+    bytes: u64,
+    packets: u64,
+    udp: Option<UdpStats>,
+    tcp: Option<TcpInfo>,
+}
+
+#[derive(Default)]
+struct SamplerOutput {
+    baseline: Vec<Snap>,
+    rtt_samples: Vec<Vec<f64>>,
+}
+
+impl LocalSide {
+    /// `same_clock`: both ends read the same wall clock (loopback, namespaces,
+    /// or the user says clocks are synchronised), so one-way delay is meaningful.
+    pub fn new(
+        config: TestConfig,
+        plans: Vec<StreamPlan>,
+        same_clock: bool,
+        warnings: Vec<String>,
+    ) -> Self {
+        let mut tcp_handles = Vec::new();
+        let mut facts = Vec::new();
+        for plan in &plans {
+            match &plan.socket {
+                DataSocket::Tcp(s) => {
+                    tcp_handles.push(s.try_clone().ok());
+                    facts.push(sockopt::facts(&socket2::SockRef::from(s), true));
+                }
+                DataSocket::Udp(s) => {
+                    tcp_handles.push(None);
+                    facts.push(sockopt::facts(&socket2::SockRef::from(s), false));
+                }
+            }
+        }
+        let streams = plans
+            .iter()
+            .map(|p| Arc::new(StreamShared::new(p.id, p.role)))
+            .collect();
+        LocalSide {
+            config,
+            ctl: Arc::new(SideControl::default()),
+            streams,
+            plans,
+            tcp_handles,
+            facts,
+            threads: Vec::new(),
+            sampler: None,
+            cpu_start: None,
+            same_clock,
+            warnings,
+        }
+    }
+
+    pub fn socket_facts(&self) -> &[SocketFacts] {
+        &self.facts
+    }
+
+    /// Starts every stream at `at` (threads are created now so they start together).
+    pub fn start(&mut self, at: Instant, sink: EventSink) {
+        self.cpu_start = Some(CpuSnapshot::now());
+        let end = self
+            .config
+            .bytes
+            .is_none()
+            .then(|| at + Duration::from_secs_f64(self.config.duration_s));
+        let rate = self.config.stream_rate();
+        for (index, plan) in std::mem::take(&mut self.plans).into_iter().enumerate() {
+            let shared = self.streams[index].clone();
+            let ctl = self.ctl.clone();
+            let params = StreamParams {
+                length: self.config.length as usize,
+                rate_bps: rate,
+                byte_limit: self.config.bytes_for_stream(index as u32),
+                start: at,
+                end,
+                zerocopy: self.config.zerocopy,
+            };
+            let same_clock = self.same_clock;
+            let name = format!(
+                "lp-{}-{}",
+                if plan.role == Role::Sender {
+                    "tx"
+                } else {
+                    "rx"
+                },
+                plan.id
+            );
+            let handle = std::thread::Builder::new().name(name).spawn(move || {
+                if plan.role == Role::Sender {
+                    sockopt::tighten_timer_slack();
+                }
+                match (plan.socket, plan.role) {
+                    (DataSocket::Tcp(s), Role::Sender) => stream::tcp_send(s, shared, ctl, params),
+                    (DataSocket::Tcp(s), Role::Receiver) => {
+                        stream::tcp_receive(s, shared, ctl, params)
+                    }
+                    (DataSocket::Udp(s), Role::Sender) => stream::udp_send(s, shared, ctl, params),
+                    (DataSocket::Udp(s), Role::Receiver) => {
+                        stream::udp_receive(s, shared, ctl, params, same_clock)
+                    }
+                }
+            });
+            match handle {
+                Ok(h) => self.threads.push(h),
+                Err(e) => {
+                    *self.streams[index]
+                        .error
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner()) =
+                        Some(format!("could not start stream thread: {e}"));
+                    self.streams[index].finished.store(true, Ordering::Release);
+                }
+            }
+        }
+        let sampler = Sampler {
+            config: self.config.clone(),
+            streams: self.streams.clone(),
+            tcp: self
+                .tcp_handles
+                .iter()
+                .map(|h| h.as_ref().and_then(|s| s.try_clone().ok()))
+                .collect(),
+            start: at,
+            sink,
+        };
+        self.sampler = std::thread::Builder::new()
+            .name("lp-sampler".into())
+            .spawn(move || sampler.run())
+            .ok();
+    }
+
+    /// Ends the senders now (end of test by Ctrl-C or the peer's cancel).
+    pub fn stop_senders(&self) {
+        self.ctl.stop_senders.store(true, Ordering::Relaxed);
+    }
+
+    /// The peer's senders are done: UDP receivers learn the totals (in case
+    /// the FIN markers were lost) and get a drain deadline.
+    pub fn peer_senders_done(&self, packets: &[(u32, u64)]) {
+        let mut any_udp = false;
+        for s in &self.streams {
+            if let Some((_, n)) = packets.iter().find(|(id, _)| *id == s.id) {
+                s.peer_sent.store(*n, Ordering::Relaxed);
+                any_udp = true;
+            }
+        }
+        if any_udp {
+            let ctl = self.ctl.clone();
+            let streams = self.streams.clone();
+            std::thread::spawn(move || {
+                let deadline = Instant::now() + UDP_DRAIN;
+                while Instant::now() < deadline {
+                    if streams.iter().all(|s| s.finished.load(Ordering::Acquire)) {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                ctl.stop_receivers.store(true, Ordering::Relaxed);
+            });
+        }
+    }
+
+    /// Stops everything now: the peer is gone.
+    pub fn abort(&self) {
+        self.ctl.stop_senders.store(true, Ordering::Relaxed);
+        self.ctl.stop_receivers.store(true, Ordering::Relaxed);
+        for s in self.tcp_handles.iter().flatten() {
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
+    }
+
+    /// Waits for the streams and the sampler, then summarises.
+    pub fn finish(mut self) -> SideResult {
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+        let output = self
+            .sampler
+            .take()
+            .and_then(|s| s.join().ok())
+            .unwrap_or_default();
+        let cpu_end = CpuSnapshot::now();
+        let mut streams = Vec::new();
+        let mut moved = 0u64;
+        let mut seconds: f64 = 0.0;
+        for (i, shared) in self.streams.iter().enumerate() {
+            let final_snap = snapshot(shared, self.tcp_handles[i].as_ref(), Duration::ZERO);
+            let base = output.baseline.get(i).cloned().unwrap_or_default();
+            let finished_after =
+                Duration::from_nanos(shared.finished_after_ns.load(Ordering::Relaxed));
+            let secs = finished_after.saturating_sub(base.at).as_secs_f64();
+            seconds = seconds.max(finished_after.as_secs_f64());
+            let bytes = final_snap.bytes - base.bytes;
+            moved += final_snap.bytes;
+            let rtts = output.rtt_samples.get(i).cloned().unwrap_or_default();
+            let tcp = (shared.role == Role::Sender && final_snap.tcp.is_some()).then(|| {
+                tcp_summary(
+                    &base,
+                    &final_snap,
+                    finished_after.saturating_sub(base.at),
+                    &rtts,
+                )
+            });
+            let udp = final_snap.udp.as_ref().map(|now| match &base.udp {
+                Some(b) if base.at > Duration::ZERO => UdpTracker::delta(b, now),
+                _ => now.clone(),
+            });
+            let packets = (self.config.protocol == linkperf_proto::Protocol::Udp)
+                .then(|| final_snap.packets - base.packets);
+            streams.push(StreamResult {
+                id: shared.id,
+                role: shared.role,
+                bytes,
+                seconds: secs,
+                bits_per_second: if secs > 0.0 {
+                    bytes as f64 * 8.0 / secs
+                } else {
+                    0.0
+                },
+                packets,
+                udp,
+                tcp,
+                socket: self.facts[i].clone(),
+                send_gaps: shared
+                    .gaps
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone(),
+                error: shared
+                    .error
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone(),
+            });
+        }
+        let cpu = self
+            .cpu_start
+            .map(|start| start.usage_until(&cpu_end, moved))
+            .unwrap_or_default();
+        SideResult {
+            streams,
+            cpu,
+            seconds,
+            warnings: std::mem::take(&mut self.warnings),
+        }
+    }
+}
+
+fn snapshot(shared: &StreamShared, tcp: Option<&TcpStream>, at: Duration) -> Snap {
+    Snap {
+        at,
+        bytes: shared.bytes.load(Ordering::Relaxed),
+        packets: shared.packets.load(Ordering::Relaxed),
+        udp: shared.udp.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+        tcp: tcp.and_then(|s| tcpinfo::read(s).ok()),
+    }
+}
+
+fn ms(us: Option<u32>) -> Option<f64> {
+    us.map(|v| v as f64 / 1000.0)
+}
+
+fn delta(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    Some(b?.saturating_sub(a?))
+}
+
+/// Fractions of `wall` spent limited by the receiver window, the send buffer,
+/// the network, or the application (not busy). Absent on kernels before 4.9.
+fn limited(before: Option<&TcpInfo>, now: &TcpInfo, wall: Duration) -> Option<Limited> {
+    let wall_us = wall.as_micros() as f64;
+    if wall_us <= 0.0 {
+        return None;
+    }
+    let zero = TcpInfo {
+        busy_time_us: Some(0),
+        rwnd_limited_us: Some(0),
+        sndbuf_limited_us: Some(0),
+        ..Default::default()
+    };
+    let before = before.unwrap_or(&zero);
+    let busy = delta(before.busy_time_us, now.busy_time_us)? as f64;
+    let rwnd = delta(before.rwnd_limited_us, now.rwnd_limited_us)? as f64;
+    let sndbuf = delta(before.sndbuf_limited_us, now.sndbuf_limited_us)? as f64;
+    let clamp = |x: f64| (x / wall_us).clamp(0.0, 1.0);
+    Some(Limited {
+        rwnd: clamp(rwnd),
+        sndbuf: clamp(sndbuf),
+        network: clamp((busy - rwnd - sndbuf).max(0.0)),
+        app: clamp((wall_us - busy).max(0.0)),
+    })
+}
+
+fn tcp_interval(before: Option<&TcpInfo>, now: &TcpInfo, wall: Duration) -> TcpStats {
+    TcpStats {
+        retransmits: before
+            .map(|b| {
+                delta(
+                    b.total_retrans.map(u64::from),
+                    now.total_retrans.map(u64::from),
+                )
+            })
+            .unwrap_or(now.total_retrans.map(u64::from)),
+        cwnd_bytes: now
+            .snd_cwnd_segments
+            .zip(now.snd_mss)
+            .map(|(c, m)| u64::from(c) * u64::from(m)),
+        rtt_ms: ms(now.rtt_us),
+        rttvar_ms: ms(now.rttvar_us),
+        min_rtt_ms: ms(now.min_rtt_us),
+        snd_wnd_bytes: now.snd_wnd.map(u64::from),
+        delivery_rate_bps: now.delivery_rate.map(|r| r as f64 * 8.0),
+        pacing_rate_bps: now
+            .pacing_rate
+            .filter(|&r| r != u64::MAX)
+            .map(|r| r as f64 * 8.0),
+        limited: limited(before, now, wall),
+        mss: now.snd_mss,
+        pmtu: now.pmtu,
+    }
+}
+
+fn tcp_summary(base: &Snap, end: &Snap, wall: Duration, rtts: &[f64]) -> TcpStats {
+    let now = end.tcp.unwrap_or_default();
+    let mut stats = tcp_interval(base.tcp.as_ref(), &now, wall);
+    if !rtts.is_empty() {
+        stats.rtt_ms = Some(rtts.iter().sum::<f64>() / rtts.len() as f64);
+    }
+    stats
+}
+
+struct Sampler {
+    config: TestConfig,
+    streams: Vec<Arc<StreamShared>>,
+    tcp: Vec<Option<TcpStream>>,
+    start: Instant,
+    sink: EventSink,
+}
+
+impl Sampler {
+    fn all_done(&self, role: Option<Role>) -> bool {
+        self.streams
+            .iter()
+            .filter(|s| role.is_none_or(|r| s.role == r))
+            .all(|s| s.finished.load(Ordering::Acquire))
+    }
+
+    fn snap_all(&self) -> Vec<Snap> {
+        let at = self.start.elapsed();
+        self.streams
+            .iter()
+            .zip(&self.tcp)
+            .map(|(s, t)| snapshot(s, t.as_ref(), at))
+            .collect()
+    }
+
+    fn interval(&self, prev: &[Snap], now: &[Snap], omitted: bool) -> Vec<StreamInterval> {
+        self.streams
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let (p, n) = (&prev[i], &now[i]);
+                let wall = n.at.saturating_sub(p.at);
+                let bytes = n.bytes - p.bytes;
+                let secs = wall.as_secs_f64();
+                StreamInterval {
+                    id: s.id,
+                    role: s.role,
+                    start: p.at.as_secs_f64(),
+                    end: n.at.as_secs_f64(),
+                    bytes,
+                    bits_per_second: if secs > 0.0 {
+                        bytes as f64 * 8.0 / secs
+                    } else {
+                        0.0
+                    },
+                    packets: (self.config.protocol == linkperf_proto::Protocol::Udp)
+                        .then(|| n.packets - p.packets),
+                    udp: n.udp.as_ref().map(|u| match &p.udp {
+                        Some(b) => UdpTracker::delta(b, u),
+                        None => u.clone(),
+                    }),
+                    tcp: (s.role == Role::Sender)
+                        .then_some(())
+                        .and(n.tcp.as_ref())
+                        .map(|t| tcp_interval(p.tcp.as_ref(), t, wall)),
+                    omitted,
+                }
+            })
+            .collect()
+    }
+
+    fn run(self) -> SamplerOutput {
+        let report = self.config.interval_s > 0.0;
+        let tick = Duration::from_secs_f64(if report { self.config.interval_s } else { 1.0 });
+        let omit = Duration::from_secs_f64(self.config.omit_s);
+        let start_wait = self.start.saturating_duration_since(Instant::now());
+        std::thread::sleep(start_wait);
+        let mut prev: Vec<Snap> = self.streams.iter().map(|_| Snap::default()).collect();
+        for (p, t) in prev.iter_mut().zip(&self.tcp) {
+            p.tcp = t.as_ref().and_then(|s| tcpinfo::read(s).ok());
+        }
+        let mut out = SamplerOutput {
+            baseline: prev.clone(),
+            rtt_samples: vec![Vec::new(); self.streams.len()],
+        };
+        let mut next = self.start + tick;
+        let mut senders_reported = false;
+        loop {
+            let done = self.all_done(None);
+            if !senders_reported && self.all_done(Some(Role::Sender)) {
+                senders_reported = true;
+                let packets = self
+                    .streams
+                    .iter()
+                    .filter(|s| {
+                        s.role == Role::Sender
+                            && self.config.protocol == linkperf_proto::Protocol::Udp
+                    })
+                    .map(|s| (s.id, s.packets.load(Ordering::Relaxed)))
+                    .collect();
+                (self.sink)(SideEvent::SendersDone(packets));
+            }
+            let now = Instant::now();
+            if now >= next || done {
+                let snaps = self.snap_all();
+                let elapsed = snaps.first().map(|s| s.at).unwrap_or_default();
+                let length = elapsed.saturating_sub(prev.first().map(|s| s.at).unwrap_or_default());
+                // A final sliver shorter than a tenth of an interval is noise, not a report.
+                let worth_reporting = !done || length >= tick / 10;
+                if worth_reporting {
+                    let omitted = elapsed <= omit + Duration::from_millis(1) && !omit.is_zero();
+                    for (i, s) in snaps.iter().enumerate() {
+                        if !omitted {
+                            if let Some(rtt) = s.tcp.and_then(|t| t.rtt_us) {
+                                if self.streams[i].role == Role::Sender && s.bytes > prev[i].bytes {
+                                    out.rtt_samples[i].push(rtt as f64 / 1000.0);
+                                }
+                            }
+                        }
+                    }
+                    if report {
+                        (self.sink)(SideEvent::Interval(self.interval(&prev, &snaps, omitted)));
+                    }
+                    if omitted {
+                        out.baseline = snaps.clone();
+                    }
+                    prev = snaps;
+                }
+                next += tick;
+                if done {
+                    break;
+                }
+            }
+            let wait = next
+                .saturating_duration_since(Instant::now())
+                .min(Duration::from_millis(10));
+            std::thread::sleep(wait);
+        }
+        (self.sink)(SideEvent::AllDone);
+        out
+    }
+}

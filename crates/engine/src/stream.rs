@@ -1,0 +1,421 @@
+//! The data plane: one OS thread per stream, blocking sockets.
+//!
+//! Each stream thread only moves bytes and updates its [`StreamShared`]
+//! counters; the sampler reads those counters from another thread. Stream
+//! threads check their side's stop flags between socket calls, which use
+//! short timeouts so a stop is honoured within half a second.
+
+use crate::mmsg;
+use crate::pacer::Pacer;
+use crate::sockopt::path_mtu;
+use crate::udptrack::UdpTracker;
+use linkperf_proto::results::{GapStats, Role, UdpStats};
+use linkperf_proto::udp;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Shutdown, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// How long a receiver waits without data before it declares the stream dead.
+pub const IDLE_LIMIT: Duration = Duration::from_secs(10);
+/// Socket timeout between checks of the stop flags.
+const POLL: Duration = Duration::from_millis(100);
+/// How many FIN markers a UDP sender sends (they may be lost like any datagram).
+const FIN_COPIES: usize = 5;
+
+pub enum DataSocket {
+    Tcp(TcpStream),
+    Udp(UdpSocket),
+}
+
+/// Counters one stream thread publishes for the sampler.
+#[derive(Debug)]
+pub struct StreamShared {
+    pub id: u32,
+    pub role: Role,
+    pub bytes: AtomicU64,
+    pub packets: AtomicU64,
+    /// Receiver's UDP statistics, refreshed after every batch.
+    pub udp: Mutex<Option<UdpStats>>,
+    pub finished: AtomicBool,
+    /// Nanoseconds from the side's start to the stream's end.
+    pub finished_after_ns: AtomicU64,
+    pub error: Mutex<Option<String>>,
+    /// Datagrams the remote sender reports having sent (u64::MAX: unknown).
+    pub peer_sent: AtomicU64,
+    pub gaps: Mutex<Option<GapStats>>,
+}
+
+impl StreamShared {
+    pub fn new(id: u32, role: Role) -> Self {
+        StreamShared {
+            id,
+            role,
+            bytes: AtomicU64::new(0),
+            packets: AtomicU64::new(0),
+            udp: Mutex::new(None),
+            finished: AtomicBool::new(false),
+            finished_after_ns: AtomicU64::new(0),
+            error: Mutex::new(None),
+            peer_sent: AtomicU64::new(u64::MAX),
+            gaps: Mutex::new(None),
+        }
+    }
+
+    fn fail(&self, why: String) {
+        let mut e = self.error.lock().unwrap_or_else(|p| p.into_inner());
+        if e.is_none() {
+            *e = Some(why);
+        }
+    }
+}
+
+/// Flags one side's owner uses to steer its stream threads.
+#[derive(Debug, Default)]
+pub struct SideControl {
+    /// Senders stop at their next write (end of test, Ctrl-C, abort).
+    pub stop_senders: AtomicBool,
+    /// Receivers stop at their next poll (drain deadline passed, abort).
+    pub stop_receivers: AtomicBool,
+}
+
+/// What a stream thread needs to know about the test.
+#[derive(Debug, Clone)]
+pub struct StreamParams {
+    pub length: usize,
+    pub rate_bps: Option<u64>,
+    pub byte_limit: Option<u64>,
+    pub start: Instant,
+    pub end: Option<Instant>,
+    pub zerocopy: bool,
+}
+
+fn now_unix_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+/// Records when the stream's data ended (last write, last byte read) and
+/// flags it finished.
+fn mark_finished(shared: &StreamShared, start: Instant, data_ended: Instant) {
+    let after = data_ended.saturating_duration_since(start);
+    shared
+        .finished_after_ns
+        .store(after.as_nanos() as u64, Ordering::Relaxed);
+    shared.finished.store(true, Ordering::Release);
+}
+
+fn wait_until(at: Instant) {
+    let now = Instant::now();
+    if at > now {
+        std::thread::sleep(at - now);
+    }
+}
+
+/// A recognisable, non-compressible payload.
+fn payload(length: usize) -> Vec<u8> {
+    let mut x: u32 = 0x1234_5678;
+    (0..length)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x as u8
+        })
+        .collect()
+}
+
+pub fn tcp_send(
+    mut sock: TcpStream,
+    shared: Arc<StreamShared>,
+    ctl: Arc<SideControl>,
+    p: StreamParams,
+) {
+    let _ = sock.set_write_timeout(Some(POLL * 5));
+    let buf = payload(p.length);
+    let zerocopy = if p.zerocopy {
+        crate::zerocopy::Source::new(&buf).ok()
+    } else {
+        None
+    };
+    let mut pacer = p.rate_bps.map(Pacer::new);
+    wait_until(p.start);
+    if let Some(pacer) = pacer.as_mut() {
+        pacer.restart(p.start);
+    }
+    let mut sent: u64 = 0;
+    loop {
+        if ctl.stop_senders.load(Ordering::Relaxed) || p.end.is_some_and(|e| Instant::now() >= e) {
+            break;
+        }
+        let chunk = match p.byte_limit {
+            Some(limit) if sent >= limit => break,
+            Some(limit) => (limit - sent).min(p.length as u64) as usize,
+            None => p.length,
+        };
+        if let Some(pacer) = pacer.as_mut() {
+            pacer.wait(chunk as u64 * 8, p.end);
+        }
+        let result = match &zerocopy {
+            Some(source) => source.send(&sock, chunk),
+            None => sock.write(&buf[..chunk]),
+        };
+        match result {
+            Ok(n) => {
+                sent += n as u64;
+                shared.bytes.store(sent, Ordering::Relaxed);
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) => {}
+            Err(e) => {
+                shared.fail(format!("send failed after {sent} bytes: {e}"));
+                break;
+            }
+        }
+    }
+    let data_ended = Instant::now();
+    // Half-close, then wait for the receiver to close: everything sent has
+    // then been delivered and acknowledged, so tcp_info read afterwards is final.
+    let _ = sock.shutdown(Shutdown::Write);
+    let _ = sock.set_read_timeout(Some(POLL));
+    let mut sink = [0u8; 64];
+    let drain_started = Instant::now();
+    loop {
+        match sock.read(&mut sink) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) =>
+            {
+                if ctl.stop_receivers.load(Ordering::Relaxed)
+                    || drain_started.elapsed() > Duration::from_secs(120)
+                {
+                    break;
+                }
+            }
+            Err(_) => break,
+        }
+    }
+    mark_finished(&shared, p.start, data_ended);
+}
+
+pub fn tcp_receive(
+    mut sock: TcpStream,
+    shared: Arc<StreamShared>,
+    ctl: Arc<SideControl>,
+    p: StreamParams,
+) {
+    let _ = sock.set_read_timeout(Some(POLL));
+    let mut buf = vec![0u8; p.length.max(128 * 1024)];
+    let mut received: u64 = 0;
+    let mut last_data = Instant::now().max(p.start);
+    loop {
+        match sock.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                received += n as u64;
+                shared.bytes.store(received, Ordering::Relaxed);
+                last_data = Instant::now();
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) =>
+            {
+                if ctl.stop_receivers.load(Ordering::Relaxed) {
+                    break;
+                }
+                if Instant::now() > p.start && last_data.max(p.start).elapsed() > IDLE_LIMIT {
+                    shared.fail(format!(
+                        "no data for {} s: sender gone?",
+                        IDLE_LIMIT.as_secs()
+                    ));
+                    break;
+                }
+            }
+            Err(e) => {
+                shared.fail(format!("receive failed after {received} bytes: {e}"));
+                break;
+            }
+        }
+    }
+    mark_finished(&shared, p.start, last_data);
+    // Closing tells the sender everything arrived (see tcp_send).
+    let _ = sock.shutdown(Shutdown::Both);
+}
+
+/// Datagrams per sendmmsg/recvmmsg call when not paced.
+const BATCH: usize = 64;
+
+pub fn udp_send(
+    sock: UdpSocket,
+    shared: Arc<StreamShared>,
+    ctl: Arc<SideControl>,
+    p: StreamParams,
+) {
+    let len = p.length;
+    let mut pacer = p.rate_bps.map(Pacer::new);
+    let limit_packets = p.byte_limit.map(|b| b.div_ceil(len as u64));
+    let _ = sock.set_write_timeout(Some(POLL));
+    let mut batch =
+        mmsg::SendBatch::new(len, if pacer.is_some() { 1 } else { BATCH }, &payload(len));
+    wait_until(p.start);
+    if let Some(pacer) = pacer.as_mut() {
+        pacer.restart(p.start);
+    }
+    let mut seq: u64 = 0;
+    let mut refused_since: Option<Instant> = None;
+    loop {
+        if ctl.stop_senders.load(Ordering::Relaxed) || p.end.is_some_and(|e| Instant::now() >= e) {
+            break;
+        }
+        let mut count = batch.capacity();
+        if let Some(limit) = limit_packets {
+            if seq >= limit {
+                break;
+            }
+            count = count.min((limit - seq) as usize);
+        }
+        if let Some(pacer) = pacer.as_mut() {
+            pacer.wait(len as u64 * 8, p.end);
+        }
+        match batch.send(&sock, seq, count, now_unix_ns()) {
+            Ok(n) => {
+                seq += n as u64;
+                refused_since = None;
+                shared.packets.store(seq, Ordering::Relaxed);
+                shared.bytes.store(seq * len as u64, Ordering::Relaxed);
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE) => {
+                let mtu = path_mtu(
+                    &sock,
+                    sock.local_addr().map(|a| a.is_ipv6()).unwrap_or(false),
+                );
+                shared.fail(format!(
+                    "datagram of {len} bytes does not fit the path MTU{} with --dont-fragment (EMSGSIZE); use -l {} or less",
+                    mtu.map(|m| format!(" of {m} bytes")).unwrap_or_default(),
+                    mtu.map(|m| m.saturating_sub(28)).unwrap_or(1472)
+                ));
+                break;
+            }
+            Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
+                // An ICMP port-unreachable from an earlier datagram: the
+                // receiver is gone if it lasts.
+                let since = *refused_since.get_or_insert_with(Instant::now);
+                if since.elapsed() > Duration::from_secs(2) {
+                    shared.fail("receiver unreachable (ICMP port unreachable)".into());
+                    break;
+                }
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) || e.raw_os_error() == Some(libc::ENOBUFS) => {}
+            Err(e) => {
+                shared.fail(format!("send failed after {seq} datagrams: {e}"));
+                break;
+            }
+        }
+    }
+    if let Some(pacer) = &pacer {
+        *shared.gaps.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some(pacer.gap_stats(len as u64 * 8));
+    }
+    let data_ended = Instant::now();
+    let mut fin = vec![0u8; len.max(udp::HEADER_LEN)];
+    udp::write_fin(&mut fin, seq);
+    for _ in 0..FIN_COPIES {
+        let _ = sock.send(&fin);
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    mark_finished(&shared, p.start, data_ended);
+}
+
+pub fn udp_receive(
+    sock: UdpSocket,
+    shared: Arc<StreamShared>,
+    ctl: Arc<SideControl>,
+    p: StreamParams,
+    same_clock: bool,
+) {
+    let _ = sock.set_read_timeout(Some(POLL));
+    let mut batch = mmsg::RecvBatch::new(p.length.max(udp::HEADER_LEN) + 1, BATCH);
+    let mut tracker = UdpTracker::new();
+    let mut fin_at: Option<Instant> = None;
+    let mut last_data = Instant::now().max(p.start);
+    loop {
+        match batch.receive(&sock) {
+            Ok(n) => {
+                let now_ns = now_unix_ns();
+                for i in 0..n {
+                    let d = batch.datagram(i);
+                    if udp::parse_hello(d).is_some() {
+                        continue; // a late copy of the set-up handshake
+                    }
+                    match udp::parse(d) {
+                        Some(udp::Datagram::Data { seq, sent_ns }) => {
+                            tracker.record(seq, sent_ns, now_ns, d.len())
+                        }
+                        Some(udp::Datagram::Fin { total }) => {
+                            tracker.fin(total);
+                            fin_at.get_or_insert_with(Instant::now);
+                        }
+                        None => {}
+                    }
+                }
+                if n > 0 {
+                    last_data = Instant::now();
+                }
+                shared.bytes.store(tracker.bytes(), Ordering::Relaxed);
+                shared.packets.store(tracker.packets(), Ordering::Relaxed);
+                *shared.udp.lock().unwrap_or_else(|e| e.into_inner()) =
+                    Some(tracker.stats(same_clock));
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) => {}
+            Err(e) if e.kind() == ErrorKind::ConnectionRefused => {}
+            Err(e) => {
+                shared.fail(format!("receive failed: {e}"));
+                break;
+            }
+        }
+        let peer_sent = shared.peer_sent.load(Ordering::Relaxed);
+        if peer_sent != u64::MAX && !tracker.fin_seen() {
+            tracker.fin(peer_sent);
+        }
+        // Done when everything announced arrived, or shortly after the FIN
+        // (stragglers reordered behind it), or when the owner says stop.
+        if tracker.complete()
+            || fin_at.is_some_and(|t| t.elapsed() > Duration::from_millis(250))
+            || ctl.stop_receivers.load(Ordering::Relaxed)
+        {
+            break;
+        }
+        if Instant::now() > p.start
+            && last_data.max(p.start).elapsed() > IDLE_LIMIT
+            && !tracker.fin_seen()
+        {
+            shared.fail(format!(
+                "no datagrams for {} s: sender gone?",
+                IDLE_LIMIT.as_secs()
+            ));
+            break;
+        }
+    }
+    *shared.udp.lock().unwrap_or_else(|e| e.into_inner()) = Some(tracker.stats(same_clock));
+    mark_finished(&shared, p.start, last_data);
+}

@@ -1,0 +1,116 @@
+//! Reading Linux `struct tcp_info` by field offset.
+//!
+//! The struct grows with kernel releases; the kernel copies as many bytes as it
+//! has and reports that length. Reading by offset against that length tells
+//! exactly which fields this kernel provides, so an older kernel's missing
+//! fields come out as `None` instead of zeros that would look like data.
+
+use std::os::fd::AsRawFd;
+
+/// One tcp_info snapshot; times in microseconds, rates in bytes/s as the kernel gives them.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TcpInfo {
+    pub snd_mss: Option<u32>,
+    pub pmtu: Option<u32>,
+    pub rtt_us: Option<u32>,
+    pub rttvar_us: Option<u32>,
+    pub snd_cwnd_segments: Option<u32>,
+    pub total_retrans: Option<u32>,
+    pub pacing_rate: Option<u64>,
+    pub min_rtt_us: Option<u32>,
+    pub delivery_rate: Option<u64>,
+    pub busy_time_us: Option<u64>,
+    pub rwnd_limited_us: Option<u64>,
+    pub sndbuf_limited_us: Option<u64>,
+    pub bytes_sent: Option<u64>,
+    pub bytes_retrans: Option<u64>,
+    pub bytes_acked: Option<u64>,
+    pub snd_wnd: Option<u32>,
+}
+
+// Offsets in include/uapi/linux/tcp.h (stable ABI: fields are only appended).
+const SND_MSS: usize = 16;
+const PMTU: usize = 60;
+const RTT: usize = 68;
+const RTTVAR: usize = 72;
+const SND_CWND: usize = 80;
+const TOTAL_RETRANS: usize = 100;
+const PACING_RATE: usize = 104;
+const BYTES_ACKED: usize = 120;
+const MIN_RTT: usize = 148;
+const DELIVERY_RATE: usize = 160;
+const BUSY_TIME: usize = 168;
+const RWND_LIMITED: usize = 176;
+const SNDBUF_LIMITED: usize = 184;
+const BYTES_SENT: usize = 200;
+const BYTES_RETRANS: usize = 208;
+const SND_WND: usize = 228;
+
+/// Parses the bytes the kernel returned (only `len` of them are valid).
+pub fn parse(raw: &[u8]) -> TcpInfo {
+    let u32_at = |off: usize| {
+        raw.get(off..off + 4)
+            .map(|b| u32::from_ne_bytes(b.try_into().expect("4 bytes")))
+    };
+    let u64_at = |off: usize| {
+        raw.get(off..off + 8)
+            .map(|b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
+    };
+    TcpInfo {
+        snd_mss: u32_at(SND_MSS),
+        pmtu: u32_at(PMTU),
+        rtt_us: u32_at(RTT),
+        rttvar_us: u32_at(RTTVAR),
+        snd_cwnd_segments: u32_at(SND_CWND),
+        total_retrans: u32_at(TOTAL_RETRANS),
+        pacing_rate: u64_at(PACING_RATE),
+        bytes_acked: u64_at(BYTES_ACKED),
+        min_rtt_us: u32_at(MIN_RTT),
+        delivery_rate: u64_at(DELIVERY_RATE),
+        busy_time_us: u64_at(BUSY_TIME),
+        rwnd_limited_us: u64_at(RWND_LIMITED),
+        sndbuf_limited_us: u64_at(SNDBUF_LIMITED),
+        bytes_sent: u64_at(BYTES_SENT),
+        bytes_retrans: u64_at(BYTES_RETRANS),
+        snd_wnd: u32_at(SND_WND),
+    }
+}
+
+/// Reads tcp_info from a connected TCP socket.
+pub fn read(socket: &impl AsRawFd) -> std::io::Result<TcpInfo> {
+    let mut raw = [0u8; 512];
+    let mut len = raw.len() as libc::socklen_t;
+    // SAFETY: the buffer is valid for `len` bytes and the kernel writes at most that.
+    let rc = unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            raw.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(parse(&raw[..len as usize]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_structs_leave_newer_fields_absent() {
+        // A kernel of the 4.x era returned 104 bytes: no pacing, no busy time.
+        let mut raw = vec![0u8; 104];
+        raw[RTT..RTT + 4].copy_from_slice(&1234u32.to_ne_bytes());
+        raw[TOTAL_RETRANS..TOTAL_RETRANS + 4].copy_from_slice(&7u32.to_ne_bytes());
+        let info = parse(&raw);
+        assert_eq!(info.rtt_us, Some(1234));
+        assert_eq!(info.total_retrans, Some(7));
+        assert_eq!(info.pacing_rate, None);
+        assert_eq!(info.busy_time_us, None);
+        assert_eq!(info.snd_wnd, None);
+    }
+}

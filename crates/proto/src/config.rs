@@ -1,0 +1,238 @@
+//! The effective configuration of a test, as both ends agree on it.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    #[default]
+    Tcp,
+    Udp,
+}
+
+/// Who sends: `Forward` is client to server, as iperf3 without `-R`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    #[default]
+    Forward,
+    Reverse,
+    Bidir,
+}
+
+impl Direction {
+    pub fn client_sends(self) -> bool {
+        matches!(self, Direction::Forward | Direction::Bidir)
+    }
+    pub fn server_sends(self) -> bool {
+        matches!(self, Direction::Reverse | Direction::Bidir)
+    }
+}
+
+/// Largest UDP payload over IPv4 (65535 - 20 - 8).
+pub const MAX_UDP_PAYLOAD: u32 = 65_507;
+/// linkperf's UDP header (sequence number and send time) must fit in a datagram.
+pub const MIN_UDP_PAYLOAD: u32 = crate::udp::HEADER_LEN as u32;
+/// Bounds Linux accepts for TCP_MAXSEG.
+pub const MSS_RANGE: std::ops::RangeInclusive<u32> = 88..=65_495;
+/// Most streams one test may open; beyond this it is a mistake, not a test.
+pub const MAX_STREAMS: u32 = 256;
+
+/// Everything a test needs, sent by the client and applied by both ends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestConfig {
+    pub protocol: Protocol,
+    pub direction: Direction,
+    /// Test length in seconds; ignored when `bytes` is set.
+    pub duration_s: f64,
+    /// Exact number of bytes to send per direction, split across streams.
+    pub bytes: Option<u64>,
+    /// Interval between reports in seconds (0 disables interval reports).
+    pub interval_s: f64,
+    /// Warm-up seconds excluded from the summary.
+    pub omit_s: f64,
+    pub parallel: u32,
+    /// Write size for TCP, datagram payload size for UDP.
+    pub length: u32,
+    pub sndbuf: Option<u32>,
+    pub rcvbuf: Option<u32>,
+    pub nodelay: bool,
+    pub mss: Option<u32>,
+    pub congestion: Option<String>,
+    /// SO_MAX_PACING_RATE in bits/s.
+    pub pacing_rate: Option<u64>,
+    /// Application-level target rate per stream in bits/s; `None` or 0 means unlimited.
+    pub bitrate: Option<u64>,
+    pub dont_fragment: bool,
+    pub zerocopy: bool,
+    /// Wall-clock start (ms since the Unix epoch) agreed by a controller, for
+    /// synchronised campaigns and third-party tests.
+    pub start_at_unix_ms: Option<u64>,
+}
+
+impl Default for TestConfig {
+    fn default() -> Self {
+        TestConfig {
+            protocol: Protocol::Tcp,
+            direction: Direction::Forward,
+            duration_s: 10.0,
+            bytes: None,
+            interval_s: 1.0,
+            omit_s: 0.0,
+            parallel: 1,
+            length: 128 * 1024,
+            sndbuf: None,
+            rcvbuf: None,
+            nodelay: false,
+            mss: None,
+            congestion: None,
+            pacing_rate: None,
+            bitrate: None,
+            dont_fragment: false,
+            zerocopy: false,
+            start_at_unix_ms: None,
+        }
+    }
+}
+
+impl TestConfig {
+    /// Checks what both ends must refuse, whoever built the config.
+    /// The message names the offending option and its valid range.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.parallel == 0 || self.parallel > MAX_STREAMS {
+            return Err(format!(
+                "-P must be between 1 and {MAX_STREAMS}, got {}",
+                self.parallel
+            ));
+        }
+        if !(self.duration_s.is_finite() && self.duration_s > 0.0) && self.bytes.is_none() {
+            return Err("-t must be a positive number of seconds".into());
+        }
+        if self.duration_s > 86_400.0 {
+            return Err("-t longer than a day is not a test; split it into sessions".into());
+        }
+        if let Some(0) = self.bytes {
+            return Err("-n must be at least 1 byte".into());
+        }
+        if !(self.interval_s.is_finite() && self.interval_s >= 0.0) {
+            return Err("-i must be 0 (off) or a positive number of seconds".into());
+        }
+        if self.interval_s > 0.0 && self.interval_s < 0.01 {
+            return Err("-i below 0.01 s is too fine to measure; use at least 0.01".into());
+        }
+        if !(self.omit_s.is_finite() && self.omit_s >= 0.0) {
+            return Err("-O must be a non-negative number of seconds".into());
+        }
+        if self.bytes.is_none() && self.omit_s >= self.duration_s {
+            return Err(format!(
+                "-O {} omits the whole {} s test",
+                self.omit_s, self.duration_s
+            ));
+        }
+        match self.protocol {
+            Protocol::Udp => {
+                if self.length < MIN_UDP_PAYLOAD || self.length > MAX_UDP_PAYLOAD {
+                    return Err(format!(
+                        "UDP datagram size must be between {MIN_UDP_PAYLOAD} and {MAX_UDP_PAYLOAD} bytes, got {}",
+                        self.length
+                    ));
+                }
+            }
+            Protocol::Tcp => {
+                if self.length == 0 || self.length > 64 * 1024 * 1024 {
+                    return Err(format!(
+                        "-l must be between 1 byte and 64M for TCP, got {}",
+                        self.length
+                    ));
+                }
+            }
+        }
+        if let Some(mss) = self.mss {
+            if !MSS_RANGE.contains(&mss) {
+                return Err(format!(
+                    "-M {mss} is out of range: the MSS must be between {} and {} bytes",
+                    MSS_RANGE.start(),
+                    MSS_RANGE.end()
+                ));
+            }
+        }
+        if let Some(cc) = &self.congestion {
+            if cc.is_empty()
+                || cc.len() > 15
+                || !cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            {
+                return Err(format!("-C '{cc}' is not a congestion control name"));
+            }
+        }
+        for (name, value) in [("--sndbuf", self.sndbuf), ("--rcvbuf", self.rcvbuf)] {
+            if let Some(v) = value {
+                if v == 0 || v > 1 << 30 {
+                    return Err(format!("{name} must be between 1 byte and 1G, got {v}"));
+                }
+            }
+        }
+        if self.dont_fragment && self.protocol != Protocol::Udp {
+            return Err("--dont-fragment applies to UDP (-u) only".into());
+        }
+        Ok(())
+    }
+
+    /// Bytes each stream must send in `-n` mode: the total split evenly, the
+    /// remainder on the first streams, so the sum is exact.
+    pub fn bytes_for_stream(&self, index: u32) -> Option<u64> {
+        let total = self.bytes?;
+        let n = u64::from(self.parallel);
+        let base = total / n;
+        let extra = u64::from(u64::from(index) < total % n);
+        Some(base + extra)
+    }
+
+    /// Per-stream application rate in bits/s, `None` for unlimited.
+    pub fn stream_rate(&self) -> Option<u64> {
+        self.bitrate.filter(|&r| r > 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_split_is_exact() {
+        let c = TestConfig {
+            bytes: Some(1_000_003),
+            parallel: 4,
+            ..Default::default()
+        };
+        let sum: u64 = (0..4).map(|i| c.bytes_for_stream(i).unwrap()).sum();
+        assert_eq!(sum, 1_000_003);
+        assert_eq!(c.bytes_for_stream(0), Some(250_001));
+        assert_eq!(c.bytes_for_stream(3), Some(250_000));
+    }
+
+    #[test]
+    fn validation_names_the_option() {
+        let udp = TestConfig {
+            protocol: Protocol::Udp,
+            length: 70_000,
+            ..Default::default()
+        };
+        assert!(udp.validate().unwrap_err().contains("65507"));
+        let mss = TestConfig {
+            mss: Some(10),
+            ..Default::default()
+        };
+        assert!(mss.validate().unwrap_err().starts_with("-M 10"));
+        let p = TestConfig {
+            parallel: 0,
+            ..Default::default()
+        };
+        assert!(p.validate().unwrap_err().starts_with("-P"));
+        let cc = TestConfig {
+            congestion: Some("../etc".into()),
+            ..Default::default()
+        };
+        assert!(cc.validate().is_err());
+        assert!(TestConfig::default().validate().is_ok());
+    }
+}

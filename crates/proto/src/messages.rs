@@ -1,0 +1,92 @@
+//! Control messages, serialised as JSON objects tagged by `type`.
+
+use crate::config::TestConfig;
+use crate::results::{HostFacts, SideResult, StreamInterval};
+use serde::{Deserialize, Serialize};
+
+/// Where the client must send a stream's data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamEndpoint {
+    pub id: u32,
+    /// For UDP: the server's port for this stream. TCP streams connect to the
+    /// control port with a [`crate::DataHello`].
+    pub udp_port: Option<u16>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ClientMessage {
+    Hello {
+        version: u32,
+        software: String,
+    },
+    /// Run a test with this server.
+    Setup {
+        config: TestConfig,
+    },
+    /// Ask this server to run `config` as a client towards `target`
+    /// (nuttcp's third-party mode); refused unless the server allows it.
+    ThirdParty {
+        target: String,
+        port: u16,
+        config: TestConfig,
+    },
+    /// All data connections are open: start (now, or at the agreed time).
+    Start {
+        start_at_unix_ms: Option<u64>,
+    },
+    /// The client's senders have finished; `packets` per stream for UDP.
+    SendersDone {
+        packets: Vec<(u32, u64)>,
+    },
+    /// The client's own measurements, once its streams are done.
+    Finished {
+        result: SideResult,
+    },
+    /// Stop now (Ctrl-C); the server stops its streams and reports what it has.
+    Cancel {
+        reason: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ServerMessage {
+    Welcome {
+        version: u32,
+        software: String,
+        facts: HostFacts,
+    },
+    /// The server refuses or aborts; `message` is one line for the user.
+    Error {
+        message: String,
+    },
+    /// Setup accepted; the client may open the data connections.
+    Ready {
+        cookie: u64,
+        streams: Vec<StreamEndpoint>,
+        warnings: Vec<String>,
+    },
+    /// The server's streams have started.
+    Started {
+        start_unix_ms: u64,
+    },
+    /// The server's view of one interval.
+    Interval {
+        streams: Vec<StreamInterval>,
+    },
+    SendersDone {
+        packets: Vec<(u32, u64)>,
+    },
+    Finished {
+        result: SideResult,
+    },
+    /// Third-party mode: one interval line of the test the server runs.
+    RelayInterval {
+        interval: serde_json::Value,
+    },
+    /// Third-party mode: the full report of the test the server ran.
+    RelayReport {
+        report: serde_json::Value,
+    },
+}

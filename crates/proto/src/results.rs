@@ -1,0 +1,158 @@
+//! Measurements as they travel between the two ends of a test.
+//!
+//! Each end measures only what it can see (a sender its writes and tcp_info, a
+//! receiver what really arrived) and sends it to the other end; the client
+//! combines both into the report. Fields a kernel does not provide are `None`,
+//! never a made-up zero.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Sender,
+    Receiver,
+}
+
+/// Fractions of wall time a TCP sender spent in each state (tcp_info
+/// busy/rwnd_limited/sndbuf_limited): limited by the receiver's window, by its
+/// own send buffer, by the network (congestion window), or idle for want of data.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+pub struct Limited {
+    pub rwnd: f64,
+    pub sndbuf: f64,
+    pub network: f64,
+    pub app: f64,
+}
+
+/// What tcp_info says of one connection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct TcpStats {
+    /// Retransmitted segments (in the interval, or in the whole test for a summary).
+    pub retransmits: Option<u64>,
+    pub cwnd_bytes: Option<u64>,
+    pub rtt_ms: Option<f64>,
+    pub rttvar_ms: Option<f64>,
+    pub min_rtt_ms: Option<f64>,
+    pub snd_wnd_bytes: Option<u64>,
+    pub delivery_rate_bps: Option<f64>,
+    pub pacing_rate_bps: Option<f64>,
+    pub limited: Option<Limited>,
+    pub mss: Option<u32>,
+    pub pmtu: Option<u32>,
+}
+
+/// What a UDP receiver counted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct UdpStats {
+    /// Distinct datagrams received.
+    pub packets: u64,
+    /// Datagrams expected but never received.
+    pub lost_packets: u64,
+    pub loss_percent: f64,
+    pub out_of_order: u64,
+    pub duplicates: u64,
+    /// RFC 3550 interarrival jitter.
+    pub jitter_ms: f64,
+    /// Mean one-way delay, meaningful only when both ends share a clock.
+    pub one_way_delay_ms: Option<f64>,
+}
+
+/// Distribution of the gaps between datagram sends of a paced UDP sender,
+/// the evidence that pacing is smooth rather than bursty.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct GapStats {
+    pub sends: u64,
+    pub target_us: f64,
+    pub mean_us: f64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub max_us: f64,
+    /// Gaps shorter than a tenth of the target: datagrams sent back to back.
+    pub back_to_back_fraction: f64,
+}
+
+/// What the kernel granted a data socket.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct SocketFacts {
+    pub sndbuf: Option<u32>,
+    pub rcvbuf: Option<u32>,
+    pub congestion: Option<String>,
+    pub mss: Option<u32>,
+    pub mtu: Option<u32>,
+    pub local: Option<String>,
+    pub remote: Option<String>,
+}
+
+/// One stream's counters over one interval, as seen by one end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamInterval {
+    pub id: u32,
+    pub role: Role,
+    pub start: f64,
+    pub end: f64,
+    pub bytes: u64,
+    pub bits_per_second: f64,
+    pub packets: Option<u64>,
+    pub udp: Option<UdpStats>,
+    pub tcp: Option<TcpStats>,
+    /// Inside the `-O` warm-up, excluded from the summary.
+    pub omitted: bool,
+}
+
+/// One stream over the whole test, as seen by one end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamResult {
+    pub id: u32,
+    pub role: Role,
+    pub bytes: u64,
+    pub seconds: f64,
+    pub bits_per_second: f64,
+    pub packets: Option<u64>,
+    pub udp: Option<UdpStats>,
+    pub tcp: Option<TcpStats>,
+    pub socket: SocketFacts,
+    pub send_gaps: Option<GapStats>,
+    /// Why the stream stopped early, if it did.
+    pub error: Option<String>,
+}
+
+/// CPU used during the test: the process as a percentage of one core, the
+/// host as a percentage of all its cores.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct CpuUsage {
+    pub user_percent: f64,
+    pub system_percent: f64,
+    pub total_percent: f64,
+    pub host_user_percent: f64,
+    pub host_system_percent: f64,
+    pub host_total_percent: f64,
+    pub cpus: u32,
+    /// Process CPU microseconds per 10^6 bytes moved by this end.
+    pub service_demand_us_per_mb: Option<f64>,
+}
+
+/// Facts about a host that explain its numbers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct HostFacts {
+    pub hostname: String,
+    pub kernel: String,
+    pub software: String,
+    pub cpus: u32,
+    pub congestion_default: Option<String>,
+    pub congestion_available: Vec<String>,
+    pub rmem_max: Option<u64>,
+    pub wmem_max: Option<u64>,
+    pub tcp_rmem: Option<[u64; 3]>,
+    pub tcp_wmem: Option<[u64; 3]>,
+}
+
+/// Everything one end measured once its streams are done.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct SideResult {
+    pub streams: Vec<StreamResult>,
+    pub cpu: CpuUsage,
+    /// Seconds from the start of the test to the end of the last stream.
+    pub seconds: f64,
+    pub warnings: Vec<String>,
+}

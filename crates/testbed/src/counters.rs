@@ -1,0 +1,72 @@
+//! Per-direction counters: updated lock-free by the forwarding thread, snapshotted by the
+//! reporter thread into the state directory, read by `status --json`.
+
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+#[derive(Debug, Default)]
+pub struct DirectionCounters {
+    pub packets_in: AtomicU64,
+    pub bytes_in: AtomicU64,
+    pub packets_forwarded: AtomicU64,
+    pub bytes_forwarded: AtomicU64,
+    pub dropped_queue: AtomicU64,
+    pub dropped_loss: AtomicU64,
+    pub dropped_ber: AtomicU64,
+    pub dropped_oversize: AtomicU64,
+    pub write_errors: AtomicU64,
+    pub queue_high_water_bytes: AtomicU64,
+    pub queue_high_water_packets: AtomicU64,
+}
+
+impl DirectionCounters {
+    pub fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Relaxed);
+    }
+
+    pub fn snapshot(&self) -> CounterValues {
+        CounterValues {
+            packets_in: self.packets_in.load(Relaxed),
+            bytes_in: self.bytes_in.load(Relaxed),
+            packets_forwarded: self.packets_forwarded.load(Relaxed),
+            bytes_forwarded: self.bytes_forwarded.load(Relaxed),
+            dropped_queue: self.dropped_queue.load(Relaxed),
+            dropped_loss: self.dropped_loss.load(Relaxed),
+            dropped_ber: self.dropped_ber.load(Relaxed),
+            dropped_oversize: self.dropped_oversize.load(Relaxed),
+            write_errors: self.write_errors.load(Relaxed),
+            queue_high_water_bytes: self.queue_high_water_bytes.load(Relaxed),
+            queue_high_water_packets: self.queue_high_water_packets.load(Relaxed),
+        }
+    }
+}
+
+/// A plain copy of [`DirectionCounters`]. Bytes are frame bytes as carried (Ethernet header
+/// plus IP packet), not wire bytes with framing overhead.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CounterValues {
+    pub packets_in: u64,
+    pub bytes_in: u64,
+    pub packets_forwarded: u64,
+    pub bytes_forwarded: u64,
+    pub dropped_queue: u64,
+    pub dropped_loss: u64,
+    pub dropped_ber: u64,
+    pub dropped_oversize: u64,
+    pub write_errors: u64,
+    pub queue_high_water_bytes: u64,
+    pub queue_high_water_packets: u64,
+}
+
+/// Counters of one link direction together with what identifies it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LinkCounters {
+    /// Index of the link in the topology file (0-based).
+    pub link: usize,
+    /// `a_to_b` (ends[0] -> ends[1]) or `b_to_a`.
+    pub direction: String,
+    pub from: String,
+    pub to: String,
+    #[serde(flatten)]
+    pub values: CounterValues,
+}

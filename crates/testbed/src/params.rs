@@ -1,0 +1,210 @@
+//! The resolved impairment parameters of one link direction, after presets, link-wide keys
+//! and per-direction overrides have been merged. This is what the emulator runs.
+
+use crate::framing::Framing;
+use crate::impairment::{GilbertElliott, JitterDistribution};
+use serde::{Deserialize, Serialize};
+
+/// Queue length used when neither `queue` nor `queue_packets` is given (netem's default).
+pub const DEFAULT_QUEUE_PACKETS: u64 = 1000;
+pub const DEFAULT_MTU: u32 = 1500;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DirectionParams {
+    /// Bits per second charged by the framing model; 0 means unlimited.
+    pub rate_bps: u64,
+    /// One-way propagation delay.
+    pub delay_ns: u64,
+    pub jitter_ns: u64,
+    pub jitter_distribution: JitterDistribution,
+    /// When false, jitter never reorders: a packet leaves no earlier than its predecessor.
+    pub reorder: bool,
+    /// Bernoulli loss probability (0..1).
+    pub loss: f64,
+    pub gilbert: Option<GilbertElliott>,
+    /// Bit error rate; a frame of L bytes is lost with 1 - (1 - ber)^(8 L).
+    pub ber: f64,
+    /// Drop-tail limit on bytes waiting for (or in) serialisation.
+    pub queue_bytes: Option<u64>,
+    /// Drop-tail limit on packets waiting for (or in) serialisation.
+    pub queue_packets: Option<u64>,
+    pub framing: Framing,
+}
+
+impl Default for DirectionParams {
+    fn default() -> Self {
+        DirectionParams {
+            rate_bps: 0,
+            delay_ns: 0,
+            jitter_ns: 0,
+            jitter_distribution: JitterDistribution::Uniform,
+            reorder: false,
+            loss: 0.0,
+            gilbert: None,
+            ber: 0.0,
+            queue_bytes: None,
+            queue_packets: Some(DEFAULT_QUEUE_PACKETS),
+            framing: Framing::Ethernet,
+        }
+    }
+}
+
+impl DirectionParams {
+    /// Human summary for `status`, e.g. "40.0 Mbit/s 7.00 ms queue 200 KiB loss 1%".
+    pub fn summary(&self) -> String {
+        let mut parts = Vec::new();
+        if self.rate_bps > 0 {
+            parts.push(linkperf_units::format_rate(self.rate_bps as f64));
+        } else {
+            parts.push("unlimited".to_string());
+        }
+        parts.push(format!("delay {}", format_ns(self.delay_ns)));
+        if self.jitter_ns > 0 {
+            parts.push(format!(
+                "jitter {} {:?}{}",
+                format_ns(self.jitter_ns),
+                self.jitter_distribution,
+                if self.reorder { " reorder" } else { "" }
+            ));
+        }
+        if self.loss > 0.0 {
+            parts.push(format!("loss {}%", trim_float(self.loss * 100.0)));
+        }
+        if let Some(ge) = self.gilbert {
+            parts.push(format!(
+                "gilbert p={} r={}",
+                trim_float(ge.p),
+                trim_float(ge.r)
+            ));
+        }
+        if self.ber > 0.0 {
+            parts.push(format!("ber {:e}", self.ber));
+        }
+        match (self.queue_bytes, self.queue_packets) {
+            (Some(b), Some(p)) => parts.push(format!(
+                "queue {} / {p} pkts",
+                linkperf_units::format_bytes(b as f64)
+            )),
+            (Some(b), None) => {
+                parts.push(format!("queue {}", linkperf_units::format_bytes(b as f64)))
+            }
+            (None, Some(p)) => parts.push(format!("queue {p} pkts")),
+            (None, None) => parts.push("queue unlimited".to_string()),
+        }
+        parts.push(self.framing.name().to_string());
+        parts.join(", ")
+    }
+}
+
+/// One layer of settings (a preset, the link table, or a direction table); `None` = not set.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DirectionOverrides {
+    pub rate_bps: Option<u64>,
+    pub delay_ns: Option<u64>,
+    pub jitter_ns: Option<u64>,
+    pub jitter_distribution: Option<JitterDistribution>,
+    pub reorder: Option<bool>,
+    pub loss: Option<f64>,
+    pub gilbert: Option<GilbertElliott>,
+    pub ber: Option<f64>,
+    /// Byte limit; `Some(0)` means no byte limit.
+    pub queue_bytes: Option<u64>,
+    /// Packet limit; `Some(0)` means no packet limit.
+    pub queue_packets: Option<u64>,
+    pub framing: Option<Framing>,
+}
+
+impl DirectionOverrides {
+    /// Applies this layer on top of `params`. A layer that sets either queue limit replaces
+    /// the whole queue specification, so `queue = "200K"` alone means "200 KiB, no packet cap".
+    pub fn apply_to(&self, params: &mut DirectionParams) {
+        if let Some(v) = self.rate_bps {
+            params.rate_bps = v;
+        }
+        if let Some(v) = self.delay_ns {
+            params.delay_ns = v;
+        }
+        if let Some(v) = self.jitter_ns {
+            params.jitter_ns = v;
+        }
+        if let Some(v) = self.jitter_distribution {
+            params.jitter_distribution = v;
+        }
+        if let Some(v) = self.reorder {
+            params.reorder = v;
+        }
+        if let Some(v) = self.loss {
+            params.loss = v;
+        }
+        if let Some(v) = self.gilbert {
+            params.gilbert = Some(v);
+        }
+        if let Some(v) = self.ber {
+            params.ber = v;
+        }
+        if self.queue_bytes.is_some() || self.queue_packets.is_some() {
+            params.queue_bytes = self.queue_bytes.filter(|&b| b > 0);
+            params.queue_packets = self.queue_packets.filter(|&p| p > 0);
+        }
+        if let Some(v) = self.framing {
+            params.framing = v;
+        }
+    }
+}
+
+fn format_ns(ns: u64) -> String {
+    format!("{} ms", trim_float(ns as f64 / 1e6))
+}
+
+fn trim_float(v: f64) -> String {
+    let s = format!("{v:.4}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    s.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_layer_setting_the_queue_replaces_the_whole_queue_spec() {
+        let mut p = DirectionParams::default();
+        DirectionOverrides {
+            queue_bytes: Some(1000),
+            ..Default::default()
+        }
+        .apply_to(&mut p);
+        assert_eq!((p.queue_bytes, p.queue_packets), (Some(1000), None));
+        DirectionOverrides {
+            rate_bps: Some(5),
+            ..Default::default()
+        }
+        .apply_to(&mut p);
+        assert_eq!(
+            (p.queue_bytes, p.queue_packets, p.rate_bps),
+            (Some(1000), None, 5)
+        );
+        DirectionOverrides {
+            queue_packets: Some(0),
+            ..Default::default()
+        }
+        .apply_to(&mut p);
+        assert_eq!((p.queue_bytes, p.queue_packets), (None, None));
+    }
+
+    #[test]
+    fn summary_names_the_interesting_parameters() {
+        let p = DirectionParams {
+            rate_bps: 40_000_000,
+            delay_ns: 7_000_000,
+            loss: 0.01,
+            queue_bytes: Some(204_800),
+            queue_packets: None,
+            ..Default::default()
+        };
+        assert_eq!(
+            p.summary(),
+            "40.0 Mbit/s, delay 7 ms, loss 1%, queue 200 KiB, ethernet"
+        );
+    }
+}
