@@ -1,1 +1,177 @@
-fn main() {}
+//! linkperf: one binary for the server, the client and the demo.
+
+mod cli;
+mod client;
+mod control;
+mod data;
+mod demo;
+mod diagnose;
+mod report;
+mod server;
+mod signals;
+mod text;
+
+use clap::Parser;
+use cli::{Cli, ClientArgs, Command};
+use std::process::ExitCode;
+
+pub const SOFTWARE: &str = concat!("linkperf ", env!("CARGO_PKG_VERSION"));
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(
+                e.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) {
+                let _ = e.print();
+                return ExitCode::SUCCESS;
+            }
+            // One line: clap's first line without its "error: " prefix.
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments");
+            eprintln!("linkperf: {}", first.trim_start_matches("error: "));
+            return ExitCode::from(2);
+        }
+    };
+    match cli.command {
+        Command::Server(args) => run_server(args),
+        Command::Client(args) => run_client(args),
+        Command::Demo => demo::run(),
+    }
+}
+
+fn run_server(args: cli::ServerArgs) -> ExitCode {
+    let options = server::ServerOptions {
+        port: args.port,
+        bind: args.bind,
+        once: args.once,
+        allow_third_party: args.allow_third_party,
+        verbose: !args.quiet,
+    };
+    match server::Server::bind(options) {
+        Ok(s) => {
+            if !args.quiet {
+                println!("linkperf server listening on {}", s.local_addr());
+            }
+            s.run();
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("linkperf: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run_client(args: ClientArgs) -> ExitCode {
+    let host = match args.host() {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("linkperf: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let options = client::ClientOptions {
+        host,
+        port: args.port,
+        bind: args.bind,
+        cport: args.cport,
+        family: if args.ipv4 {
+            Some(4)
+        } else if args.ipv6 {
+            Some(6)
+        } else {
+            None
+        },
+        config: args.config(),
+        clocks_synchronised: args.clock_sync,
+    };
+    if let Err(e) = options.config.validate() {
+        eprintln!("linkperf: {e}");
+        return ExitCode::from(2);
+    }
+    signals::install();
+    if let Some(from) = &args.from {
+        return third_party(from, &options, &args);
+    }
+    let human = !args.json && !args.json_stream;
+    let udp = options.config.protocol == linkperf_proto::Protocol::Udp;
+    if human {
+        println!(
+            "{}",
+            text::header(&options.config, &options.host, options.port)
+        );
+        if options.config.interval_s > 0.0 {
+            println!("{}", text::interval_header(udp));
+        }
+    }
+    let json_stream = args.json_stream;
+    let mut on_interval = |i: &report::IntervalReport| {
+        if human {
+            println!("{}", text::interval(i, udp));
+        } else if json_stream {
+            let line =
+                serde_json::json!({"schema": report::SCHEMA, "event": "interval", "data": i});
+            println!("{line}");
+        }
+    };
+    match client::run(&options, &mut on_interval, Some(&signals::INTERRUPTED)) {
+        Ok(report) => {
+            if args.json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&report).expect("report serialises")
+                );
+            } else if json_stream {
+                let line = serde_json::json!({"schema": report::SCHEMA, "event": "summary", "data": &report});
+                println!("{line}");
+            } else {
+                print!("{}", text::summary(&report));
+            }
+            if report.errors.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(e) => {
+            if args.json {
+                let doc = serde_json::json!({"schema": report::SCHEMA, "error": e.message});
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&doc).expect("error serialises")
+                );
+            }
+            eprintln!("linkperf: {}", e.message);
+            ExitCode::from(e.exit_code as u8)
+        }
+    }
+}
+
+/// `--from A HOST`: server A runs the test towards HOST and relays it here.
+fn third_party(from: &str, options: &client::ClientOptions, args: &ClientArgs) -> ExitCode {
+    match client::run_third_party(from, options, &mut |line| {
+        if !args.json {
+            println!("{line}");
+        }
+    }) {
+        Ok(report) => {
+            if args.json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&report).expect("report serialises")
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("linkperf: {}", e.message);
+            ExitCode::from(e.exit_code as u8)
+        }
+    }
+}

@@ -1,15 +1,29 @@
 //! Emulated WAN testbeds: hosts in network namespaces joined by a userspace link emulator.
+//!
+//! A topology file names hosts, switches and links ([`Topology`]); [`up`] builds it (one
+//! namespace per host or switch, a TAP device per link end, an emulator process that forwards
+//! frames between the TAPs applying rate, delay, jitter, loss, bit errors, queue limit and
+//! framing overhead), [`down`] removes every trace of it.
 
+pub mod cli;
 pub mod counters;
+pub mod emulator;
 pub mod error;
 pub mod framing;
 pub mod impairment;
+pub mod netns;
 pub mod params;
+pub mod presets;
 pub mod rng;
 pub mod scheduler;
-
-pub use error::TestbedError;
-pub mod presets;
+pub mod state;
+pub mod tap;
+pub mod testbed;
 pub mod topology;
 
+pub use cli::{run, TestbedCommand};
+pub use counters::{CounterValues, LinkCounters};
+pub use error::TestbedError;
+pub use netns::require_root;
+pub use testbed::{down, up, Testbed};
 pub use topology::Topology;

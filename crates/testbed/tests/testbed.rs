@@ -1,1 +1,631 @@
-fn main() {}
+//! Accuracy and lifecycle tests with real traffic through the emulator. They need root
+//! (namespaces, TAP devices) and are skipped with a message otherwise.
+//!
+//! This binary has its own small runner (harness = false) because `up` re-executes the
+//! current executable as `<exe> testbed emulate --state DIR`: here that is this binary,
+//! which must then behave like `linkperf` and run the emulator.
+
+mod traffic;
+
+use linkperf_testbed::{down, up, LinkCounters, Testbed, TestbedCommand, Topology};
+use std::time::{Duration, Instant};
+use traffic::*;
+
+type TestFn = fn();
+
+const TESTS: &[(&str, TestFn)] = &[
+    (
+        "delay_rtt_matches_configured_one_way_delays",
+        delay_rtt_matches_configured_one_way_delays,
+    ),
+    (
+        "udp_above_the_rate_is_delivered_at_the_rate",
+        udp_above_the_rate_is_delivered_at_the_rate,
+    ),
+    (
+        "tcp_goodput_reaches_90_percent_of_payload_rate",
+        tcp_goodput_reaches_90_percent_of_payload_rate,
+    ),
+    (
+        "random_loss_within_binomial_interval",
+        random_loss_within_binomial_interval,
+    ),
+    (
+        "ber_loss_follows_the_length_formula",
+        ber_loss_follows_the_length_formula,
+    ),
+    (
+        "jitter_reorders_only_when_asked",
+        jitter_reorders_only_when_asked,
+    ),
+    (
+        "queue_limit_drops_a_burst_and_counts_it",
+        queue_limit_drops_a_burst_and_counts_it,
+    ),
+    (
+        "atm_framing_delivers_the_cell_tax_payload_rate",
+        atm_framing_delivers_the_cell_tax_payload_rate,
+    ),
+    (
+        "switch_shares_one_bottleneck_and_ipv6_works",
+        switch_shares_one_bottleneck_and_ipv6_works,
+    ),
+    (
+        "exec_and_status_report_the_testbed",
+        exec_and_status_report_the_testbed,
+    ),
+    (
+        "teardown_leaves_nothing_even_after_kill_9",
+        teardown_leaves_nothing_even_after_kill_9,
+    ),
+];
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("testbed")
+        && args.get(2).map(String::as_str) == Some("emulate")
+    {
+        let state = args
+            .iter()
+            .position(|a| a == "--state")
+            .and_then(|i| args.get(i + 1))
+            .expect("--state DIR");
+        let cmd = TestbedCommand::Emulate {
+            state: state.into(),
+            foreground: args.iter().any(|a| a == "--foreground"),
+        };
+        match linkperf_testbed::run(cmd) {
+            Ok(code) => std::process::exit(code),
+            Err(e) => {
+                eprintln!("emulator: {e}");
+                std::process::exit(e.exit_code());
+            }
+        }
+    }
+    let filters: Vec<&String> = args[1..].iter().filter(|a| !a.starts_with('-')).collect();
+    let selected: Vec<&(&str, TestFn)> = TESTS
+        .iter()
+        .filter(|(name, _)| filters.is_empty() || filters.iter().any(|f| name.contains(f.as_str())))
+        .collect();
+    if linkperf_testbed::require_root().is_err() {
+        eprintln!("SKIPPED {} testbed tests: they need root (namespaces, TAP devices); CI runs them as root", selected.len());
+        println!(
+            "test result: ok. 0 passed; 0 failed; {} ignored; 0 measured; 0 filtered out",
+            selected.len()
+        );
+        return;
+    }
+    println!("running {} tests", selected.len());
+    let (mut passed, mut failed) = (0, 0);
+    for (name, test) in selected {
+        let start = Instant::now();
+        let outcome = std::panic::catch_unwind(test);
+        let secs = start.elapsed().as_secs_f64();
+        match outcome {
+            Ok(()) => {
+                passed += 1;
+                println!("test {name} ... ok ({secs:.1}s)");
+            }
+            Err(_) => {
+                failed += 1;
+                println!("test {name} ... FAILED ({secs:.1}s)");
+            }
+        }
+    }
+    let verdict = if failed == 0 { "ok" } else { "FAILED" };
+    println!("\ntest result: {verdict}. {passed} passed; {failed} failed; 0 ignored; 0 measured; {} filtered out", TESTS.len() - passed - failed);
+    if failed > 0 {
+        std::process::exit(101);
+    }
+}
+
+/// Brings a testbed up for the duration of a test and always takes it down.
+struct Guard(Testbed);
+
+impl Guard {
+    fn up(name: &str, toml: &str) -> Guard {
+        let _ = down(name);
+        let topo = Topology::from_toml_str(name, toml).expect("topology parses");
+        Guard(up(&topo).unwrap_or_else(|e| panic!("up {name}: {e}")))
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if let Err(e) = down(self.0.name()) {
+            eprintln!("down {}: {e}", self.0.name());
+        }
+    }
+}
+
+impl std::ops::Deref for Guard {
+    type Target = Testbed;
+    fn deref(&self) -> &Testbed {
+        &self.0
+    }
+}
+
+fn direction<'a>(counters: &'a [LinkCounters], link: usize, dir: &str) -> &'a LinkCounters {
+    counters
+        .iter()
+        .find(|c| c.link == link && c.direction == dir)
+        .expect("direction counters")
+}
+
+fn delay_rtt_matches_configured_one_way_delays() {
+    let tb = Guard::up(
+        "lpt-delay",
+        r#"
+        [[host]]
+        name = "a"
+        [[host]]
+        name = "b"
+        [[link]]
+        ends = ["a", "b"]
+        [link.a_to_b]
+        delay = "5ms"
+        [link.b_to_a]
+        delay = "3ms"
+        "#,
+    );
+    let server = tb.ipv4("b").unwrap();
+    let echo = start_udp_echo(&tb.netns("b").unwrap(), 7000);
+    let rtts = measure_udp_rtt(
+        &tb.netns("a").unwrap(),
+        (server, 7000).into(),
+        40,
+        64,
+        Duration::from_millis(10),
+    );
+    drop(echo);
+    let median = percentile(&rtts, 0.5);
+    let expected = 8.0;
+    let tolerance = 0.2 + 0.02 * expected;
+    println!(
+        "  rtt median {median:.3} ms (min {:.3}, max {:.3}), expected {expected} ± {tolerance:.2}",
+        percentile(&rtts, 0.0),
+        percentile(&rtts, 1.0)
+    );
+    assert!(
+        (median - expected).abs() <= tolerance,
+        "median RTT {median:.3} ms"
+    );
+    let c = tb.counters().unwrap();
+    assert!(direction(&c, 0, "a_to_b").values.packets_forwarded >= 40);
+}
+
+/// Wire bytes of a UDP datagram of `payload` bytes with Ethernet framing (IP + 38).
+fn ethernet_wire(payload: usize) -> u64 {
+    payload as u64 + 28 + 38
+}
+
+/// Two hosts a, b and one link with the given body (keys of the [[link]] table).
+fn pair(link_body: &str) -> String {
+    format!("[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n[[link]]\nends = [\"a\", \"b\"]\n{link_body}\n")
+}
+
+fn ns(tb: &Testbed, host: &str) -> String {
+    tb.netns(host).unwrap()
+}
+
+fn udp_above_the_rate_is_delivered_at_the_rate() {
+    let tb = Guard::up("lpt-rate", &pair("rate = \"50M\"\ndelay = \"2ms\""));
+    let to = (tb.ipv4("b").unwrap(), 9000).into();
+    let sink = start_udp_sink(
+        &ns(&tb, "b"),
+        9000,
+        Duration::from_millis(300),
+        Duration::from_secs(6),
+    );
+    // 60 Mbit/s of 1472-byte datagrams offered for 2.5 s into a 50 Mbit/s link.
+    let sent = send_udp(
+        &ns(&tb, "a"),
+        to,
+        1472,
+        (60e6 * 2.5 / (1472.0 * 8.0)) as u64,
+        60e6,
+        0,
+    );
+    let arrivals = sink.join().unwrap();
+    let wire_rate = arrival_rate(
+        &arrivals,
+        Duration::from_millis(500),
+        Duration::from_millis(2400),
+        ethernet_wire,
+    );
+    println!(
+        "  sent {sent}, received {}, delivered {:.3} Mbit/s on the wire (configured 50)",
+        arrivals.len(),
+        wire_rate / 1e6
+    );
+    assert!(
+        (wire_rate / 50e6 - 1.0).abs() <= 0.02,
+        "wire rate {wire_rate}"
+    );
+    let c = tb.counters().unwrap();
+    let ab = direction(&c, 0, "a_to_b").values;
+    assert!(
+        ab.dropped_queue > 0,
+        "overload must overflow the queue: {ab:?}"
+    );
+    assert_eq!(ab.packets_forwarded, arrivals.len() as u64, "{ab:?}");
+}
+
+fn tcp_goodput_reaches_90_percent_of_payload_rate() {
+    let tb = Guard::up(
+        "lpt-tcp",
+        &pair("rate = \"50M\"\ndelay = \"2ms\"\nqueue = \"128K\""),
+    );
+    let samples = tcp_bulk(
+        &ns(&tb, "a"),
+        &ns(&tb, "b"),
+        (tb.ipv4("b").unwrap(), 9001).into(),
+        Duration::from_secs(3),
+    );
+    let goodput = tcp_goodput(
+        &samples,
+        Duration::from_millis(500),
+        Duration::from_millis(2900),
+    );
+    // MSS 1448 (timestamps on) per 1538 bytes on the wire.
+    let ceiling = 50e6 * 1448.0 / 1538.0;
+    println!(
+        "  TCP goodput {:.2} Mbit/s = {:.1}% of the {:.2} Mbit/s payload ceiling",
+        goodput / 1e6,
+        100.0 * goodput / ceiling,
+        ceiling / 1e6
+    );
+    assert!(goodput >= 0.9 * ceiling, "goodput {goodput}");
+    assert!(
+        goodput <= 1.01 * ceiling,
+        "goodput {goodput} above the ceiling"
+    );
+}
+
+/// Half-width of the 99% normal-approximation binomial interval for n trials.
+fn binomial_99(p: f64, n: u64) -> f64 {
+    2.576 * (p * (1.0 - p) / n as f64).sqrt()
+}
+
+fn random_loss_within_binomial_interval() {
+    let tb = Guard::up(
+        "lpt-loss",
+        &format!("seed = 11\n{}", pair("[link.a_to_b]\nloss = \"2%\"")),
+    );
+    let to = (tb.ipv4("b").unwrap(), 9002).into();
+    let sink = start_udp_sink(
+        &ns(&tb, "b"),
+        9002,
+        Duration::from_millis(300),
+        Duration::from_secs(6),
+    );
+    let n = 20_000;
+    let sent = send_udp(&ns(&tb, "a"), to, 200, n, 16e6, 0);
+    let arrivals = sink.join().unwrap();
+    let lost = sent - arrivals.len() as u64;
+    let rate = lost as f64 / sent as f64;
+    let half = binomial_99(0.02, sent);
+    println!(
+        "  sent {sent}, lost {lost} = {:.3}% (99% interval 2% ± {:.3}%)",
+        rate * 100.0,
+        half * 100.0
+    );
+    assert_eq!(sent, n);
+    assert!((rate - 0.02).abs() <= half, "loss {rate}");
+    let c = tb.counters().unwrap();
+    let ab = direction(&c, 0, "a_to_b").values;
+    // Every missing datagram was dropped by the loss stage (a handful of extra, non-test
+    // frames such as IPv6 multicast listener reports may also have been).
+    assert!(
+        ab.dropped_loss >= lost && ab.dropped_loss <= lost + 5,
+        "{ab:?} vs lost {lost}"
+    );
+    assert_eq!(direction(&c, 0, "b_to_a").values.dropped_loss, 0);
+}
+
+fn ber_loss_follows_the_length_formula() {
+    let ber: f64 = 1e-5;
+    let tb = Guard::up("lpt-ber", &format!("seed = 12\n{}", pair("ber = 1e-5")));
+    let to = (tb.ipv4("b").unwrap(), 9003).into();
+    for payload in [100usize, 1400] {
+        let sink = start_udp_sink(
+            &ns(&tb, "b"),
+            9003,
+            Duration::from_millis(300),
+            Duration::from_secs(6),
+        );
+        let sent = send_udp(&ns(&tb, "a"), to, payload, 12_000, 60e6, 0);
+        let received = sink.join().unwrap().len() as u64;
+        // The frame as carried: payload + UDP 8 + IPv4 20 + Ethernet header 14.
+        let bits = 8.0 * (payload + 8 + 20 + 14) as f64;
+        let p = 1.0 - (1.0 - ber).powf(bits);
+        let measured = (sent - received) as f64 / sent as f64;
+        let half = binomial_99(p, sent);
+        println!(
+            "  {payload}-byte datagrams: loss {:.3}% expected {:.3}% ± {:.3}%",
+            measured * 100.0,
+            p * 100.0,
+            half * 100.0
+        );
+        assert!(
+            (measured - p).abs() <= half,
+            "payload {payload}: {measured} vs {p}"
+        );
+    }
+    let c = tb.counters().unwrap();
+    assert!(direction(&c, 0, "a_to_b").values.dropped_ber > 100);
+    assert_eq!(direction(&c, 0, "a_to_b").values.dropped_loss, 0);
+}
+
+fn jitter_reorders_only_when_asked() {
+    let tb = Guard::up(
+        "lpt-jitter",
+        r#"
+        seed = 13
+        [[host]]
+        name = "a"
+        [[host]]
+        name = "b"
+        [[host]]
+        name = "c"
+        [[host]]
+        name = "d"
+        [[link]]
+        ends = ["a", "b"]
+        delay = "5ms"
+        jitter = "3ms"
+        [[link]]
+        ends = ["c", "d"]
+        delay = "5ms"
+        jitter = "3ms"
+        reorder = true
+        "#,
+    );
+    for (from, to, reorder) in [("a", "b", false), ("c", "d", true)] {
+        let sink = start_udp_sink(
+            &ns(&tb, to),
+            9004,
+            Duration::from_millis(300),
+            Duration::from_secs(5),
+        );
+        let sent = send_udp(
+            &ns(&tb, from),
+            (tb.ipv4(to).unwrap(), 9004).into(),
+            100,
+            2000,
+            3.2e6,
+            0,
+        );
+        let arrivals = sink.join().unwrap();
+        let inversions = arrivals.windows(2).filter(|w| w[1].seq < w[0].seq).count();
+        println!(
+            "  {from}->{to} reorder={reorder}: {} of {sent} arrived, {inversions} out of order",
+            arrivals.len()
+        );
+        assert_eq!(arrivals.len() as u64, sent);
+        if reorder {
+            assert!(inversions > 100, "{inversions}");
+        } else {
+            assert_eq!(inversions, 0);
+        }
+    }
+}
+
+fn queue_limit_drops_a_burst_and_counts_it() {
+    let tb = Guard::up("lpt-queue", &pair("rate = \"10M\"\nqueue = \"20K\""));
+    let sink = start_udp_sink(
+        &ns(&tb, "b"),
+        9005,
+        Duration::from_millis(500),
+        Duration::from_secs(5),
+    );
+    let before = tb.counters().unwrap();
+    let sent = send_udp(
+        &ns(&tb, "a"),
+        (tb.ipv4("b").unwrap(), 9005).into(),
+        1000,
+        100,
+        0.0,
+        0,
+    );
+    let received = sink.join().unwrap().len() as u64;
+    let after = tb.counters().unwrap();
+    let (b, a) = (
+        direction(&before, 0, "a_to_b").values,
+        direction(&after, 0, "a_to_b").values,
+    );
+    let dropped = a.dropped_queue - b.dropped_queue;
+    // 1042-byte frames: 19 fit in 20 KiB; one or two more may drain while the burst arrives.
+    let fit = 20 * 1024 / 1042;
+    println!("  burst of {sent}: {received} delivered, {dropped} dropped by the queue, high water {} bytes", a.queue_high_water_bytes);
+    assert_eq!(received + dropped, sent);
+    assert!((fit..=fit + 3).contains(&received), "received {received}");
+    assert!(a.queue_high_water_bytes <= 20 * 1024 && a.queue_high_water_bytes >= fit * 1042);
+}
+
+fn atm_framing_delivers_the_cell_tax_payload_rate() {
+    let tb = Guard::up("lpt-atm", &pair("preset = \"oc3c-atm\""));
+    let to = (tb.ipv4("b").unwrap(), 9006).into();
+    for payload in [9152usize, 1472] {
+        let sink = start_udp_sink(
+            &ns(&tb, "b"),
+            9006,
+            Duration::from_millis(300),
+            Duration::from_secs(6),
+        );
+        let offered = 180e6;
+        let count = (offered * 2.0 / (payload as f64 * 8.0)) as u64;
+        send_udp(&ns(&tb, "a"), to, payload, count, offered, 0);
+        let arrivals = sink.join().unwrap();
+        let goodput = arrival_rate(
+            &arrivals,
+            Duration::from_millis(400),
+            Duration::from_millis(1900),
+            |len| len as u64,
+        );
+        let cells = (payload as u64 + 28 + 16).div_ceil(48);
+        let expected = 149.76e6 * payload as f64 / (cells * 53) as f64;
+        println!(
+            "  {payload}-byte datagrams over OC-3c: {:.2} Mbit/s payload, cell tax predicts {:.2}",
+            goodput / 1e6,
+            expected / 1e6
+        );
+        assert!(
+            (goodput / expected - 1.0).abs() <= 0.02,
+            "{goodput} vs {expected}"
+        );
+    }
+}
+
+fn switch_shares_one_bottleneck_and_ipv6_works() {
+    let tb = Guard::up(
+        "lpt-switch",
+        r#"
+        [[host]]
+        name = "h1"
+        [[host]]
+        name = "h2"
+        [[host]]
+        name = "h3"
+        [[switch]]
+        name = "s1"
+        [[link]]
+        ends = ["h1", "s1"]
+        [[link]]
+        ends = ["h2", "s1"]
+        [[link]]
+        ends = ["s1", "h3"]
+        rate = "20M"
+        delay = "1ms"
+        "#,
+    );
+    let sink = start_udp_sink(
+        &ns(&tb, "h3"),
+        9007,
+        Duration::from_millis(300),
+        Duration::from_secs(6),
+    );
+    let to: std::net::SocketAddr = (tb.ipv4("h3").unwrap(), 9007).into();
+    let count = (15e6 * 2.0 / (1472.0 * 8.0)) as u64;
+    let (ns1, ns2) = (ns(&tb, "h1"), ns(&tb, "h2"));
+    let s1 = std::thread::spawn(move || send_udp(&ns1, to, 1472, count, 15e6, 0));
+    let s2 = std::thread::spawn(move || send_udp(&ns2, to, 1472, count, 15e6, 1 << 32));
+    s1.join().unwrap();
+    s2.join().unwrap();
+    let arrivals = sink.join().unwrap();
+    let rate = arrival_rate(
+        &arrivals,
+        Duration::from_millis(400),
+        Duration::from_millis(1900),
+        ethernet_wire,
+    );
+    let from_h2 = arrivals.iter().filter(|a| a.seq >= 1 << 32).count();
+    println!("  two 15 Mbit/s senders through a 20 Mbit/s port: {:.3} Mbit/s on the wire, {} / {} from h1 / h2", rate / 1e6, arrivals.len() - from_h2, from_h2);
+    assert!((rate / 20e6 - 1.0).abs() <= 0.02, "{rate}");
+    assert!(from_h2 > arrivals.len() / 4 && from_h2 < arrivals.len() * 3 / 4);
+
+    // IPv6 across the switch: h1 -> h3 echo.
+    let h3 = tb.ipv6("h3").unwrap();
+    let echo = start_udp_echo6(&ns(&tb, "h3"), 7001);
+    let rtts = measure_udp_rtt(
+        &ns(&tb, "h1"),
+        (h3, 7001).into(),
+        5,
+        64,
+        Duration::from_millis(5),
+    );
+    drop(echo);
+    println!("  IPv6 RTT h1 -> h3 {:.3} ms", percentile(&rtts, 0.5));
+    assert_eq!(rtts.len(), 5);
+    assert!(percentile(&rtts, 0.5) >= 1.0);
+}
+
+fn exec_and_status_report_the_testbed() {
+    let tb = Guard::up("lpt-status", &pair("preset = \"wan-600km\""));
+    let out = tb
+        .command("a", "ip")
+        .args(["-o", "addr", "show", "dev", "eth0"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("10.50.0.1/24") && text.contains("fd00:50::1/64"),
+        "{text}"
+    );
+    let mtu = tb
+        .command("b", "cat")
+        .arg("/sys/class/net/eth0/mtu")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&mtu.stdout).trim(), "9180");
+    let code = linkperf_testbed::run(TestbedCommand::Exec {
+        testbed: Some("lpt-status".into()),
+        host: "b".into(),
+        command: vec!["sh".into(), "-c".into(), "exit 3".into()],
+    })
+    .unwrap();
+    assert_eq!(code, 3, "exec passes the exit code through");
+    let doc = linkperf_testbed::cli::status_document(&[Testbed::attach("lpt-status").unwrap()]);
+    assert_eq!(doc["schema"], "linkperf/1");
+    let t = &doc["testbeds"][0];
+    assert_eq!(t["emulator_running"], true);
+    assert_eq!(t["hosts"][1]["ipv4"], "10.50.0.2/24");
+    assert_eq!(t["links"][0]["a_to_b"]["params"]["delay_ns"], 4_400_000);
+    assert!(t["links"][0]["b_to_a"]["counters"]["packets_forwarded"].is_u64());
+}
+
+fn leftovers(name: &str) -> Vec<String> {
+    let mut found: Vec<String> = linkperf_testbed::netns::list_netns()
+        .into_iter()
+        .filter(|n| n.starts_with(&format!("lp-{name}-")))
+        .collect();
+    let dir = format!("/run/linkperf/testbed/{name}");
+    found.extend(
+        linkperf_testbed::netns::find_processes(&["emulate", "--state", &dir])
+            .iter()
+            .map(|p| format!("pid {p}")),
+    );
+    if std::path::Path::new(&dir).exists() {
+        found.push(dir);
+    }
+    found
+}
+
+fn teardown_leaves_nothing_even_after_kill_9() {
+    let name = "lpt-teardown";
+    let text = format!("{}\n[[switch]]\nname = \"sw\"\n", pair("delay = \"1ms\""));
+    let topo = Topology::from_toml_str(name, &text).unwrap();
+    let _ = down(name);
+    let tb = up(&topo).unwrap();
+    assert_eq!(leftovers(name).len(), 4, "{:?}", leftovers(name)); // 3 namespaces + state dir + emulator
+    let clash = up(&topo).unwrap_err();
+    println!("  second up: {clash}");
+    assert_eq!(clash.exit_code(), 2);
+    assert!(clash.to_string().contains("already up"));
+    down(name).unwrap();
+    assert!(leftovers(name).is_empty(), "{:?}", leftovers(name));
+    down(name).unwrap();
+
+    let tb2 = up(&topo).unwrap();
+    let pid = tb2.emulator_pid().expect("emulator runs");
+    // SAFETY: SIGKILL to the emulator we just started.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while linkperf_testbed::netns::process_alive(pid) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        !linkperf_testbed::netns::process_alive(pid),
+        "emulator survived kill -9 (or is a zombie)"
+    );
+    // The TAP devices died with the emulator's descriptors.
+    let links = tb2
+        .command("a", "ip")
+        .args(["-o", "link"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&links.stdout).contains("eth0"));
+    down(name).unwrap();
+    assert!(leftovers(name).is_empty(), "{:?}", leftovers(name));
+    let _ = tb;
+}

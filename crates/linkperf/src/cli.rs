@@ -1,0 +1,209 @@
+//! Command-line parsing: iperf3's spelling where iperf3 has one.
+
+use clap::{Args, Parser, Subcommand};
+use linkperf_proto::{Direction, Protocol, TestConfig};
+use std::net::IpAddr;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "linkperf",
+    version,
+    about = "Network performance test bench: throughput, loss, jitter, latency and why"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Serve tests (many clients at once).
+    Server(ServerArgs),
+    /// Run a test against a server.
+    Client(ClientArgs),
+    /// Run a short TCP and UDP test against a server started inside this process.
+    Demo,
+}
+
+fn size(s: &str) -> Result<u64, String> {
+    linkperf_units::parse_size(s).map_err(|e| e.to_string())
+}
+fn size32(s: &str) -> Result<u32, String> {
+    let v = size(s)?;
+    u32::try_from(v).map_err(|_| format!("'{s}' is too large"))
+}
+fn rate(s: &str) -> Result<u64, String> {
+    linkperf_units::parse_rate(s).map_err(|e| e.to_string())
+}
+fn seconds(s: &str) -> Result<f64, String> {
+    linkperf_units::parse_duration(s)
+        .map(|d| d.as_secs_f64())
+        .map_err(|e| e.to_string())
+}
+
+#[derive(Args, Debug)]
+pub struct ServerArgs {
+    /// Port to listen on.
+    #[arg(short = 'p', long, default_value_t = linkperf_proto::DEFAULT_PORT)]
+    pub port: u16,
+    /// Local address to bind (default: all, IPv4 and IPv6).
+    #[arg(short = 'B', long)]
+    pub bind: Option<IpAddr>,
+    /// Serve one test, then exit.
+    #[arg(short = '1', long)]
+    pub once: bool,
+    /// Run tests towards other servers when a controller asks (campaigns, --from).
+    #[arg(long)]
+    pub allow_third_party: bool,
+    /// Do not print a line per test.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ClientArgs {
+    /// Server to test against.
+    pub host: Option<String>,
+    /// Server to test against (iperf3 spelling).
+    #[arg(short = 'c', long = "client", value_name = "HOST")]
+    pub client: Option<String>,
+    /// Server port.
+    #[arg(short = 'p', long, default_value_t = linkperf_proto::DEFAULT_PORT)]
+    pub port: u16,
+    /// UDP instead of TCP.
+    #[arg(short = 'u', long)]
+    pub udp: bool,
+    /// Test length in seconds (or 250ms, 2m).
+    #[arg(short = 't', long = "time", value_parser = seconds, default_value = "10")]
+    pub time: f64,
+    /// Send exactly this many bytes instead of running for -t.
+    #[arg(short = 'n', long = "bytes", value_parser = size)]
+    pub bytes: Option<u64>,
+    /// Seconds between interval reports (0 disables them).
+    #[arg(short = 'i', long, value_parser = seconds, default_value = "1")]
+    pub interval: f64,
+    /// Omit the first seconds (warm-up) from the summary.
+    #[arg(short = 'O', long, value_parser = seconds, default_value = "0")]
+    pub omit: f64,
+    /// Local address to bind.
+    #[arg(short = 'B', long)]
+    pub bind: Option<IpAddr>,
+    /// Local port of the data connections (stream i uses PORT + i).
+    #[arg(long)]
+    pub cport: Option<u16>,
+    /// IPv4 only.
+    #[arg(short = '4', long = "version4", conflicts_with = "ipv6")]
+    pub ipv4: bool,
+    /// IPv6 only.
+    #[arg(short = '6', long = "version6")]
+    pub ipv6: bool,
+    /// Parallel streams.
+    #[arg(short = 'P', long, default_value_t = 1)]
+    pub parallel: u32,
+    /// Reverse: the server sends.
+    #[arg(short = 'R', long, conflicts_with = "bidir")]
+    pub reverse: bool,
+    /// Full duplex: both ends send at once, reported separately.
+    #[arg(long)]
+    pub bidir: bool,
+    /// Write size (TCP) or datagram payload (UDP).
+    #[arg(short = 'l', long, value_parser = size32)]
+    pub length: Option<u32>,
+    /// Socket buffer, send and receive, on both ends.
+    #[arg(short = 'w', long, value_parser = size32)]
+    pub window: Option<u32>,
+    /// Send buffer (SO_SNDBUF) only.
+    #[arg(long, value_parser = size32)]
+    pub sndbuf: Option<u32>,
+    /// Receive buffer (SO_RCVBUF) only.
+    #[arg(long, value_parser = size32)]
+    pub rcvbuf: Option<u32>,
+    /// TCP_NODELAY.
+    #[arg(short = 'N', long = "no-delay")]
+    pub nodelay: bool,
+    /// TCP maximum segment size.
+    #[arg(short = 'M', long = "set-mss", value_parser = size32)]
+    pub mss: Option<u32>,
+    /// TCP congestion control (reno, cubic, bbr, ...).
+    #[arg(short = 'C', long = "congestion")]
+    pub congestion: Option<String>,
+    /// Kernel pacing (SO_MAX_PACING_RATE), bits/s.
+    #[arg(long, value_parser = rate)]
+    pub pacing_rate: Option<u64>,
+    /// Target rate per stream in bits/s (UDP default 1M; 0 = unlimited).
+    #[arg(short = 'b', long = "bitrate", value_parser = rate)]
+    pub bitrate: Option<u64>,
+    /// Set the don't-fragment bit on UDP datagrams.
+    #[arg(long)]
+    pub dont_fragment: bool,
+    /// Send from a memfd with sendfile (TCP).
+    #[arg(short = 'Z', long)]
+    pub zerocopy: bool,
+    /// One JSON document at the end.
+    #[arg(short = 'J', long, conflicts_with = "json_stream")]
+    pub json: bool,
+    /// One JSON object per interval, then the summary.
+    #[arg(long)]
+    pub json_stream: bool,
+    /// Third-party test: ask server FROM to run the test towards HOST.
+    #[arg(long, value_name = "FROM")]
+    pub from: Option<String>,
+    /// Both clocks are synchronised (PTP/NTP): report one-way delay.
+    #[arg(long)]
+    pub clock_sync: bool,
+    /// Start at this wall-clock time (ms since the Unix epoch), for synchronised runs.
+    #[arg(long, hide = true)]
+    pub start_at: Option<u64>,
+}
+
+impl ClientArgs {
+    pub fn host(&self) -> Result<String, String> {
+        match (&self.host, &self.client) {
+            (Some(_), Some(_)) => Err("give the server once: either HOST or -c HOST".into()),
+            (Some(h), None) | (None, Some(h)) => Ok(h.clone()),
+            (None, None) => Err("which server? usage: linkperf client HOST [options]".into()),
+        }
+    }
+
+    pub fn config(&self) -> TestConfig {
+        let protocol = if self.udp {
+            Protocol::Udp
+        } else {
+            Protocol::Tcp
+        };
+        let direction = if self.bidir {
+            Direction::Bidir
+        } else if self.reverse {
+            Direction::Reverse
+        } else {
+            Direction::Forward
+        };
+        TestConfig {
+            protocol,
+            direction,
+            duration_s: self.time,
+            bytes: self.bytes,
+            interval_s: self.interval,
+            omit_s: self.omit,
+            parallel: self.parallel,
+            length: self
+                .length
+                .unwrap_or(if self.udp { 1460 } else { 128 * 1024 }),
+            sndbuf: self.sndbuf.or(self.window),
+            rcvbuf: self.rcvbuf.or(self.window),
+            nodelay: self.nodelay,
+            mss: self.mss,
+            congestion: self.congestion.clone(),
+            pacing_rate: self.pacing_rate,
+            bitrate: match (self.bitrate, self.udp) {
+                (Some(0), _) => None,
+                (Some(r), _) => Some(r),
+                (None, true) => Some(1_000_000),
+                (None, false) => None,
+            },
+            dont_fragment: self.dont_fragment,
+            zerocopy: self.zerocopy,
+            start_at_unix_ms: self.start_at,
+        }
+    }
+}

@@ -1,0 +1,147 @@
+//! Control connections over real sockets: the sans-IO sessions of
+//! `linkperf-proto` wired to a TCP stream, a reader thread and a channel.
+
+use linkperf_proto::session::{ClientSession, ProtocolError, ServerSession};
+use linkperf_proto::{ClientMessage, ServerMessage};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex};
+
+/// One end of the protocol: what it receives and what it sends.
+pub trait Endpoint: Send + 'static {
+    type In: Send + 'static;
+    type Out;
+    fn receive(&mut self, bytes: &[u8]) -> Result<Vec<Self::In>, ProtocolError>;
+    fn send(&mut self, m: &Self::Out) -> Result<Vec<u8>, ProtocolError>;
+    fn wanted(&self) -> usize;
+}
+
+impl Endpoint for ServerSession {
+    type In = ClientMessage;
+    type Out = ServerMessage;
+    fn receive(&mut self, bytes: &[u8]) -> Result<Vec<ClientMessage>, ProtocolError> {
+        ServerSession::receive(self, bytes)
+    }
+    fn send(&mut self, m: &ServerMessage) -> Result<Vec<u8>, ProtocolError> {
+        ServerSession::send(self, m)
+    }
+    fn wanted(&self) -> usize {
+        ServerSession::wanted(self)
+    }
+}
+
+impl Endpoint for ClientSession {
+    type In = ServerMessage;
+    type Out = ClientMessage;
+    fn receive(&mut self, bytes: &[u8]) -> Result<Vec<ServerMessage>, ProtocolError> {
+        ClientSession::receive(self, bytes)
+    }
+    fn send(&mut self, m: &ClientMessage) -> Result<Vec<u8>, ProtocolError> {
+        ClientSession::send(self, m)
+    }
+    fn wanted(&self) -> usize {
+        ClientSession::wanted(self)
+    }
+}
+
+/// What the reader thread delivers.
+pub enum Incoming<M> {
+    Message(M),
+    /// The connection ended or broke; the text says how.
+    Lost(String),
+}
+
+/// The sending half, shareable between threads.
+pub struct Control<E: Endpoint> {
+    session: Arc<Mutex<E>>,
+    writer: Mutex<TcpStream>,
+}
+
+impl<E: Endpoint> Control<E> {
+    /// Starts a reader thread that turns bytes into messages on `tx`
+    /// (through `wrap`, so callers can merge them into their own event type).
+    pub fn start<T: Send + 'static>(
+        stream: TcpStream,
+        session: E,
+        tx: Sender<T>,
+        wrap: fn(Incoming<E::In>) -> T,
+    ) -> std::io::Result<Arc<Self>> {
+        let session = Arc::new(Mutex::new(session));
+        let mut reader = stream.try_clone()?;
+        let reader_session = session.clone();
+        std::thread::Builder::new()
+            .name("lp-control".into())
+            .spawn(move || {
+                let mut buf = vec![0u8; 64 * 1024];
+                loop {
+                    let want = reader_session
+                        .lock()
+                        .map(|s| s.wanted())
+                        .unwrap_or(4)
+                        .min(buf.len());
+                    match reader.read(&mut buf[..want]) {
+                        Ok(0) => {
+                            let _ = tx.send(wrap(Incoming::Lost(
+                                "the peer closed the control connection".into(),
+                            )));
+                            return;
+                        }
+                        Ok(n) => {
+                            let parsed = match reader_session.lock() {
+                                Ok(mut s) => s.receive(&buf[..n]),
+                                Err(_) => return,
+                            };
+                            match parsed {
+                                Ok(messages) => {
+                                    for m in messages {
+                                        if tx.send(wrap(Incoming::Message(m))).is_err() {
+                                            return;
+                                        }
+                                    }
+                                }
+                                Err(e) => {
+                                    let _ = tx.send(wrap(Incoming::Lost(e.to_string())));
+                                    let _ = reader.shutdown(std::net::Shutdown::Both);
+                                    return;
+                                }
+                            }
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(e) => {
+                            let _ = tx.send(wrap(Incoming::Lost(format!(
+                                "control connection failed: {e}"
+                            ))));
+                            return;
+                        }
+                    }
+                }
+            })?;
+        Ok(Arc::new(Control {
+            session,
+            writer: Mutex::new(stream),
+        }))
+    }
+
+    /// Sends one message; fails if it is illegal now or the socket is broken.
+    pub fn send(&self, m: &E::Out) -> Result<(), String> {
+        let bytes = self
+            .session
+            .lock()
+            .map_err(|_| "control session poisoned".to_string())?
+            .send(m)
+            .map_err(|e| e.to_string())?;
+        let mut w = self
+            .writer
+            .lock()
+            .map_err(|_| "control writer poisoned".to_string())?;
+        w.write_all(&bytes)
+            .map_err(|e| format!("control connection failed: {e}"))
+    }
+
+    pub fn shutdown(&self) {
+        if let Ok(w) = self.writer.lock() {
+            let _ = w.shutdown(std::net::Shutdown::Both);
+        }
+    }
+}

@@ -1,0 +1,174 @@
+//! Opening data connections and UDP flows, shared by client and server.
+
+use linkperf_engine::sockopt;
+use linkperf_proto::results::Role;
+use linkperf_proto::{udp, Direction, TestConfig};
+use socket2::{Domain, Protocol as SockProtocol, SockRef, Socket, Type};
+use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Stream ids and what this end does with each. Client-to-server streams are
+/// numbered first; with `--bidir` the server-to-client ones follow.
+pub fn stream_roles(config: &TestConfig, is_server: bool) -> Vec<(u32, Role)> {
+    let (here_sends, there_sends) = if is_server {
+        (Role::Sender, Role::Receiver)
+    } else {
+        (Role::Receiver, Role::Sender)
+    };
+    let p = config.parallel;
+    match config.direction {
+        Direction::Forward => (0..p).map(|i| (i, there_sends)).collect(),
+        Direction::Reverse => (0..p).map(|i| (i, here_sends)).collect(),
+        Direction::Bidir => (0..p)
+            .map(|i| (i, there_sends))
+            .chain((p..2 * p).map(|i| (i, here_sends)))
+            .collect(),
+    }
+}
+
+/// Applies buffers and TCP options to a data connection.
+pub fn prepare_tcp(stream: &TcpStream, config: &TestConfig) -> Result<Vec<String>, String> {
+    let sock = SockRef::from(stream);
+    let warnings = sockopt::apply_buffers(&sock, config);
+    let mut tcp_only = config.clone();
+    tcp_only.mss = None; // MSS is negotiated in the handshake: set before connect only
+    sockopt::apply_tcp(&sock, &tcp_only)?;
+    Ok(warnings)
+}
+
+/// A UDP socket bound to `addr` with the test's options.
+pub fn bind_udp(addr: SocketAddr, config: &TestConfig) -> Result<UdpSocket, String> {
+    let domain = if addr.is_ipv6() {
+        Domain::IPV6
+    } else {
+        Domain::IPV4
+    };
+    let sock = Socket::new(domain, Type::DGRAM, Some(SockProtocol::UDP))
+        .map_err(|e| format!("UDP socket: {e}"))?;
+    // Small datagrams at high rates overflow default buffers; ask for more
+    // unless the user chose, and let the kernel cap it.
+    if config.rcvbuf.is_none() {
+        let _ = sock.set_recv_buffer_size(4 * 1024 * 1024);
+    }
+    sockopt::apply_buffers(&sock, config);
+    sockopt::apply_udp(&sock, config, addr.is_ipv6())?;
+    sock.bind(&addr.into())
+        .map_err(|e| format!("cannot bind UDP to {addr}: {e}"))?;
+    Ok(sock.into())
+}
+
+/// Server side: waits for the client's hello on a stream's UDP socket, then
+/// connects the socket to the client and acknowledges.
+pub fn accept_udp(sock: &UdpSocket, cookie: u64, id: u32, deadline: Instant) -> Result<(), String> {
+    let mut buf = [0u8; 2048];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(format!(
+                "UDP stream {id}: no hello from the client; is UDP blocked by a firewall?"
+            ));
+        }
+        let _ = sock.set_read_timeout(Some(left.min(Duration::from_millis(200))));
+        match sock.recv_from(&mut buf) {
+            Ok((n, from)) => {
+                if udp::parse_hello(&buf[..n]) == Some((cookie, id)) {
+                    sock.connect(from)
+                        .map_err(|e| format!("UDP connect to {from}: {e}"))?;
+                    for _ in 0..3 {
+                        let _ = sock.send(&udp::HELLO_ACK);
+                    }
+                    return Ok(());
+                }
+            }
+            Err(_) => continue,
+        }
+    }
+}
+
+/// Client side: opens a stream's UDP flow, repeating the hello until acknowledged.
+pub fn connect_udp(
+    local: SocketAddr,
+    server: SocketAddr,
+    config: &TestConfig,
+    cookie: u64,
+    id: u32,
+) -> Result<UdpSocket, String> {
+    let sock = bind_udp(local, config)?;
+    sock.connect(server)
+        .map_err(|e| format!("UDP connect to {server}: {e}"))?;
+    let hello = udp::write_hello(cookie, id);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut buf = [0u8; 2048];
+    sock.set_read_timeout(Some(Duration::from_millis(100)))
+        .map_err(|e| e.to_string())?;
+    while Instant::now() < deadline {
+        let _ = sock.send(&hello);
+        if let Ok(n) = sock.recv(&mut buf) {
+            if buf[..n] == udp::HELLO_ACK {
+                return Ok(sock);
+            }
+        }
+    }
+    Err(format!(
+        "UDP stream {id}: the server at {server} never answered; is UDP blocked by a firewall?"
+    ))
+}
+
+/// True when both ends read the same clock: loopback or the same address.
+pub fn same_host(peer: IpAddr, local: IpAddr) -> bool {
+    let canon = |ip: IpAddr| match ip {
+        IpAddr::V6(v6) => v6
+            .to_ipv4_mapped()
+            .map(IpAddr::V4)
+            .unwrap_or(IpAddr::V6(v6)),
+        v4 => v4,
+    };
+    let (peer, local) = (canon(peer), canon(local));
+    peer == local || (peer.is_loopback() && local.is_loopback())
+}
+
+/// The start instant for an optional agreed wall-clock start time.
+pub fn start_instant(start_at_unix_ms: Option<u64>) -> (Instant, u64) {
+    let now_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    match start_at_unix_ms {
+        Some(at) if at > now_ms => (Instant::now() + Duration::from_millis(at - now_ms), at),
+        _ => (Instant::now(), now_ms),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bidir_numbers_forward_streams_first() {
+        let c = TestConfig {
+            parallel: 2,
+            direction: Direction::Bidir,
+            ..Default::default()
+        };
+        assert_eq!(
+            stream_roles(&c, false),
+            vec![
+                (0, Role::Sender),
+                (1, Role::Sender),
+                (2, Role::Receiver),
+                (3, Role::Receiver)
+            ]
+        );
+        assert_eq!(stream_roles(&c, true)[0], (0, Role::Receiver));
+    }
+
+    #[test]
+    fn mapped_addresses_count_as_the_same_host() {
+        let mapped: IpAddr = "::ffff:10.0.0.1".parse().unwrap();
+        assert!(same_host(mapped, "10.0.0.1".parse().unwrap()));
+        assert!(!same_host(
+            "10.0.0.2".parse().unwrap(),
+            "10.0.0.1".parse().unwrap()
+        ));
+    }
+}

@@ -1,0 +1,412 @@
+//! The result of a test as users see it: JSON schema `linkperf/1`
+//! (schema/linkperf-1.schema.json describes it) and the source of the
+//! human output. Built by the client from both ends' measurements.
+
+use crate::diagnose::{self, Verdict};
+use linkperf_proto::results::{
+    CpuUsage, GapStats, HostFacts, Limited, Role, SideResult, SocketFacts, StreamInterval,
+    StreamResult, TcpStats,
+};
+use linkperf_proto::{Direction, Protocol, TestConfig};
+use serde::Serialize;
+
+pub const SCHEMA: &str = "linkperf/1";
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub schema: &'static str,
+    pub software: String,
+    pub test: TestInfo,
+    pub start: StartInfo,
+    pub intervals: Vec<IntervalReport>,
+    pub summary: DirectionSummary,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary_reverse: Option<DirectionSummary>,
+    pub warnings: Vec<String>,
+    pub errors: Vec<String>,
+    /// The test was stopped early (Ctrl-C); the numbers cover what ran.
+    pub interrupted: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TestInfo {
+    pub server: String,
+    pub port: u16,
+    #[serde(flatten)]
+    pub config: TestConfig,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StartInfo {
+    pub timestamp_unix_ms: u64,
+    pub local: HostFacts,
+    pub remote: HostFacts,
+    /// "shared" (same host), "synchronised" (user says so) or "independent".
+    pub clock: String,
+    pub streams: Vec<StreamSockets>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StreamSockets {
+    pub id: u32,
+    pub direction: &'static str,
+    pub local: SocketFacts,
+    pub remote: Option<SocketFacts>,
+}
+
+/// One interval, both ends' views side by side.
+#[derive(Debug, Clone, Serialize)]
+pub struct IntervalReport {
+    pub start: f64,
+    pub end: f64,
+    pub omitted: bool,
+    pub sum: IntervalSum,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sum_reverse: Option<IntervalSum>,
+    pub streams: Vec<IntervalStream>,
+}
+
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct IntervalSum {
+    /// The receiver's rate: what really arrived.
+    pub bits_per_second: f64,
+    pub sent_bytes: u64,
+    pub sent_bits_per_second: f64,
+    pub received_bytes: u64,
+    pub received_bits_per_second: f64,
+    pub retransmits: Option<u64>,
+    pub lost_packets: Option<u64>,
+    pub loss_percent: Option<f64>,
+    pub jitter_ms: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct IntervalStream {
+    pub id: u32,
+    pub direction: &'static str,
+    pub sender: Option<StreamInterval>,
+    pub receiver: Option<StreamInterval>,
+}
+
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct SentSummary {
+    pub bytes: u64,
+    pub bits_per_second: f64,
+    pub seconds: f64,
+    pub retransmits: Option<u64>,
+    pub packets: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct ReceivedSummary {
+    pub bytes: u64,
+    pub bits_per_second: f64,
+    pub seconds: f64,
+    pub packets: Option<u64>,
+    pub lost_packets: Option<u64>,
+    pub loss_percent: Option<f64>,
+    pub jitter_ms: Option<f64>,
+    pub out_of_order: Option<u64>,
+    pub duplicates: Option<u64>,
+    pub one_way_delay_ms: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct RttSummary {
+    pub mean: Option<f64>,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub rttvar: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct TcpSummary {
+    pub rtt_ms: RttSummary,
+    pub cwnd_bytes: Option<u64>,
+    pub snd_wnd_bytes: Option<u64>,
+    pub delivery_rate_bps: Option<f64>,
+    pub pacing_rate_bps: Option<f64>,
+    pub limited: Option<Limited>,
+    pub mss: Option<u32>,
+}
+
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct CpuSummary {
+    pub local: CpuUsage,
+    pub remote: CpuUsage,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StreamSummary {
+    pub id: u32,
+    pub sender: StreamResult,
+    pub receiver: Option<StreamResult>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DirectionSummary {
+    /// "client_to_server" or "server_to_client".
+    pub direction: &'static str,
+    pub sent: SentSummary,
+    pub received: ReceivedSummary,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tcp: Option<TcpSummary>,
+    pub cpu: CpuSummary,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub send_gaps: Option<GapStats>,
+    pub verdict: Verdict,
+    pub streams: Vec<StreamSummary>,
+}
+
+pub fn direction_name(client_sends: bool) -> &'static str {
+    if client_sends {
+        "client_to_server"
+    } else {
+        "server_to_client"
+    }
+}
+
+/// The two ends' results and where each came from.
+pub struct Sides<'a> {
+    pub config: &'a TestConfig,
+    pub local: &'a SideResult,
+    pub remote: &'a SideResult,
+}
+
+impl Sides<'_> {
+    /// Summary of the streams going one way.
+    pub fn summarise(&self, client_sends: bool) -> DirectionSummary {
+        let (senders, receivers) = if client_sends {
+            (self.local, self.remote)
+        } else {
+            (self.remote, self.local)
+        };
+        let sent: Vec<&StreamResult> = senders
+            .streams
+            .iter()
+            .filter(|s| s.role == Role::Sender)
+            .collect();
+        let received: Vec<&StreamResult> = receivers
+            .streams
+            .iter()
+            .filter(|s| s.role == Role::Receiver)
+            .collect();
+        let udp = self.config.protocol == Protocol::Udp;
+        let sent_bytes: u64 = sent.iter().map(|s| s.bytes).sum();
+        let sent_secs = sent.iter().map(|s| s.seconds).fold(0.0, f64::max);
+        let recv_bytes: u64 = received.iter().map(|s| s.bytes).sum();
+        let recv_secs = received.iter().map(|s| s.seconds).fold(0.0, f64::max);
+        let rate = |b: u64, s: f64| if s > 0.0 { b as f64 * 8.0 / s } else { 0.0 };
+        let tcp_stats: Vec<&TcpStats> = sent.iter().filter_map(|s| s.tcp.as_ref()).collect();
+        let retransmits = (!udp).then(|| tcp_stats.iter().filter_map(|t| t.retransmits).sum());
+        let udp_stats: Vec<_> = received.iter().filter_map(|s| s.udp.as_ref()).collect();
+        let lost: u64 = udp_stats.iter().map(|u| u.lost_packets).sum();
+        let packets: u64 = udp_stats.iter().map(|u| u.packets).sum();
+        let expected = lost + packets;
+        let mean = |v: Vec<f64>| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+        let received_summary = ReceivedSummary {
+            bytes: recv_bytes,
+            bits_per_second: rate(recv_bytes, recv_secs),
+            seconds: recv_secs,
+            packets: udp.then_some(packets),
+            lost_packets: udp.then_some(lost),
+            loss_percent: udp.then(|| {
+                if expected > 0 {
+                    100.0 * lost as f64 / expected as f64
+                } else {
+                    0.0
+                }
+            }),
+            jitter_ms: if udp {
+                mean(udp_stats.iter().map(|u| u.jitter_ms).collect()).or(Some(0.0))
+            } else {
+                None
+            },
+            out_of_order: udp.then(|| udp_stats.iter().map(|u| u.out_of_order).sum()),
+            duplicates: udp.then(|| udp_stats.iter().map(|u| u.duplicates).sum()),
+            one_way_delay_ms: mean(
+                udp_stats
+                    .iter()
+                    .filter_map(|u| u.one_way_delay_ms)
+                    .collect(),
+            ),
+        };
+        let tcp = (!udp).then(|| TcpSummary {
+            rtt_ms: RttSummary {
+                mean: mean(tcp_stats.iter().filter_map(|t| t.rtt_ms).collect()),
+                min: tcp_stats
+                    .iter()
+                    .filter_map(|t| t.min_rtt_ms)
+                    .reduce(f64::min),
+                max: tcp_stats.iter().filter_map(|t| t.rtt_ms).reduce(f64::max),
+                rttvar: mean(tcp_stats.iter().filter_map(|t| t.rttvar_ms).collect()),
+            },
+            cwnd_bytes: tcp_stats
+                .iter()
+                .filter_map(|t| t.cwnd_bytes)
+                .reduce(|a, b| a + b),
+            snd_wnd_bytes: tcp_stats
+                .iter()
+                .filter_map(|t| t.snd_wnd_bytes)
+                .reduce(u64::min),
+            delivery_rate_bps: tcp_stats
+                .iter()
+                .filter_map(|t| t.delivery_rate_bps)
+                .reduce(|a, b| a + b),
+            pacing_rate_bps: tcp_stats
+                .iter()
+                .filter_map(|t| t.pacing_rate_bps)
+                .reduce(|a, b| a + b),
+            limited: {
+                let l: Vec<Limited> = tcp_stats.iter().filter_map(|t| t.limited).collect();
+                (!l.is_empty()).then(|| {
+                    let n = l.len() as f64;
+                    Limited {
+                        rwnd: l.iter().map(|x| x.rwnd).sum::<f64>() / n,
+                        sndbuf: l.iter().map(|x| x.sndbuf).sum::<f64>() / n,
+                        network: l.iter().map(|x| x.network).sum::<f64>() / n,
+                        app: l.iter().map(|x| x.app).sum::<f64>() / n,
+                    }
+                })
+            },
+            mss: tcp_stats.iter().find_map(|t| t.mss),
+        });
+        let send_gaps = sent.iter().find_map(|s| s.send_gaps.clone());
+        let streams = sent
+            .iter()
+            .map(|s| StreamSummary {
+                id: s.id,
+                sender: (*s).clone(),
+                receiver: received.iter().find(|r| r.id == s.id).map(|r| (*r).clone()),
+            })
+            .collect();
+        let cpu = CpuSummary {
+            local: self.local.cpu.clone(),
+            remote: self.remote.cpu.clone(),
+        };
+        let mut summary = DirectionSummary {
+            direction: direction_name(client_sends),
+            sent: SentSummary {
+                bytes: sent_bytes,
+                bits_per_second: rate(sent_bytes, sent_secs),
+                seconds: sent_secs,
+                retransmits,
+                packets: udp.then(|| sent.iter().filter_map(|s| s.packets).sum()),
+            },
+            received: received_summary,
+            tcp,
+            cpu,
+            send_gaps,
+            verdict: Verdict::default(),
+            streams,
+        };
+        let sender_cpu = if client_sends {
+            &self.local.cpu
+        } else {
+            &self.remote.cpu
+        };
+        let receiver_cpu = if client_sends {
+            &self.remote.cpu
+        } else {
+            &self.local.cpu
+        };
+        summary.verdict = diagnose::diagnose(self.config, &summary, sender_cpu, receiver_cpu);
+        summary
+    }
+}
+
+/// Pairs the two ends' views of one interval into a report line.
+pub fn merge_interval(
+    config: &TestConfig,
+    local: Option<&[StreamInterval]>,
+    remote: Option<&[StreamInterval]>,
+) -> IntervalReport {
+    let all: Vec<&StreamInterval> = local
+        .into_iter()
+        .flatten()
+        .chain(remote.into_iter().flatten())
+        .collect();
+    let start = all.iter().map(|s| s.start).fold(f64::INFINITY, f64::min);
+    let end = all.iter().map(|s| s.end).fold(0.0, f64::max);
+    let p = config.parallel;
+    let client_sends_stream = |id: u32| match config.direction {
+        Direction::Forward => true,
+        Direction::Reverse => false,
+        Direction::Bidir => id < p,
+    };
+    let mut ids: Vec<u32> = all.iter().map(|s| s.id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let streams: Vec<IntervalStream> = ids
+        .iter()
+        .map(|&id| IntervalStream {
+            id,
+            direction: direction_name(client_sends_stream(id)),
+            sender: all
+                .iter()
+                .find(|s| s.id == id && s.role == Role::Sender)
+                .map(|s| (*s).clone()),
+            receiver: all
+                .iter()
+                .find(|s| s.id == id && s.role == Role::Receiver)
+                .map(|s| (*s).clone()),
+        })
+        .collect();
+    let sum_of = |client_sends: bool| {
+        let mine: Vec<&IntervalStream> = streams
+            .iter()
+            .filter(|s| client_sends_stream(s.id) == client_sends)
+            .collect();
+        let senders: Vec<&StreamInterval> = mine.iter().filter_map(|s| s.sender.as_ref()).collect();
+        let receivers: Vec<&StreamInterval> =
+            mine.iter().filter_map(|s| s.receiver.as_ref()).collect();
+        let udp = config.protocol == Protocol::Udp;
+        let lost: u64 = receivers
+            .iter()
+            .filter_map(|r| r.udp.as_ref())
+            .map(|u| u.lost_packets)
+            .sum();
+        let got: u64 = receivers
+            .iter()
+            .filter_map(|r| r.udp.as_ref())
+            .map(|u| u.packets)
+            .sum();
+        let jitters: Vec<f64> = receivers
+            .iter()
+            .filter_map(|r| r.udp.as_ref())
+            .map(|u| u.jitter_ms)
+            .collect();
+        let received_bps: f64 = receivers.iter().map(|r| r.bits_per_second).sum();
+        IntervalSum {
+            bits_per_second: received_bps,
+            sent_bytes: senders.iter().map(|s| s.bytes).sum(),
+            sent_bits_per_second: senders.iter().map(|s| s.bits_per_second).sum(),
+            received_bytes: receivers.iter().map(|s| s.bytes).sum(),
+            received_bits_per_second: received_bps,
+            retransmits: (!udp).then(|| {
+                senders
+                    .iter()
+                    .filter_map(|s| s.tcp.as_ref()?.retransmits)
+                    .sum()
+            }),
+            lost_packets: udp.then_some(lost),
+            loss_percent: udp.then(|| {
+                if lost + got > 0 {
+                    100.0 * lost as f64 / (lost + got) as f64
+                } else {
+                    0.0
+                }
+            }),
+            jitter_ms: (udp && !jitters.is_empty())
+                .then(|| jitters.iter().sum::<f64>() / jitters.len() as f64),
+        }
+    };
+    IntervalReport {
+        start: if start.is_finite() { start } else { 0.0 },
+        end,
+        omitted: all.iter().any(|s| s.omitted),
+        sum: sum_of(config.direction != Direction::Reverse),
+        sum_reverse: (config.direction == Direction::Bidir).then(|| sum_of(false)),
+        streams,
+    }
+}

@@ -1,0 +1,229 @@
+//! Human output: a compact interval table and a summary read at a glance.
+
+use crate::report::{DirectionSummary, IntervalReport, IntervalSum, Report};
+use linkperf_proto::{Protocol, TestConfig};
+use linkperf_units::{format_bytes, format_rate};
+use std::fmt::Write;
+
+pub fn header(config: &TestConfig, host: &str, port: u16) -> String {
+    let proto = if config.protocol == Protocol::Udp {
+        "UDP"
+    } else {
+        "TCP"
+    };
+    let length = match config.bytes {
+        Some(b) => format!("{} ", format_bytes(b as f64)),
+        None => format!("{} s, ", config.duration_s),
+    };
+    let dir = match config.direction {
+        linkperf_proto::Direction::Forward => "client -> server",
+        linkperf_proto::Direction::Reverse => "server -> client (reverse)",
+        linkperf_proto::Direction::Bidir => "both ways (bidir)",
+    };
+    format!(
+        "linkperf {} -> {host}:{port}: {proto}, {} stream{}, {length}{dir}",
+        env!("CARGO_PKG_VERSION"),
+        config.parallel,
+        if config.parallel == 1 { "" } else { "s" }
+    )
+}
+
+pub fn interval_header(udp: bool) -> String {
+    if udp {
+        format!(
+            "{:>13}  {:>14}  {:>14}  {:>9}  {:>8}",
+            "interval", "sent", "received", "lost", "jitter"
+        )
+    } else {
+        format!(
+            "{:>13}  {:>14}  {:>14}  {:>6}  {:>9}  {:>10}",
+            "interval", "sent", "received", "retr", "rtt", "cwnd"
+        )
+    }
+}
+
+fn sum_line(label: &str, r: &IntervalReport, s: &IntervalSum, udp: bool) -> String {
+    let span = format!("{:.2}-{:.2} s", r.start, r.end);
+    let omitted = if r.omitted { "  (omitted)" } else { "" };
+    if udp {
+        format!(
+            "{label}{span:>13}  {:>14}  {:>14}  {:>9}  {:>8}{omitted}",
+            format_rate(s.sent_bits_per_second),
+            format_rate(s.received_bits_per_second),
+            format!("{:.2}%", s.loss_percent.unwrap_or(0.0)),
+            format!("{:.3}ms", s.jitter_ms.unwrap_or(0.0)),
+        )
+    } else {
+        let rtt = r
+            .streams
+            .iter()
+            .filter_map(|st| st.sender.as_ref()?.tcp.as_ref()?.rtt_ms)
+            .fold(None, |acc: Option<f64>, v| {
+                Some(acc.map_or(v, |a| a.max(v)))
+            });
+        let cwnd: Option<u64> = r
+            .streams
+            .iter()
+            .filter_map(|st| st.sender.as_ref()?.tcp.as_ref()?.cwnd_bytes)
+            .reduce(|a, b| a + b);
+        format!(
+            "{label}{span:>13}  {:>14}  {:>14}  {:>6}  {:>9}  {:>10}{omitted}",
+            format_rate(s.sent_bits_per_second),
+            format_rate(s.received_bits_per_second),
+            s.retransmits
+                .map(|r| r.to_string())
+                .unwrap_or_else(|| "-".into()),
+            rtt.map(|v| format!("{v:.2}ms"))
+                .unwrap_or_else(|| "-".into()),
+            cwnd.map(|c| format_bytes(c as f64))
+                .unwrap_or_else(|| "-".into()),
+        )
+    }
+}
+
+pub fn interval(r: &IntervalReport, udp: bool) -> String {
+    let mut out = sum_line("", r, &r.sum, udp);
+    if let Some(rev) = &r.sum_reverse {
+        out.push('\n');
+        out.push_str(&sum_line("rev", r, rev, udp));
+    }
+    out
+}
+
+fn direction_block(out: &mut String, s: &DirectionSummary, udp: bool) {
+    let _ = writeln!(out, "summary, {}:", s.direction.replace('_', " "));
+    let _ = writeln!(
+        out,
+        "  sent      {:>10} in {:.2} s = {}{}",
+        format_bytes(s.sent.bytes as f64),
+        s.sent.seconds,
+        format_rate(s.sent.bits_per_second),
+        s.sent
+            .retransmits
+            .map(|r| format!(", {r} retransmits"))
+            .unwrap_or_default()
+    );
+    let mut received = format!(
+        "  received  {:>10} in {:.2} s = {}",
+        format_bytes(s.received.bytes as f64),
+        s.received.seconds,
+        format_rate(s.received.bits_per_second)
+    );
+    if udp {
+        let _ = write!(
+            received,
+            ", {} datagrams, lost {} ({:.3}%), jitter {:.3} ms, {} out of order, {} duplicates",
+            s.received.packets.unwrap_or(0),
+            s.received.lost_packets.unwrap_or(0),
+            s.received.loss_percent.unwrap_or(0.0),
+            s.received.jitter_ms.unwrap_or(0.0),
+            s.received.out_of_order.unwrap_or(0),
+            s.received.duplicates.unwrap_or(0)
+        );
+        if let Some(owd) = s.received.one_way_delay_ms {
+            let _ = write!(received, ", one-way delay {owd:.3} ms");
+        }
+    }
+    let _ = writeln!(out, "{received}");
+    if let Some(t) = &s.tcp {
+        let f = |v: Option<f64>| v.map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into());
+        let _ = write!(
+            out,
+            "  tcp       rtt mean {} ms (min {}, max {}, var {}), cwnd {}",
+            f(t.rtt_ms.mean),
+            f(t.rtt_ms.min),
+            f(t.rtt_ms.max),
+            f(t.rtt_ms.rttvar),
+            t.cwnd_bytes
+                .map(|c| format_bytes(c as f64))
+                .unwrap_or_else(|| "-".into())
+        );
+        if let Some(l) = t.limited {
+            let _ = write!(
+                out,
+                "; time limited by network {:.0}%, receiver window {:.0}%, send buffer {:.0}%, application {:.0}%",
+                l.network * 100.0,
+                l.rwnd * 100.0,
+                l.sndbuf * 100.0,
+                l.app * 100.0
+            );
+        }
+        out.push('\n');
+    }
+    if let Some(g) = &s.send_gaps {
+        let _ = writeln!(
+            out,
+            "  pacing    gap target {:.1} µs, median {:.1} µs, p99 {:.1} µs, back-to-back {:.1}%",
+            g.target_us,
+            g.p50_us,
+            g.p99_us,
+            g.back_to_back_fraction * 100.0
+        );
+    }
+    let c = &s.cpu;
+    let demand = |d: Option<f64>| d.map(|v| format!(", {v:.0} µs/MB")).unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "  cpu       local {:.1}% of a core (user {:.1}, sys {:.1}){}; remote {:.1}%{}; hosts {:.0}% / {:.0}%",
+        c.local.total_percent,
+        c.local.user_percent,
+        c.local.system_percent,
+        demand(c.local.service_demand_us_per_mb),
+        c.remote.total_percent,
+        demand(c.remote.service_demand_us_per_mb),
+        c.local.host_total_percent,
+        c.remote.host_total_percent
+    );
+    let _ = writeln!(
+        out,
+        "  limited   by {}: {}",
+        s.verdict.limited_by, s.verdict.explanation
+    );
+    if let Some(a) = &s.verdict.advice {
+        let _ = writeln!(out, "  advice    {a}");
+    }
+}
+
+pub fn summary(r: &Report) -> String {
+    let udp = r.test.config.protocol == Protocol::Udp;
+    let mut out = String::new();
+    if r.interrupted {
+        out.push_str("interrupted: partial result\n");
+    }
+    direction_block(&mut out, &r.summary, udp);
+    if let Some(rev) = &r.summary_reverse {
+        direction_block(&mut out, rev, udp);
+    }
+    if let Some(st) = r.start.streams.first() {
+        let l = &st.local;
+        let rem = st.remote.as_ref();
+        let _ = writeln!(
+            out,
+            "  sockets   local sndbuf {} rcvbuf {}, remote sndbuf {} rcvbuf {}{}{}",
+            l.sndbuf
+                .map(|v| format_bytes(v as f64))
+                .unwrap_or_else(|| "-".into()),
+            l.rcvbuf
+                .map(|v| format_bytes(v as f64))
+                .unwrap_or_else(|| "-".into()),
+            rem.and_then(|x| x.sndbuf)
+                .map(|v| format_bytes(v as f64))
+                .unwrap_or_else(|| "-".into()),
+            rem.and_then(|x| x.rcvbuf)
+                .map(|v| format_bytes(v as f64))
+                .unwrap_or_else(|| "-".into()),
+            l.congestion
+                .as_ref()
+                .map(|c| format!(", congestion {c}"))
+                .unwrap_or_default(),
+            l.mtu.map(|m| format!(", path MTU {m}")).unwrap_or_default(),
+        );
+    }
+    for w in &r.warnings {
+        let _ = writeln!(out, "warning: {w}");
+    }
+    for e in &r.errors {
+        let _ = writeln!(out, "error: {e}");
+    }
+    out
+}

@@ -1,0 +1,379 @@
+//! `linkperf testbed ...`: argument definitions and human/JSON output.
+
+use crate::error::TestbedError;
+use crate::netns::require_root;
+use crate::state;
+use crate::testbed::{down, up, Testbed};
+use crate::topology::Topology;
+use serde_json::json;
+use std::path::{Path, PathBuf};
+
+#[derive(clap::Subcommand, Debug)]
+pub enum TestbedCommand {
+    /// Build a testbed from a topology file (hosts in namespaces, emulated links)
+    Up {
+        /// Topology file (TOML); see docs/testbed.md
+        file: PathBuf,
+    },
+    /// Remove a testbed: emulator, namespaces, devices (safe to repeat)
+    Down {
+        /// Testbed name or its topology file; may be omitted when only one testbed is up
+        target: Option<String>,
+        /// Remove every testbed that is up
+        #[arg(long, conflicts_with = "target")]
+        all: bool,
+    },
+    /// Show testbeds that are up: hosts, addresses, links, counters
+    Status {
+        /// Only this testbed
+        name: Option<String>,
+        /// Machine-readable output (schema linkperf/1)
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a command inside a host's namespace, e.g. `linkperf testbed exec b -- linkperf server`
+    Exec {
+        /// Testbed to use when several are up
+        #[arg(long)]
+        testbed: Option<String>,
+        /// Host name from the topology file
+        host: String,
+        /// Command and arguments (after `--`)
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+    /// Run the link emulator of a testbed (started by `up`; not for direct use)
+    #[command(hide = true)]
+    Emulate {
+        #[arg(long)]
+        state: PathBuf,
+        /// Do not fork into the background
+        #[arg(long)]
+        foreground: bool,
+    },
+}
+
+/// Runs one testbed subcommand; `Ok` carries the process exit code.
+pub fn run(cmd: TestbedCommand) -> Result<i32, TestbedError> {
+    match cmd {
+        TestbedCommand::Up { file } => {
+            require_root()?;
+            let topo = Topology::from_file(&file)?;
+            let testbed = up(&topo)?;
+            print!("{}", describe(&testbed, false));
+            println!(
+                "testbed '{}' is up; remove it with `linkperf testbed down {}`",
+                testbed.name(),
+                testbed.name()
+            );
+            Ok(0)
+        }
+        TestbedCommand::Down { target, all } => {
+            require_root()?;
+            let names = if all {
+                state::list_testbeds()
+            } else {
+                vec![resolve_down_target(target)?]
+            };
+            for name in names {
+                down(&name)?;
+                println!("testbed '{name}' is down");
+            }
+            Ok(0)
+        }
+        TestbedCommand::Status { name, json } => status(name, json),
+        TestbedCommand::Exec {
+            testbed,
+            host,
+            command,
+        } => {
+            require_root()?;
+            let tb = Testbed::attach(&pick_testbed(testbed)?)?;
+            if tb.topology().host(&host).is_none() {
+                let hosts: Vec<&str> = tb
+                    .topology()
+                    .hosts
+                    .iter()
+                    .map(|h| h.name.as_str())
+                    .collect();
+                return Err(TestbedError::bad(format!(
+                    "testbed '{}' has no host '{host}' (hosts: {})",
+                    tb.name(),
+                    hosts.join(", ")
+                )));
+            }
+            let mut cmd = tb.command(&host, &command[0]);
+            cmd.args(&command[1..]);
+            let status = cmd
+                .status()
+                .map_err(|e| TestbedError::runtime(format!("cannot run {}: {e}", command[0])))?;
+            Ok(status.code().unwrap_or(1))
+        }
+        TestbedCommand::Emulate { state, foreground } => crate::emulator::run(&state, foreground),
+    }
+}
+
+/// `down FILE` means the testbed that file names; otherwise the argument is a name.
+fn resolve_down_target(target: Option<String>) -> Result<String, TestbedError> {
+    let Some(target) = target else {
+        return pick_testbed(None);
+    };
+    let path = Path::new(&target);
+    if path.is_file() {
+        return match Topology::from_file(path) {
+            Ok(t) => Ok(t.name),
+            // A file too broken to parse still names its testbed by its stem.
+            Err(_) => Ok(path
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or(&target)
+                .to_string()),
+        };
+    }
+    Ok(target)
+}
+
+/// The named testbed, or the only one that is up.
+fn pick_testbed(name: Option<String>) -> Result<String, TestbedError> {
+    if let Some(n) = name {
+        return Ok(n);
+    }
+    let up = state::list_testbeds();
+    match up.len() {
+        0 => Err(TestbedError::bad(
+            "no testbed is up (start one with `linkperf testbed up FILE.toml`)",
+        )),
+        1 => Ok(up[0].clone()),
+        _ => Err(TestbedError::bad(format!(
+            "several testbeds are up ({}): name one with --testbed NAME",
+            up.join(", ")
+        ))),
+    }
+}
+
+fn status(name: Option<String>, as_json: bool) -> Result<i32, TestbedError> {
+    let names = match name {
+        Some(n) => {
+            Testbed::attach(&n)?;
+            vec![n]
+        }
+        None => state::list_testbeds(),
+    };
+    let testbeds: Vec<Testbed> = names
+        .iter()
+        .filter_map(|n| Testbed::attach(n).ok())
+        .collect();
+    if as_json {
+        let doc = status_document(&testbeds);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&doc).map_err(|e| TestbedError::runtime(e.to_string()))?
+        );
+    } else if testbeds.is_empty() {
+        println!("no testbed is up");
+    } else {
+        for tb in &testbeds {
+            print!("{}", describe(tb, true));
+        }
+    }
+    Ok(0)
+}
+
+/// The `status --json` document for the given testbeds.
+pub fn status_document(testbeds: &[Testbed]) -> serde_json::Value {
+    let list: Vec<serde_json::Value> = testbeds.iter().map(status_json).collect();
+    json!({ "schema": state::SCHEMA, "testbeds": list })
+}
+
+fn status_json(tb: &Testbed) -> serde_json::Value {
+    let plan = tb.plan();
+    let hosts: Vec<_> = plan
+        .topology
+        .hosts
+        .iter()
+        .map(|h| {
+            json!({
+                "name": h.name,
+                "netns": tb.netns(&h.name),
+                "device": plan.host_device(&h.name).map(|e| e.device.clone()),
+                "ipv4": format!("{}/{}", h.ipv4, h.ipv4_prefix),
+                "ipv6": format!("{}/{}", h.ipv6, h.ipv6_prefix),
+            })
+        })
+        .collect();
+    let switches: Vec<_> = plan
+        .topology
+        .switches
+        .iter()
+        .map(|s| json!({ "name": s.name, "netns": tb.netns(&s.name) }))
+        .collect();
+    let counters = tb.read_counters_file().ok();
+    let links: Vec<_> = plan
+        .topology
+        .links
+        .iter()
+        .zip(&plan.links)
+        .enumerate()
+        .map(|(i, (l, lp))| {
+            let dir = |name: &str, params: &crate::params::DirectionParams| {
+                let c = counters
+                    .as_ref()
+                    .and_then(|f| {
+                        f.directions
+                            .iter()
+                            .find(|d| d.link == i && d.direction == name)
+                    })
+                    .map(|d| d.values);
+                json!({ "params": params, "counters": c })
+            };
+            json!({
+                "index": i,
+                "ends": l.ends,
+                "devices": [lp.ends[0].device, lp.ends[1].device],
+                "preset": l.preset,
+                "mtu": l.mtu,
+                "a_to_b": dir("a_to_b", &l.a_to_b),
+                "b_to_a": dir("b_to_a", &l.b_to_a),
+            })
+        })
+        .collect();
+    json!({
+        "name": tb.name(),
+        "state_dir": tb.state_dir(),
+        "emulator_pid": tb.emulator_pid(),
+        "emulator_running": tb.emulator_pid().is_some(),
+        "seed": plan.seed,
+        "counters_updated_unix_ms": counters.as_ref().map(|c| c.updated_unix_ms),
+        "hosts": hosts,
+        "switches": switches,
+        "links": links,
+    })
+}
+
+/// Human description of a testbed; with `counters`, the per-direction counters as well.
+fn describe(tb: &Testbed, counters: bool) -> String {
+    use std::fmt::Write;
+    let plan = tb.plan();
+    let mut s = String::new();
+    let emulator = match tb.emulator_pid() {
+        Some(pid) => format!("emulator pid {pid}"),
+        None => "EMULATOR NOT RUNNING (links are cut; `down` and `up` again)".to_string(),
+    };
+    let _ = writeln!(s, "testbed {} ({emulator})", tb.name());
+    for h in &plan.topology.hosts {
+        let dev = plan
+            .host_device(&h.name)
+            .map_or("-".to_string(), |e| e.device.clone());
+        let _ = writeln!(
+            s,
+            "  host   {:<12} netns {:<24} {:<6} {}/{}  {}/{}",
+            h.name,
+            tb.netns(&h.name).unwrap_or_default(),
+            dev,
+            h.ipv4,
+            h.ipv4_prefix,
+            h.ipv6,
+            h.ipv6_prefix
+        );
+    }
+    for sw in &plan.topology.switches {
+        let _ = writeln!(
+            s,
+            "  switch {:<12} netns {}",
+            sw.name,
+            tb.netns(&sw.name).unwrap_or_default()
+        );
+    }
+    let file = if counters {
+        tb.read_counters_file().ok()
+    } else {
+        None
+    };
+    for (i, l) in plan.topology.links.iter().enumerate() {
+        let preset = l
+            .preset
+            .as_deref()
+            .map(|p| format!(" preset {p}"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "  link {i}: {} <-> {} mtu {}{preset}",
+            l.ends[0], l.ends[1], l.mtu
+        );
+        for (name, from, to, p) in [
+            ("a_to_b", &l.ends[0], &l.ends[1], &l.a_to_b),
+            ("b_to_a", &l.ends[1], &l.ends[0], &l.b_to_a),
+        ] {
+            let _ = writeln!(s, "    {from} -> {to}: {}", p.summary());
+            if let Some(c) = file.as_ref().and_then(|f| {
+                f.directions
+                    .iter()
+                    .find(|d| d.link == i && d.direction == name)
+            }) {
+                let v = c.values;
+                let _ = writeln!(
+                    s,
+                    "      forwarded {} pkts {}, dropped queue {} loss {} ber {}, queue peak {}",
+                    v.packets_forwarded,
+                    linkperf_units::format_bytes(v.bytes_forwarded as f64),
+                    v.dropped_queue,
+                    v.dropped_loss,
+                    v.dropped_ber,
+                    linkperf_units::format_bytes(v.queue_high_water_bytes as f64)
+                );
+            }
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(clap::Parser, Debug)]
+    struct Cli {
+        #[command(subcommand)]
+        cmd: TestbedCommand,
+    }
+
+    #[test]
+    fn exec_takes_everything_after_the_double_dash() {
+        let cli = Cli::try_parse_from([
+            "t",
+            "exec",
+            "--testbed",
+            "wan",
+            "b",
+            "--",
+            "linkperf",
+            "server",
+            "-p",
+            "5201",
+        ])
+        .unwrap();
+        match cli.cmd {
+            TestbedCommand::Exec {
+                testbed,
+                host,
+                command,
+            } => {
+                assert_eq!(testbed.as_deref(), Some("wan"));
+                assert_eq!(host, "b");
+                assert_eq!(command, ["linkperf", "server", "-p", "5201"]);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(Cli::try_parse_from(["t", "exec", "b"]).is_err());
+        assert!(Cli::try_parse_from(["t", "down", "x", "--all"]).is_err());
+        let cli = Cli::try_parse_from(["t", "status", "--json"]).unwrap();
+        assert!(matches!(
+            cli.cmd,
+            TestbedCommand::Status {
+                json: true,
+                name: None
+            }
+        ));
+    }
+}

@@ -1,0 +1,268 @@
+//! The state directory of a running testbed, /run/linkperf/testbed/NAME/: the resolved plan
+//! (what `down`, `status` and `exec` need), the emulator's pid, log and counters.
+
+use crate::counters::LinkCounters;
+use crate::error::TestbedError;
+use crate::netns::netns_name;
+use crate::topology::Topology;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+pub const RUN_DIR: &str = "/run/linkperf/testbed";
+pub const SCHEMA: &str = "linkperf/1";
+
+pub const PLAN_FILE: &str = "plan.json";
+pub const PID_FILE: &str = "emulator.pid";
+pub const LOG_FILE: &str = "emulator.log";
+pub const READY_FILE: &str = "ready";
+pub const COUNTERS_FILE: &str = "counters.json";
+
+pub fn state_dir(testbed: &str) -> PathBuf {
+    Path::new(RUN_DIR).join(testbed)
+}
+
+/// Everything needed to build, run and remove a testbed, written before anything is created.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Plan {
+    pub schema: String,
+    pub topology: Topology,
+    /// Seed actually used for the impairment RNGs (from the file or drawn at `up`).
+    pub seed: u64,
+    pub nodes: Vec<NodePlan>,
+    pub links: Vec<LinkPlan>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NodePlan {
+    pub name: String,
+    pub switch: bool,
+    pub netns: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LinkPlan {
+    pub ends: [EndPlan; 2],
+}
+
+/// One side of a link: the TAP device the emulator creates in the end's namespace.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EndPlan {
+    pub node: String,
+    pub netns: String,
+    pub device: String,
+    pub switch: bool,
+    /// Fixed MAC of a host's device, so neighbours can be preset (no ARP through the link).
+    pub mac: Option<String>,
+}
+
+/// Name of the bridge device inside a switch namespace.
+pub const BRIDGE_DEVICE: &str = "br0";
+
+impl Plan {
+    /// Names namespaces and devices: hosts get `eth0`, switch ports `port0`, `port1`, ...
+    pub fn new(topology: &Topology, seed: u64) -> Plan {
+        let mut nodes: Vec<NodePlan> = topology
+            .hosts
+            .iter()
+            .map(|h| NodePlan {
+                name: h.name.clone(),
+                switch: false,
+                netns: netns_name(&topology.name, &h.name),
+            })
+            .collect();
+        nodes.extend(topology.switches.iter().map(|s| NodePlan {
+            name: s.name.clone(),
+            switch: true,
+            netns: netns_name(&topology.name, &s.name),
+        }));
+        let mut next_port: std::collections::BTreeMap<String, usize> = Default::default();
+        let mut end = |node: &str| {
+            let switch = topology.is_switch(node);
+            let mac = topology
+                .hosts
+                .iter()
+                .position(|h| h.name == node)
+                .map(host_mac);
+            let counter = next_port.entry(node.to_string()).or_default();
+            let index = *counter;
+            *counter += 1;
+            EndPlan {
+                node: node.to_string(),
+                netns: netns_name(&topology.name, node),
+                device: if switch {
+                    format!("port{index}")
+                } else {
+                    format!("eth{index}")
+                },
+                switch,
+                mac,
+            }
+        };
+        let links = topology
+            .links
+            .iter()
+            .map(|l| {
+                let a = end(&l.ends[0]);
+                let b = end(&l.ends[1]);
+                LinkPlan { ends: [a, b] }
+            })
+            .collect();
+        Plan {
+            schema: SCHEMA.to_string(),
+            topology: topology.clone(),
+            seed,
+            nodes,
+            links,
+        }
+    }
+
+    pub fn load(dir: &Path) -> Result<Plan, TestbedError> {
+        let path = dir.join(PLAN_FILE);
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| TestbedError::runtime(format!("cannot read {}: {e}", path.display())))?;
+        serde_json::from_str(&text)
+            .map_err(|e| TestbedError::runtime(format!("{} is damaged: {e}", path.display())))
+    }
+
+    pub fn save(&self, dir: &Path) -> Result<(), TestbedError> {
+        let text =
+            serde_json::to_string_pretty(self).map_err(|e| TestbedError::runtime(e.to_string()))?;
+        write_atomic(&dir.join(PLAN_FILE), text.as_bytes())
+    }
+
+    /// Pairs of hosts that share a layer-2 segment (connected through links and switches).
+    pub fn same_segment(&self, a: &str, b: &str) -> bool {
+        let mut reached = vec![a.to_string()];
+        let mut i = 0;
+        while i < reached.len() {
+            let node = reached[i].clone();
+            for l in &self.topology.links {
+                for (x, y) in [(&l.ends[0], &l.ends[1]), (&l.ends[1], &l.ends[0])] {
+                    // Traffic crosses switches, not hosts (hosts do not forward).
+                    let passes = *x == node && (node == a || self.topology.is_switch(&node));
+                    if passes && !reached.contains(y) {
+                        reached.push(y.clone());
+                    }
+                }
+            }
+            i += 1;
+        }
+        a != b && reached.iter().any(|n| n == b)
+    }
+
+    /// The host end's device of `host` (hosts have at most one link).
+    pub fn host_device(&self, host: &str) -> Option<&EndPlan> {
+        self.links
+            .iter()
+            .flat_map(|l| l.ends.iter())
+            .find(|e| e.node == host && !e.switch)
+    }
+}
+
+/// Locally administered MAC for the n-th host: 02:6c:70 ("lp") then the index.
+pub fn host_mac(index: usize) -> String {
+    let n = index + 1;
+    format!(
+        "02:6c:70:{:02x}:{:02x}:{:02x}",
+        (n >> 16) & 0xff,
+        (n >> 8) & 0xff,
+        n & 0xff
+    )
+}
+
+/// The emulator's periodic counter snapshot.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CountersFile {
+    pub schema: String,
+    pub testbed: String,
+    pub emulator_pid: u32,
+    /// Wall-clock time of the snapshot, milliseconds since the Unix epoch.
+    pub updated_unix_ms: u64,
+    pub directions: Vec<LinkCounters>,
+}
+
+pub fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// Write-then-rename so readers never see half a file.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), TestbedError> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, bytes)
+        .and_then(|_| std::fs::rename(&tmp, path))
+        .map_err(|e| TestbedError::runtime(format!("cannot write {}: {e}", path.display())))
+}
+
+/// Names of testbeds that have a state directory.
+pub fn list_testbeds() -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(RUN_DIR) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().is_dir())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
+    names.sort();
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plan_names_devices_per_node() {
+        let t = Topology::from_toml_str(
+            "tb",
+            r#"
+            [[host]]
+            name = "a"
+            [[host]]
+            name = "b"
+            [[switch]]
+            name = "s1"
+            [[switch]]
+            name = "s2"
+            [[link]]
+            ends = ["a", "s1"]
+            [[link]]
+            ends = ["s1", "s2"]
+            [[link]]
+            ends = ["s2", "b"]
+            "#,
+        )
+        .unwrap();
+        let p = Plan::new(&t, 1);
+        let devs: Vec<String> = p
+            .links
+            .iter()
+            .flat_map(|l| l.ends.iter().map(|e| format!("{}:{}", e.netns, e.device)))
+            .collect();
+        assert_eq!(
+            devs,
+            [
+                "lp-tb-a:eth0",
+                "lp-tb-s1:port0",
+                "lp-tb-s1:port1",
+                "lp-tb-s2:port0",
+                "lp-tb-s2:port1",
+                "lp-tb-b:eth0"
+            ]
+        );
+        assert_eq!(p.host_device("b").unwrap().device, "eth0");
+        assert_eq!(p.nodes.len(), 4);
+        assert_eq!(
+            p.host_device("b").unwrap().mac.as_deref(),
+            Some("02:6c:70:00:00:02")
+        );
+        assert!(p.same_segment("a", "b"));
+        assert!(!p.same_segment("a", "a"));
+        let json = serde_json::to_string(&p).unwrap();
+        let back: Plan = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.topology, t);
+    }
+}

@@ -1,0 +1,359 @@
+//! Building and removing testbeds: namespaces, bridges, the emulator process, addresses.
+
+use crate::counters::LinkCounters;
+use crate::error::TestbedError;
+use crate::netns::{self, ip_batch, require_root};
+use crate::rng::Rng;
+use crate::state::{self, Plan, BRIDGE_DEVICE, COUNTERS_FILE, LOG_FILE, PID_FILE, READY_FILE};
+use crate::topology::{validate_name, Topology};
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long `up` waits for the emulator to create its devices.
+const EMULATOR_START_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A testbed that is up. Dropping the handle leaves it up; call [`down`] to remove it.
+#[derive(Debug, Clone)]
+pub struct Testbed {
+    plan: Plan,
+    dir: PathBuf,
+}
+
+impl Testbed {
+    /// Finds a testbed that is up (by name) from its state directory.
+    pub fn attach(name: &str) -> Result<Testbed, TestbedError> {
+        validate_name(name).map_err(|m| TestbedError::bad(format!("testbed {m}")))?;
+        let dir = state::state_dir(name);
+        if !dir.join(state::PLAN_FILE).exists() {
+            return Err(TestbedError::bad(format!(
+                "no testbed '{name}' is up (see `linkperf testbed status`)"
+            )));
+        }
+        Ok(Testbed {
+            plan: Plan::load(&dir)?,
+            dir,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.plan.topology.name
+    }
+
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    pub fn topology(&self) -> &Topology {
+        &self.plan.topology
+    }
+
+    pub fn state_dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Namespace of a host (or switch), e.g. `lp-wan-a`.
+    pub fn netns(&self, host: &str) -> Option<String> {
+        self.plan
+            .nodes
+            .iter()
+            .find(|n| n.name == host)
+            .map(|n| n.netns.clone())
+    }
+
+    pub fn ipv4(&self, host: &str) -> Option<Ipv4Addr> {
+        self.plan.topology.host(host).map(|h| h.ipv4)
+    }
+
+    pub fn ipv6(&self, host: &str) -> Option<Ipv6Addr> {
+        self.plan.topology.host(host).map(|h| h.ipv6)
+    }
+
+    /// A command that runs `program` inside the host's namespace (`ip netns exec`); add
+    /// arguments and spawn it as usual. An unknown host yields a command that fails to start.
+    pub fn command(&self, host: &str, program: &str) -> Command {
+        let ns = self
+            .netns(host)
+            .unwrap_or_else(|| format!("lp-{}-unknown-host-{host}", self.name()));
+        let ip = ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"]
+            .into_iter()
+            .find(|p| Path::new(p).exists())
+            .unwrap_or("ip");
+        let mut cmd = Command::new(ip);
+        cmd.args(["netns", "exec", &ns, program]);
+        cmd
+    }
+
+    /// Pid of the emulator if it is running.
+    pub fn emulator_pid(&self) -> Option<i32> {
+        let pid: i32 = std::fs::read_to_string(self.dir.join(PID_FILE))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()?;
+        (netns::process_alive(pid) && is_our_emulator(pid, &self.dir)).then_some(pid)
+    }
+
+    /// Counters of every link direction. While the emulator runs this waits for a snapshot
+    /// taken after the call began, so traffic sent before the call is fully counted.
+    pub fn counters(&self) -> Result<Vec<LinkCounters>, TestbedError> {
+        let asked_at = state::unix_ms();
+        let deadline = Instant::now() + Duration::from_secs(2);
+        loop {
+            let file = self.read_counters_file()?;
+            if file.updated_unix_ms > asked_at
+                || self.emulator_pid().is_none()
+                || Instant::now() > deadline
+            {
+                return Ok(file.directions);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub(crate) fn read_counters_file(&self) -> Result<state::CountersFile, TestbedError> {
+        let path = self.dir.join(COUNTERS_FILE);
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| TestbedError::runtime(format!("cannot read {}: {e}", path.display())))?;
+        serde_json::from_str(&text)
+            .map_err(|e| TestbedError::runtime(format!("{} is damaged: {e}", path.display())))
+    }
+}
+
+fn is_our_emulator(pid: i32, dir: &Path) -> bool {
+    let dir = dir.to_string_lossy();
+    netns::find_processes(&["emulate", "--state", &dir]).contains(&pid)
+}
+
+/// Builds the testbed: namespaces, bridges, emulator, addresses. On failure everything
+/// created so far is removed again.
+pub fn up(topo: &Topology) -> Result<Testbed, TestbedError> {
+    require_root()?;
+    let name = topo.name.as_str();
+    let dir = state::state_dir(name);
+    if dir.exists() {
+        return Err(TestbedError::bad(format!(
+            "testbed '{name}' is already up: run `linkperf testbed down {name}` first"
+        )));
+    }
+    let seed = topo.seed.unwrap_or_else(|| Rng::from_entropy().next_u64());
+    let plan = Plan::new(topo, seed);
+    for node in &plan.nodes {
+        if netns::netns_exists(&node.netns) {
+            return Err(TestbedError::bad(format!(
+                "namespace {} already exists (left over, or another testbed's): remove it with `ip netns delete {}` or `linkperf testbed down`",
+                node.netns, node.netns
+            )));
+        }
+    }
+    if !Path::new("/dev/net/tun").exists() {
+        return Err(TestbedError::runtime(
+            "/dev/net/tun is missing: load the tun module (modprobe tun)",
+        ));
+    }
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| TestbedError::runtime(format!("cannot create {}: {e}", dir.display())))?;
+    // The plan goes to disk first, so `down` can undo a half-built testbed.
+    let built = plan.save(&dir).and_then(|_| build(&plan, &dir));
+    match built {
+        Ok(()) => Ok(Testbed { plan, dir }),
+        Err(e) => {
+            let _ = down(name);
+            Err(e)
+        }
+    }
+}
+
+fn build(plan: &Plan, dir: &Path) -> Result<(), TestbedError> {
+    for node in &plan.nodes {
+        netns::add_netns(&node.netns)?;
+        let switch = node.switch;
+        netns::in_netns(&node.netns, move || {
+            if switch {
+                // Bridge namespaces need no IPv6 of their own (no router solicitations on links).
+                netns::write_sysctl("net.ipv6.conf.default.disable_ipv6", "1")
+            } else {
+                // Addresses usable at once: duplicate address detection would delay them ~2 s.
+                netns::write_sysctl("net.ipv6.conf.default.accept_dad", "0")
+            }
+        })?;
+        if switch {
+            ip_batch(
+                &node.netns,
+                &[
+                    format!("link add {BRIDGE_DEVICE} type bridge stp_state 0 forward_delay 0 mcast_snooping 0"),
+                    format!("link set {BRIDGE_DEVICE} up"),
+                ],
+            )?;
+        }
+    }
+    start_emulator(dir)?;
+    for (link, lp) in plan.topology.links.iter().zip(&plan.links) {
+        for end in &lp.ends {
+            let mut cmds = Vec::new();
+            if let Some(mac) = &end.mac {
+                cmds.push(format!("link set {} address {mac}", end.device));
+            }
+            cmds.push(format!("link set {} mtu {} up", end.device, link.mtu));
+            if end.switch {
+                cmds.push(format!("link set {} master {BRIDGE_DEVICE}", end.device));
+            } else if let Some(h) = plan.topology.host(&end.node) {
+                cmds.push(format!(
+                    "addr add {}/{} dev {}",
+                    h.ipv4, h.ipv4_prefix, end.device
+                ));
+                cmds.push(format!(
+                    "addr add {}/{} dev {} nodad",
+                    h.ipv6, h.ipv6_prefix, end.device
+                ));
+                cmds.extend(static_neighbours(plan, &h.name, &end.device));
+            }
+            ip_batch(&end.netns, &cmds)?;
+        }
+    }
+    Ok(())
+}
+
+/// Permanent neighbour entries for every host on the same segment, so no ARP or neighbour
+/// discovery crosses the emulated link (a lost ARP would otherwise stall a lossy test).
+fn static_neighbours(plan: &Plan, host: &str, device: &str) -> Vec<String> {
+    let mut cmds = Vec::new();
+    for other in &plan.topology.hosts {
+        if !plan.same_segment(host, &other.name) {
+            continue;
+        }
+        if let Some(mac) = plan.host_device(&other.name).and_then(|e| e.mac.clone()) {
+            for addr in [other.ipv4.to_string(), other.ipv6.to_string()] {
+                cmds.push(format!(
+                    "neigh replace {addr} lladdr {mac} dev {device} nud permanent"
+                ));
+            }
+        }
+    }
+    cmds
+}
+
+/// Starts `<this executable> testbed emulate --state DIR` and waits until its devices exist.
+fn start_emulator(dir: &Path) -> Result<(), TestbedError> {
+    let exe = std::env::current_exe()
+        .map_err(|e| TestbedError::runtime(format!("cannot find the linkperf executable: {e}")))?;
+    let log_path = dir.join(LOG_FILE);
+    let log = std::fs::File::create(&log_path)
+        .map_err(|e| TestbedError::runtime(format!("cannot create {}: {e}", log_path.display())))?;
+    let log2 = log
+        .try_clone()
+        .map_err(|e| TestbedError::runtime(e.to_string()))?;
+    // The child forks the real emulator and exits at once, so waiting here leaves no zombie.
+    let status = Command::new(&exe)
+        .args(["testbed", "emulate", "--state"])
+        .arg(dir)
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log2)
+        .status()
+        .map_err(|e| {
+            TestbedError::runtime(format!(
+                "cannot start the emulator ({}): {e}",
+                exe.display()
+            ))
+        })?;
+    if !status.success() {
+        return Err(TestbedError::runtime(format!(
+            "the emulator did not start ({status}): {}",
+            last_log_line(&log_path)
+        )));
+    }
+    let deadline = Instant::now() + EMULATOR_START_TIMEOUT;
+    loop {
+        if dir.join(READY_FILE).exists() {
+            return Ok(());
+        }
+        if let Ok(reason) = std::fs::read_to_string(dir.join("failed")) {
+            return Err(TestbedError::runtime(format!(
+                "the emulator failed: {}",
+                reason.trim()
+            )));
+        }
+        if Instant::now() > deadline {
+            return Err(TestbedError::runtime(format!(
+                "the emulator did not become ready within {}s: {}",
+                EMULATOR_START_TIMEOUT.as_secs(),
+                last_log_line(&log_path)
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn last_log_line(path: &Path) -> String {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| format!("see {}", path.display()))
+}
+
+/// Removes a testbed: stops its emulator, kills processes left in its namespaces, deletes the
+/// namespaces (and with them bridges and devices) and the state directory. Idempotent.
+pub fn down(name: &str) -> Result<(), TestbedError> {
+    validate_name(name).map_err(|m| TestbedError::bad(format!("testbed {m}")))?;
+    require_root()?;
+    let dir = state::state_dir(name);
+    let dir_text = dir.to_string_lossy().into_owned();
+    stop_processes(&netns::find_processes(&["emulate", "--state", &dir_text]));
+
+    let mut namespaces: Vec<String> = Plan::load(&dir)
+        .map(|p| p.nodes.into_iter().map(|n| n.netns).collect())
+        .unwrap_or_default();
+    // Also sweep lp-NAME-* (a crash may predate the plan), but never another testbed's.
+    let others: Vec<String> = state::list_testbeds()
+        .into_iter()
+        .filter(|t| t != name)
+        .filter_map(|t| Plan::load(&state::state_dir(&t)).ok())
+        .flat_map(|p| p.nodes.into_iter().map(|n| n.netns))
+        .collect();
+    let prefix = format!("lp-{name}-");
+    for ns in netns::list_netns() {
+        if ns.starts_with(&prefix) && !others.contains(&ns) && !namespaces.contains(&ns) {
+            namespaces.push(ns);
+        }
+    }
+    let mut first_error = None;
+    for ns in &namespaces {
+        if let Err(e) = netns::delete_netns(ns) {
+            first_error.get_or_insert(e);
+        }
+    }
+    if dir.exists() {
+        if let Err(e) = std::fs::remove_dir_all(&dir) {
+            first_error.get_or_insert(TestbedError::runtime(format!(
+                "cannot remove {}: {e}",
+                dir.display()
+            )));
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+/// SIGTERM, then SIGKILL for whatever is still alive after a grace period.
+fn stop_processes(pids: &[i32]) {
+    for &pid in pids {
+        // SAFETY: kill(2) on pids we just matched by command line.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+    }
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while pids.iter().any(|&p| netns::process_alive(p)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for &pid in pids {
+        if netns::process_alive(pid) {
+            // SAFETY: as above.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+}
