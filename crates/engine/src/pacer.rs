@@ -10,8 +10,9 @@ use linkperf_proto::results::GapStats;
 use std::time::{Duration, Instant};
 
 /// How far the schedule may fall behind before the pacer gives up catching
-/// up: a stall then costs rate (visible in the result) instead of a burst.
-const MAX_BACKLOG: Duration = Duration::from_millis(2);
+/// up: a longer stall (the process was descheduled) then costs rate, visible
+/// in the result, instead of an unbounded burst.
+const MAX_BACKLOG: Duration = Duration::from_millis(20);
 /// Below this, sleeping overshoots; spin instead.
 const SPIN_BELOW: Duration = Duration::from_micros(60);
 
@@ -46,10 +47,17 @@ impl Pacer {
 
     /// Blocks until `bits` may be sent, or returns early if `deadline` comes first.
     pub fn wait(&mut self, bits: u64, deadline: Option<Instant>) {
+        self.wait_batch(bits, 1, deadline);
+    }
+
+    /// Blocks until at least one unit of `bits` is due, then returns how many
+    /// are due now (at most `max`): when the sender fell behind it catches up
+    /// with one batched system call instead of many.
+    pub fn wait_batch(&mut self, bits: u64, max: usize, deadline: Option<Instant>) -> usize {
         let mut due = self.due();
         let now = Instant::now();
         if now > due + MAX_BACKLOG {
-            // Fell behind (descheduled): re-anchor rather than burst.
+            // Fell far behind: re-anchor rather than burst.
             self.start += now - (due + MAX_BACKLOG);
             due = self.due();
         }
@@ -67,11 +75,17 @@ impl Pacer {
             }
         }
         let sent_at = Instant::now();
+        let behind = sent_at.saturating_duration_since(self.due()).as_secs_f64();
+        let units =
+            (1 + (behind * self.rate_bps / bits.max(1) as f64) as usize).clamp(1, max.max(1));
         if let Some(last) = self.last_send {
             let _ = self.gaps.record((sent_at - last).as_nanos().max(1) as u64);
+            // Datagrams of one batch leave back to back.
+            let _ = self.gaps.record_n(1, units as u64 - 1);
         }
         self.last_send = Some(sent_at);
-        self.sent_bits += bits as f64;
+        self.sent_bits += (bits * units as u64) as f64;
+        units
     }
 
     /// The distribution of gaps between sends of `bits`-sized datagrams.

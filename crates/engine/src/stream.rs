@@ -256,6 +256,8 @@ pub fn tcp_receive(
 
 /// Datagrams per sendmmsg/recvmmsg call when not paced.
 const BATCH: usize = 64;
+/// Most datagrams a paced sender sends at once, only when catching up.
+const PACED_BATCH: usize = 8;
 
 pub fn udp_send(
     sock: UdpSocket,
@@ -267,8 +269,11 @@ pub fn udp_send(
     let mut pacer = p.rate_bps.map(Pacer::new);
     let limit_packets = p.byte_limit.map(|b| b.div_ceil(len as u64));
     let _ = sock.set_write_timeout(Some(POLL));
-    let mut batch =
-        mmsg::SendBatch::new(len, if pacer.is_some() { 1 } else { BATCH }, &payload(len));
+    let mut batch = mmsg::SendBatch::new(
+        len,
+        if pacer.is_some() { PACED_BATCH } else { BATCH },
+        &payload(len),
+    );
     wait_until(p.start);
     if let Some(pacer) = pacer.as_mut() {
         pacer.restart(p.start);
@@ -287,7 +292,7 @@ pub fn udp_send(
             count = count.min((limit - seq) as usize);
         }
         if let Some(pacer) = pacer.as_mut() {
-            pacer.wait(len as u64 * 8, p.end);
+            count = pacer.wait_batch(len as u64 * 8, count, p.end);
         }
         match batch.send(&sock, seq, count, now_unix_ns()) {
             Ok(n) => {

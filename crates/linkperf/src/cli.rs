@@ -15,6 +15,8 @@ pub struct Cli {
     pub command: Command,
 }
 
+// Parsed once per process: the size difference of the variants does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Serve tests (many clients at once).

@@ -46,6 +46,8 @@ fn fail(message: impl Into<String>) -> ClientError {
     }
 }
 
+// A few events per interval: moving them by value is cheaper than boxing.
+#[allow(clippy::large_enum_variant)]
 enum Event {
     Server(Incoming<ServerMessage>),
     Side(SideEvent),

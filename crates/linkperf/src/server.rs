@@ -373,11 +373,10 @@ impl ControlSession {
         for (id, _) in &roles {
             let udp_port = if config.protocol == Protocol::Udp {
                 let sock =
-                    data::bind_udp(SocketAddr::new(local.ip(), 0), &config).map_err(|e| {
+                    data::bind_udp(SocketAddr::new(local.ip(), 0), &config).inspect_err(|e| {
                         let _ = self
                             .control
                             .send(&ServerMessage::Error { message: e.clone() });
-                        e
                     })?;
                 let port = sock.local_addr().map_err(|e| e.to_string())?.port();
                 udp_sockets.insert(*id, sock);

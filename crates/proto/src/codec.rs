@@ -68,7 +68,7 @@ impl Decoder {
     }
 
     /// Returns the next complete message, `Ok(None)` if more bytes are needed.
-    pub fn next<T: DeserializeOwned>(&mut self) -> Result<Option<T>, CodecError> {
+    pub fn next_message<T: DeserializeOwned>(&mut self) -> Result<Option<T>, CodecError> {
         if self.buffer.len() < 4 {
             return Ok(None);
         }
@@ -114,7 +114,7 @@ mod tests {
             let mut out = Vec::new();
             for chunk in bytes.chunks(split) {
                 d.feed(chunk);
-                while let Some(m) = d.next::<ClientMessage>().unwrap() {
+                while let Some(m) = d.next_message::<ClientMessage>().unwrap() {
                     out.push(m);
                 }
             }
@@ -127,19 +127,19 @@ mod tests {
         let mut d = Decoder::new();
         d.feed(&[0xff, 0xff, 0xff, 0xff]);
         assert!(matches!(
-            d.next::<ClientMessage>(),
+            d.next_message::<ClientMessage>(),
             Err(CodecError::TooLarge(_))
         ));
         let mut d = Decoder::new();
         d.feed(&[0, 0, 0, 3, b'{', b'x', b'}']);
         assert!(matches!(
-            d.next::<ClientMessage>(),
+            d.next_message::<ClientMessage>(),
             Err(CodecError::Malformed(_))
         ));
         let mut d = Decoder::new();
         d.feed(&encode(&serde_json::json!({"type": "no_such_message"})));
         assert!(matches!(
-            d.next::<ClientMessage>(),
+            d.next_message::<ClientMessage>(),
             Err(CodecError::Malformed(_))
         ));
     }

@@ -218,7 +218,7 @@ impl ServerSession {
     pub fn receive(&mut self, bytes: &[u8]) -> Result<Vec<ClientMessage>, ProtocolError> {
         self.decoder.feed(bytes);
         let mut out = Vec::new();
-        while let Some(m) = self.decoder.next::<ClientMessage>()? {
+        while let Some(m) = self.decoder.next_message::<ClientMessage>()? {
             self.machine.client(&m)?;
             out.push(m);
         }
@@ -264,7 +264,7 @@ impl ClientSession {
     pub fn receive(&mut self, bytes: &[u8]) -> Result<Vec<ServerMessage>, ProtocolError> {
         self.decoder.feed(bytes);
         let mut out = Vec::new();
-        while let Some(m) = self.decoder.next::<ServerMessage>()? {
+        while let Some(m) = self.decoder.next_message::<ServerMessage>()? {
             self.machine.server(&m)?;
             out.push(m);
         }

@@ -46,7 +46,7 @@ fn split_number<'a>(input: &'a str, expected: &'static str) -> Result<(f64, &'a 
 
 fn checked_u64(value: f64, input: &str, expected: &'static str) -> Result<u64, UnitError> {
     // 2^64 is not representable exactly; stay clearly below it.
-    if !value.is_finite() || value < 0.0 || value >= 1.8e19 {
+    if !value.is_finite() || !(0.0..1.8e19).contains(&value) {
         return Err(UnitError {
             input: input.to_string(),
             expected,
@@ -175,6 +175,12 @@ pub fn parse_count(input: &str) -> Result<u64, UnitError> {
 
 /// Formats bits/s with an SI prefix chosen so the number reads at a glance.
 pub fn format_rate(bits_per_second: f64) -> String {
+    // An empty f64 sum is -0.0; never print a negative zero rate.
+    let bits_per_second = if bits_per_second == 0.0 {
+        0.0
+    } else {
+        bits_per_second
+    };
     let (value, prefix) = scale(bits_per_second, 1000.0, &["", "k", "M", "G", "T"]);
     format!("{} {}bit/s", three_digits(value), prefix)
 }
@@ -191,7 +197,8 @@ pub fn format_bytes(bytes: f64) -> String {
 
 fn scale(mut value: f64, step: f64, prefixes: &[&'static str]) -> (f64, &'static str) {
     let mut i = 0;
-    while value.abs() >= step && i + 1 < prefixes.len() {
+    // 999.97 rounds to 1000: show it as 1.00 of the next prefix.
+    while value.abs() >= step * 0.9995 && i + 1 < prefixes.len() {
         value /= step;
         i += 1;
     }
@@ -200,7 +207,13 @@ fn scale(mut value: f64, step: f64, prefixes: &[&'static str]) -> (f64, &'static
 
 /// Three significant digits: 9.41, 94.1, 941.
 fn three_digits(value: f64) -> String {
-    let a = value.abs();
+    // Round first so 99.97 prints as "100", not "100.0".
+    let a = (value.abs() * 100.0).round() / 100.0;
+    let a = if a >= 10.0 {
+        (value.abs() * 10.0).round() / 10.0
+    } else {
+        a
+    };
     if a >= 100.0 {
         format!("{value:.0}")
     } else if a >= 10.0 {
