@@ -6,7 +6,7 @@ use linkperf_proto::{Protocol, TestConfig};
 use std::process::ExitCode;
 
 fn run_one(title: &str, addr: std::net::SocketAddr, config: TestConfig) -> bool {
-    println!("\n== {title}");
+    say!("\n== {title}");
     let udp = config.protocol == Protocol::Udp;
     let options = client::ClientOptions {
         host: addr.ip().to_string(),
@@ -14,19 +14,19 @@ fn run_one(title: &str, addr: std::net::SocketAddr, config: TestConfig) -> bool 
         config,
         ..Default::default()
     };
-    println!(
+    say!(
         "{}",
         text::header(&options.config, &options.host, options.port)
     );
-    println!("{}", text::interval_header(udp));
-    let mut on_interval = |i: &report::IntervalReport| println!("{}", text::interval(i, udp));
+    say!("{}", text::interval_header(udp));
+    let mut on_interval = |i: &report::IntervalReport| say!("{}", text::interval(i, udp));
     match client::run(
         &options,
         &mut on_interval,
         Some(&crate::signals::INTERRUPTED),
     ) {
         Ok(r) => {
-            print!("{}", text::summary(&r));
+            say_raw!("{}", text::summary(&r));
             r.errors.is_empty()
         }
         Err(e) => {
@@ -51,7 +51,7 @@ pub fn run() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    println!("linkperf demo: a server on {addr} inside this process, two short tests against it.");
+    say!("linkperf demo: a server on {addr} inside this process, two short tests against it.");
     let tcp = TestConfig {
         duration_s: 3.0,
         ..Default::default()

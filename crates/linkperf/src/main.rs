@@ -1,5 +1,24 @@
 //! linkperf: one binary for the server, the client and the demo.
 
+/// `println!` that ends the process quietly when stdout is gone (`| head`),
+/// instead of panicking on a broken pipe.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if writeln!(std::io::stdout().lock(), $($arg)*).is_err() {
+            std::process::exit(141);
+        }
+    }};
+}
+macro_rules! say_raw {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if write!(std::io::stdout().lock(), $($arg)*).is_err() {
+            std::process::exit(141);
+        }
+    }};
+}
+
 mod cli;
 mod client;
 mod control;
@@ -56,7 +75,7 @@ fn run_server(args: cli::ServerArgs) -> ExitCode {
     match server::Server::bind(options) {
         Ok(s) => {
             if !args.quiet {
-                println!("linkperf server listening on {}", s.local_addr());
+                say!("linkperf server listening on {}", s.local_addr());
             }
             s.run();
             ExitCode::SUCCESS
@@ -101,37 +120,47 @@ fn run_client(args: ClientArgs) -> ExitCode {
     }
     let human = !args.json && !args.json_stream;
     let udp = options.config.protocol == linkperf_proto::Protocol::Udp;
-    if human {
-        println!(
-            "{}",
-            text::header(&options.config, &options.host, options.port)
-        );
-        if options.config.interval_s > 0.0 {
-            println!("{}", text::interval_header(udp));
+    let header = text::header(&options.config, &options.host, options.port);
+    // Printed with the first result, so a failed connection prints only its error.
+    let mut header_printed = false;
+    let mut print_header = move |with_intervals: bool| {
+        if human && !header_printed {
+            header_printed = true;
+            say!("{header}");
+            if with_intervals {
+                say!("{}", text::interval_header(udp));
+            }
         }
-    }
+    };
     let json_stream = args.json_stream;
     let mut on_interval = |i: &report::IntervalReport| {
         if human {
-            println!("{}", text::interval(i, udp));
+            print_header(true);
+            say!("{}", text::interval(i, udp));
         } else if json_stream {
             let line =
                 serde_json::json!({"schema": report::SCHEMA, "event": "interval", "data": i});
-            println!("{line}");
+            say!("{line}");
         }
     };
     match client::run(&options, &mut on_interval, Some(&signals::INTERRUPTED)) {
         Ok(report) => {
             if args.json {
-                println!(
+                say!(
                     "{}",
                     serde_json::to_string_pretty(&report).expect("report serialises")
                 );
             } else if json_stream {
                 let line = serde_json::json!({"schema": report::SCHEMA, "event": "summary", "data": &report});
-                println!("{line}");
+                say!("{line}");
             } else {
-                print!("{}", text::summary(&report));
+                if report.intervals.is_empty() {
+                    say!(
+                        "{}",
+                        text::header(&options.config, &options.host, options.port)
+                    );
+                }
+                say_raw!("{}", text::summary(&report));
             }
             if report.errors.is_empty() {
                 ExitCode::SUCCESS
@@ -142,7 +171,7 @@ fn run_client(args: ClientArgs) -> ExitCode {
         Err(e) => {
             if args.json {
                 let doc = serde_json::json!({"schema": report::SCHEMA, "error": e.message});
-                println!(
+                say!(
                     "{}",
                     serde_json::to_string_pretty(&doc).expect("error serialises")
                 );
@@ -157,12 +186,12 @@ fn run_client(args: ClientArgs) -> ExitCode {
 fn third_party(from: &str, options: &client::ClientOptions, args: &ClientArgs) -> ExitCode {
     match client::run_third_party(from, options, &mut |line| {
         if !args.json {
-            println!("{line}");
+            say!("{line}");
         }
     }) {
         Ok(report) => {
             if args.json {
-                println!(
+                say!(
                     "{}",
                     serde_json::to_string_pretty(&report).expect("report serialises")
                 );
