@@ -23,8 +23,12 @@ pub enum Command {
     Server(ServerArgs),
     /// Run a test against a server.
     Client(ClientArgs),
-    /// Run a short TCP and UDP test against a server started inside this process.
+    /// Run a short TCP and UDP test against a server started inside this process
+    /// (and, as root, a window-limited vs tuned TCP run over an emulated WAN link).
     Demo,
+    /// Emulated testbeds: hosts in namespaces joined by emulated WAN links.
+    #[command(subcommand)]
+    Testbed(linkperf_testbed::TestbedCommand),
 }
 
 fn size(s: &str) -> Result<u64, String> {

@@ -69,9 +69,86 @@ pub fn run() -> ExitCode {
             addr,
             udp,
         );
+    let ok = ok && emulated_wan();
     if ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     }
+}
+
+/// The 600 km, 8.8 ms RTT OC-3c ATM path of the MAGIC testbed (seed 004).
+const WAN_TOPOLOGY: &str = r#"
+[[host]]
+name = "a"
+address = "10.231.0.1/24"
+[[host]]
+name = "b"
+address = "10.231.0.2/24"
+[[link]]
+ends = ["a", "b"]
+preset = "wan-600km"
+queue = "1M"
+"#;
+
+/// As root: one window-limited and one well-tuned TCP run over an emulated
+/// WAN link, side by side, then the testbed is removed.
+fn emulated_wan() -> bool {
+    if linkperf_testbed::require_root().is_err() {
+        say!("\n(run as root to also see TCP over an emulated 600 km WAN link)");
+        return true;
+    }
+    let name = format!("demo{}", std::process::id());
+    let topology = match linkperf_testbed::Topology::from_toml_str(&name, WAN_TOPOLOGY) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("linkperf: demo testbed: {e}");
+            return false;
+        }
+    };
+    let exe = match std::env::current_exe() {
+        Ok(p) => p.to_string_lossy().into_owned(),
+        Err(e) => {
+            eprintln!("linkperf: cannot find this program: {e}");
+            return false;
+        }
+    };
+    say!("\n== Emulated WAN: 600 km OC-3c ATM path, 8.8 ms RTT (testbed '{name}')");
+    let testbed = match linkperf_testbed::up(&topology) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("linkperf: demo testbed: {e}");
+            return false;
+        }
+    };
+    let server_ip = testbed
+        .ipv4("b")
+        .map(|ip| ip.to_string())
+        .unwrap_or_else(|| "10.231.0.2".into());
+    let mut server = testbed.command("b", &exe);
+    server
+        .args(["server", "-q"])
+        .stdout(std::process::Stdio::null());
+    let mut ok = false;
+    if let Ok(mut server) = server.spawn() {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        ok = true;
+        for (title, window) in [
+            ("window-limited: -w 64K", "64K"),
+            ("well tuned: -w 2M", "2M"),
+        ] {
+            say!("\n-- {title}");
+            let status = testbed
+                .command("a", &exe)
+                .args(["client", &server_ip, "-t", "4", "-i", "1", "-w", window])
+                .status();
+            ok &= status.map(|s| s.success()).unwrap_or(false);
+        }
+        let _ = server.kill();
+        let _ = server.wait();
+    }
+    if let Err(e) = linkperf_testbed::down(&name) {
+        eprintln!("linkperf: removing the demo testbed: {e}");
+    }
+    ok
 }

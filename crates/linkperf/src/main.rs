@@ -61,6 +61,13 @@ fn main() -> ExitCode {
         Command::Server(args) => run_server(args),
         Command::Client(args) => run_client(args),
         Command::Demo => demo::run(),
+        Command::Testbed(cmd) => match linkperf_testbed::run(cmd) {
+            Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
+            Err(e) => {
+                eprintln!("linkperf: {e}");
+                ExitCode::from(e.exit_code().clamp(0, 255) as u8)
+            }
+        },
     }
 }
 

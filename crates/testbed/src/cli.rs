@@ -8,6 +8,21 @@ use crate::topology::Topology;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
+/// println! that ignores a closed stdout (`status | head`) instead of panicking.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
+macro_rules! say_raw {
+    ($($arg:tt)*) => {{
+        use std::io::Write;
+        let _ = write!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
 #[derive(clap::Subcommand, Debug)]
 pub enum TestbedCommand {
     /// Build a testbed from a topology file (hosts in namespaces, emulated links)
@@ -60,8 +75,8 @@ pub fn run(cmd: TestbedCommand) -> Result<i32, TestbedError> {
             require_root()?;
             let topo = Topology::from_file(&file)?;
             let testbed = up(&topo)?;
-            print!("{}", describe(&testbed, false));
-            println!(
+            say_raw!("{}", describe(&testbed, false));
+            say!(
                 "testbed '{}' is up; remove it with `linkperf testbed down {}`",
                 testbed.name(),
                 testbed.name()
@@ -77,7 +92,7 @@ pub fn run(cmd: TestbedCommand) -> Result<i32, TestbedError> {
             };
             for name in names {
                 down(&name)?;
-                println!("testbed '{name}' is down");
+                say!("testbed '{name}' is down");
             }
             Ok(0)
         }
@@ -165,15 +180,15 @@ fn status(name: Option<String>, as_json: bool) -> Result<i32, TestbedError> {
         .collect();
     if as_json {
         let doc = status_document(&testbeds);
-        println!(
+        say!(
             "{}",
             serde_json::to_string_pretty(&doc).map_err(|e| TestbedError::runtime(e.to_string()))?
         );
     } else if testbeds.is_empty() {
-        println!("no testbed is up");
+        say!("no testbed is up");
     } else {
         for tb in &testbeds {
-            print!("{}", describe(tb, true));
+            say_raw!("{}", describe(tb, true));
         }
     }
     Ok(0)

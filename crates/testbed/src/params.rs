@@ -54,7 +54,7 @@ impl DirectionParams {
     pub fn summary(&self) -> String {
         let mut parts = Vec::new();
         if self.rate_bps > 0 {
-            parts.push(linkperf_units::format_rate(self.rate_bps as f64));
+            parts.push(format_rate_exact(self.rate_bps));
         } else {
             parts.push("unlimited".to_string());
         }
@@ -152,6 +152,17 @@ impl DirectionOverrides {
     }
 }
 
+/// Rates keep their significant digits (149.76 Mbit/s, not 150): presets are exact numbers.
+fn format_rate_exact(bps: u64) -> String {
+    let (value, unit) = match bps {
+        b if b >= 1_000_000_000 => (b as f64 / 1e9, "Gbit/s"),
+        b if b >= 1_000_000 => (b as f64 / 1e6, "Mbit/s"),
+        b if b >= 1_000 => (b as f64 / 1e3, "kbit/s"),
+        b => (b as f64, "bit/s"),
+    };
+    format!("{} {unit}", trim_float(value))
+}
+
 fn format_ns(ns: u64) -> String {
     format!("{} ms", trim_float(ns as f64 / 1e6))
 }
@@ -204,7 +215,7 @@ mod tests {
         };
         assert_eq!(
             p.summary(),
-            "40.0 Mbit/s, delay 7 ms, loss 1%, queue 200 KiB, ethernet"
+            "40 Mbit/s, delay 7 ms, loss 1%, queue 200 KiB, ethernet"
         );
     }
 }

@@ -11,6 +11,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// Kernel queue in front of the emulator (the TAP's txqueuelen). It only fills when the
+/// emulator runs short of CPU; the default 500 then drops bursts at multi-Gbit/s rates.
+const KERNEL_TXQUEUE: u32 = 5000;
+
 /// How long `up` waits for the emulator to create its devices.
 const EMULATOR_START_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -175,7 +179,18 @@ fn build(plan: &Plan, dir: &Path) -> Result<(), TestbedError> {
                 netns::write_sysctl("net.ipv6.conf.default.disable_ipv6", "1")
             } else {
                 // Addresses usable at once: duplicate address detection would delay them ~2 s.
-                netns::write_sysctl("net.ipv6.conf.default.accept_dad", "0")
+                netns::write_sysctl("net.ipv6.conf.default.accept_dad", "0")?;
+                // Keep IPv6 chatter off the emulated links: no router solicitations, and
+                // multicast listener reports sent right at link-up, not during a test.
+                netns::write_sysctl("net.ipv6.conf.default.router_solicitations", "0")?;
+                netns::write_sysctl(
+                    "net.ipv6.conf.default.mldv1_unsolicited_report_interval",
+                    "1",
+                )?;
+                netns::write_sysctl(
+                    "net.ipv6.conf.default.mldv2_unsolicited_report_interval",
+                    "1",
+                )
             }
         })?;
         if switch {
@@ -195,7 +210,10 @@ fn build(plan: &Plan, dir: &Path) -> Result<(), TestbedError> {
             if let Some(mac) = &end.mac {
                 cmds.push(format!("link set {} address {mac}", end.device));
             }
-            cmds.push(format!("link set {} mtu {} up", end.device, link.mtu));
+            cmds.push(format!(
+                "link set {} mtu {} txqueuelen {KERNEL_TXQUEUE} up",
+                end.device, link.mtu
+            ));
             if end.switch {
                 cmds.push(format!("link set {} master {BRIDGE_DEVICE}", end.device));
             } else if let Some(h) = plan.topology.host(&end.node) {

