@@ -128,7 +128,10 @@ impl LocalSide {
             let params = StreamParams {
                 length: self.config.length as usize,
                 rate_bps: rate,
-                byte_limit: self.config.bytes_for_stream(index as u32),
+                // The split is per direction: with --bidir the second set is numbered from P.
+                byte_limit: self
+                    .config
+                    .bytes_for_stream(plan.id % self.config.parallel.max(1)),
                 start: at,
                 end,
                 zerocopy: self.config.zerocopy,

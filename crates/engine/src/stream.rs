@@ -158,6 +158,9 @@ pub fn tcp_send(
         };
         if let Some(pacer) = pacer.as_mut() {
             pacer.wait(chunk as u64 * 8, p.end);
+            if p.end.is_some_and(|e| Instant::now() >= e) {
+                break; // the wait ran into the end of the test: nothing more is due
+            }
         }
         let result = match &zerocopy {
             Some(source) => source.send(&sock, chunk),
@@ -293,6 +296,9 @@ pub fn udp_send(
         }
         if let Some(pacer) = pacer.as_mut() {
             count = pacer.wait_batch(len as u64 * 8, count, p.end);
+            if p.end.is_some_and(|e| Instant::now() >= e) {
+                break;
+            }
         }
         match batch.send(&sock, seq, count, now_unix_ns()) {
             Ok(n) => {

@@ -206,6 +206,13 @@ fn third_party(from: &str, options: &client::ClientOptions, args: &ClientArgs) -
             ExitCode::SUCCESS
         }
         Err(e) => {
+            if args.json {
+                let doc = serde_json::json!({"schema": report::SCHEMA, "error": e.message});
+                say!(
+                    "{}",
+                    serde_json::to_string_pretty(&doc).expect("error serialises")
+                );
+            }
             eprintln!("linkperf: {}", e.message);
             ExitCode::from(e.exit_code as u8)
         }

@@ -369,7 +369,8 @@ impl ControlSession {
         }
         let roles = data::stream_roles(&config, true);
         let mut endpoints = Vec::new();
-        let mut udp_sockets = HashMap::new();
+        // In id order: the client opens its UDP flows one after another in that order.
+        let mut udp_sockets = Vec::new();
         for (id, _) in &roles {
             let udp_port = if config.protocol == Protocol::Udp {
                 let sock =
@@ -379,7 +380,7 @@ impl ControlSession {
                             .send(&ServerMessage::Error { message: e.clone() });
                     })?;
                 let port = sock.local_addr().map_err(|e| e.to_string())?.port();
-                udp_sockets.insert(*id, sock);
+                udp_sockets.push((*id, sock));
                 Some(port)
             } else {
                 None

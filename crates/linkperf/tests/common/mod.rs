@@ -1,0 +1,363 @@
+//! Shared helpers for the integration tests: a real `linkperf server` child
+//! process on loopback, a client runner with a watchdog, JSON parsing and
+//! validation against the schema files in `schema/`.
+
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Longest any single client run may take before the test gives up on it.
+pub const CLIENT_WATCHDOG: Duration = Duration::from_secs(40);
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_linkperf")
+}
+
+/// A loopback port nobody listens on right now.
+pub fn free_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind port 0");
+    l.local_addr().unwrap().port()
+}
+
+/// A `linkperf server` child process; killed when dropped.
+pub struct Server {
+    pub port: u16,
+    child: Child,
+    stdout: Arc<Mutex<Vec<String>>>,
+    stderr: Arc<Mutex<Vec<String>>>,
+}
+
+fn collect_lines(pipe: impl Read + Send + 'static, into: Arc<Mutex<Vec<String>>>) {
+    thread::spawn(move || {
+        for line in BufReader::new(pipe).lines() {
+            let Ok(line) = line else { break };
+            into.lock().unwrap().push(line);
+        }
+    });
+}
+
+impl Server {
+    pub fn start() -> Server {
+        Server::start_with(&[])
+    }
+
+    /// Starts `linkperf server -p PORT -B 127.0.0.1 EXTRA...` and waits until
+    /// it announces that it listens (retrying on a port race).
+    pub fn start_with(extra: &[&str]) -> Server {
+        Server::start_on("127.0.0.1", extra)
+    }
+
+    /// Starts a server bound to `bind` (a loopback address).
+    pub fn start_on(bind: &str, extra: &[&str]) -> Server {
+        for _ in 0..5 {
+            let port = free_port();
+            let mut child = Command::new(bin())
+                .args(["server", "-p", &port.to_string(), "-B", bind])
+                .args(extra)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn linkperf server");
+            let stdout = Arc::new(Mutex::new(Vec::new()));
+            let stderr = Arc::new(Mutex::new(Vec::new()));
+            collect_lines(child.stdout.take().unwrap(), stdout.clone());
+            collect_lines(child.stderr.take().unwrap(), stderr.clone());
+            let mut server = Server {
+                port,
+                child,
+                stdout,
+                stderr,
+            };
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                if server
+                    .stdout_lines()
+                    .iter()
+                    .any(|l| l.contains("listening on"))
+                {
+                    return server;
+                }
+                if let Ok(Some(_)) = server.child.try_wait() {
+                    break; // port taken in between: try another
+                }
+                thread::sleep(Duration::from_millis(20));
+            }
+        }
+        panic!("linkperf server did not start");
+    }
+
+    pub fn stdout_lines(&self) -> Vec<String> {
+        self.stdout.lock().unwrap().clone()
+    }
+
+    pub fn stderr_lines(&self) -> Vec<String> {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Waits until a stdout line satisfies `pred`, returning it.
+    pub fn wait_stdout(&self, timeout: Duration, pred: impl Fn(&str) -> bool) -> Option<String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(l) = self.stdout_lines().into_iter().find(|l| pred(l)) {
+                return Some(l);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// The server's pid, for signals.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn connect(&self) -> TcpStream {
+        TcpStream::connect(("127.0.0.1", self.port)).expect("connect to server")
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What a finished process left behind.
+#[derive(Debug)]
+pub struct Run {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn code(&self) -> Option<i32> {
+        self.status.code()
+    }
+
+    /// Parses stdout as one JSON document, failing with the whole context.
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}); status {:?}\nstdout: {}\nstderr: {}",
+                self.status, self.stdout, self.stderr
+            )
+        })
+    }
+
+    /// Parses stdout as a successful report: exit 0 and no errors.
+    pub fn report(&self) -> Value {
+        assert_eq!(
+            self.code(),
+            Some(0),
+            "client failed\nstdout: {}\nstderr: {}",
+            self.stdout,
+            self.stderr
+        );
+        let v = self.json();
+        assert_eq!(v["schema"], "linkperf/1");
+        assert_eq!(v["errors"], serde_json::json!([]), "errors in {v:#}");
+        v
+    }
+
+    pub fn stderr_lines(&self) -> Vec<&str> {
+        self.stderr.lines().collect()
+    }
+
+    /// The usage/run error contract: exit code `code`, exactly one line on
+    /// stderr, no panic.
+    pub fn assert_one_line_failure(&self, code: i32) -> &str {
+        let lines = self.stderr_lines();
+        assert_eq!(
+            self.code(),
+            Some(code),
+            "exit code; stderr: {}\nstdout: {}",
+            self.stderr,
+            self.stdout
+        );
+        assert_eq!(
+            lines.len(),
+            1,
+            "want one stderr line, got: {:?}",
+            self.stderr
+        );
+        assert!(!self.stderr.contains("panicked"), "panic: {}", self.stderr);
+        assert!(!lines[0].trim().is_empty());
+        lines[0]
+    }
+}
+
+/// Waits for a spawned child with piped stdout/stderr, killing it after `limit`.
+pub fn wait_child(mut child: Child, limit: Duration) -> Run {
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let out_t = thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let err_t = thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("try_wait") {
+            break s;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let status = child.wait().unwrap();
+            let stdout = out_t.join().unwrap();
+            let stderr = err_t.join().unwrap();
+            panic!(
+                "process still running after {limit:?} (killed: {status:?})\nstdout: {stdout}\nstderr: {stderr}"
+            );
+        }
+        thread::sleep(Duration::from_millis(10));
+    };
+    Run {
+        status,
+        stdout: out_t.join().unwrap(),
+        stderr: err_t.join().unwrap(),
+    }
+}
+
+pub fn spawn(args: &[&str]) -> Child {
+    Command::new(bin())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn linkperf")
+}
+
+/// Runs `linkperf ARGS...` to completion.
+pub fn linkperf(args: &[&str]) -> Run {
+    wait_child(spawn(args), CLIENT_WATCHDOG)
+}
+
+/// Spawns `linkperf client 127.0.0.1 -p PORT ARGS...`.
+pub fn spawn_client(port: u16, args: &[&str]) -> Child {
+    let port = port.to_string();
+    let mut all = vec!["client", "127.0.0.1", "-p", &port];
+    all.extend_from_slice(args);
+    spawn(&all)
+}
+
+/// Runs `linkperf client 127.0.0.1 -p PORT ARGS...` to completion.
+pub fn client(port: u16, args: &[&str]) -> Run {
+    wait_child(spawn_client(port, args), CLIENT_WATCHDOG)
+}
+
+/// Runs a client with `-J` and returns its successful report.
+pub fn client_json(port: u16, args: &[&str]) -> Value {
+    let mut all = args.to_vec();
+    all.push("-J");
+    client(port, &all).report()
+}
+
+pub fn u64_at(v: &Value, pointer: &str) -> u64 {
+    v.pointer(pointer)
+        .and_then(Value::as_u64)
+        .unwrap_or_else(|| panic!("{pointer} is not an unsigned integer in {v:#}"))
+}
+
+pub fn f64_at(v: &Value, pointer: &str) -> f64 {
+    v.pointer(pointer)
+        .and_then(Value::as_f64)
+        .unwrap_or_else(|| panic!("{pointer} is not a number in {v:#}"))
+}
+
+pub fn array_at<'a>(v: &'a Value, pointer: &str) -> &'a Vec<Value> {
+    v.pointer(pointer)
+        .and_then(Value::as_array)
+        .unwrap_or_else(|| panic!("{pointer} is not an array in {v:#}"))
+}
+
+pub fn schema_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../schema")
+}
+
+/// Validates `instance` against a schema file in `schema/`, returning the
+/// validator's explanation on failure.
+pub fn check_schema(file: &str, instance: &Value) -> Result<(), String> {
+    let path = schema_dir().join(file);
+    let path = path
+        .canonicalize()
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut schemas = boon::Schemas::new();
+    let mut compiler = boon::Compiler::new();
+    compiler.enable_format_assertions();
+    let index = compiler
+        .compile(path.to_str().unwrap(), &mut schemas)
+        .unwrap_or_else(|e| panic!("schema {file} does not compile: {e:#}"));
+    schemas
+        .validate(instance, index)
+        .map_err(|e| format!("{e:#}"))
+}
+
+/// Asserts that `instance` validates against the `-J` document schema.
+pub fn assert_valid(instance: &Value) {
+    if let Err(e) = check_schema("linkperf-1.schema.json", instance) {
+        panic!("document does not match schema/linkperf-1.schema.json:\n{e}");
+    }
+}
+
+/// Asserts that one `--json-stream` line validates against the stream schema.
+pub fn assert_valid_stream_line(instance: &Value) {
+    if let Err(e) = check_schema("linkperf-1-stream.schema.json", instance) {
+        panic!("line does not match schema/linkperf-1-stream.schema.json:\n{e}");
+    }
+}
+
+/// What the kernel grants a fresh TCP socket for SO_SNDBUF / SO_RCVBUF requests,
+/// read back with getsockopt: the independent expectation for `-w` and friends.
+pub fn kernel_grants(sndbuf: Option<usize>, rcvbuf: Option<usize>) -> (u64, u64) {
+    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    if let Some(v) = sndbuf {
+        s.set_send_buffer_size(v).unwrap();
+    }
+    if let Some(v) = rcvbuf {
+        s.set_recv_buffer_size(v).unwrap();
+    }
+    (
+        s.send_buffer_size().unwrap() as u64,
+        s.recv_buffer_size().unwrap() as u64,
+    )
+}
+
+pub fn read_proc(path: &str) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+pub fn available_congestion_controls() -> Vec<String> {
+    read_proc("/proc/sys/net/ipv4/tcp_available_congestion_control")
+        .map(|s| s.split_whitespace().map(String::from).collect())
+        .unwrap_or_default()
+}
+
+pub fn send_signal(child: &Child, signal: i32) {
+    // SAFETY: plain kill(2) on our own child's pid.
+    let rc = unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+    assert_eq!(rc, 0, "kill({}, {signal})", child.id());
+}
