@@ -428,7 +428,7 @@ def main():
     ap.add_argument("--pin", metavar="SERVER_CPU,CLIENT_CPU",
                     help="pin servers and clients to these CPUs with taskset (e.g. 0,1); default: no pinning")
     ap.add_argument("--no-build", action="store_true", help="use the existing release binary")
-    ap.add_argument("--target-dir", default=os.environ.get("CARGO_TARGET_DIR", os.path.join(REPO, "target")) if "REPO" in globals() else os.environ.get("CARGO_TARGET_DIR", "target"))
+    ap.add_argument("--target-dir", default=os.environ.get("CARGO_TARGET_DIR", os.path.join(REPO, "target")))
     ap.add_argument("--out", help="directory for raw JSON and logs (default: a new /tmp directory)")
     cfg = ap.parse_args()
     if cfg.pin:
