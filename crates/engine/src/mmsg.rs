@@ -1,32 +1,76 @@
-//! Batched datagram I/O: sendmmsg/recvmmsg move up to 64 datagrams per system
-//! call, which is what lets small-datagram tests measure the network rather
-//! than the system-call rate. Each datagram keeps its own sequence number.
+//! Batched datagram I/O. sendmmsg/recvmmsg move many datagrams per system
+//! call; with UDP GSO a single message carries up to 64 datagrams that the
+//! kernel splits, and with UDP GRO the receiver gets them back coalesced. This
+//! is what lets small-datagram tests measure the network rather than the
+//! system-call rate. Every datagram still carries its own sequence number.
 
 use linkperf_proto::udp;
 use std::net::UdpSocket;
 use std::os::fd::AsRawFd;
 
+/// Most segments the kernel accepts in one GSO message (UDP_MAX_SEGMENTS).
+const GSO_MAX_SEGMENTS: usize = 64;
+/// Largest GSO message payload (an IP packet's length field).
+const GSO_MAX_BYTES: usize = 65_000;
+/// Messages per sendmmsg call in GSO mode.
+const GSO_MESSAGES: usize = 8;
+/// Room for one cmsg carrying an int (UDP_SEGMENT / UDP_GRO), 8-aligned.
+const CMSG_SPACE: usize = 32;
+
+fn cmsg_space_u16() -> usize {
+    // SAFETY: pure arithmetic macro.
+    unsafe { libc::CMSG_SPACE(std::mem::size_of::<u16>() as u32) as usize }
+}
+
 pub struct SendBatch {
+    /// One buffer per message; in GSO mode each holds `segments` datagrams back to back.
     buffers: Vec<Vec<u8>>,
+    len: usize,
+    segments: usize,
+    control: Vec<[u64; CMSG_SPACE / 8]>,
 }
 
 impl SendBatch {
-    /// `count` datagrams of `len` bytes, filled with `fill`.
+    /// `count` datagrams of `len` bytes per call, filled with `fill`, sent with
+    /// plain sendmmsg.
     pub fn new(len: usize, count: usize, fill: &[u8]) -> Self {
+        Self::build(len.max(udp::HEADER_LEN), count.max(1), 1, fill)
+    }
+
+    /// Like `new`, but each message carries several datagrams with UDP GSO.
+    /// Returns `None` when GSO cannot help (large datagrams).
+    pub fn with_gso(len: usize, fill: &[u8]) -> Option<Self> {
         let len = len.max(udp::HEADER_LEN);
-        let buffers = (0..count.max(1))
+        let segments = (GSO_MAX_BYTES / len).min(GSO_MAX_SEGMENTS);
+        (segments >= 2).then(|| Self::build(len, GSO_MESSAGES, segments, fill))
+    }
+
+    fn build(len: usize, messages: usize, segments: usize, fill: &[u8]) -> Self {
+        let buffers = (0..messages)
             .map(|_| {
-                let mut b = vec![0u8; len];
-                let n = fill.len().min(len);
-                b[..n].copy_from_slice(&fill[..n]);
+                let mut b = vec![0u8; len * segments];
+                for d in b.chunks_mut(len) {
+                    let n = fill.len().min(len);
+                    d[..n].copy_from_slice(&fill[..n]);
+                }
                 b
             })
             .collect();
-        SendBatch { buffers }
+        SendBatch {
+            buffers,
+            len,
+            segments,
+            control: vec![[0u64; CMSG_SPACE / 8]; messages],
+        }
     }
 
+    /// Datagrams one call may send.
     pub fn capacity(&self) -> usize {
-        self.buffers.len()
+        self.buffers.len() * self.segments
+    }
+
+    pub fn uses_gso(&self) -> bool {
+        self.segments > 1
     }
 
     /// Sends up to `count` datagrams numbered from `first_seq`; returns how many went.
@@ -37,55 +81,110 @@ impl SendBatch {
         count: usize,
         now_ns: u64,
     ) -> std::io::Result<usize> {
-        let count = count.min(self.buffers.len());
-        for (i, b) in self.buffers.iter_mut().take(count).enumerate() {
-            udp::write_data(b, first_seq + i as u64, now_ns);
+        let count = count.min(self.capacity());
+        let len = self.len;
+        let mut per_message = Vec::new();
+        let mut left = count;
+        let mut seq = first_seq;
+        for b in self.buffers.iter_mut() {
+            if left == 0 {
+                break;
+            }
+            let n = left.min(self.segments);
+            for d in b.chunks_mut(len).take(n) {
+                udp::write_data(d, seq, now_ns);
+                seq += 1;
+            }
+            per_message.push(n);
+            left -= n;
         }
-        if count == 1 {
-            return sock.send(&self.buffers[0]).map(|_| 1);
+        if per_message.len() == 1 && per_message[0] == 1 {
+            return sock.send(&self.buffers[0][..len]).map(|_| 1);
         }
-        let mut iovecs: Vec<libc::iovec> = self.buffers[..count]
+        let mut iovecs: Vec<libc::iovec> = self
+            .buffers
             .iter_mut()
-            .map(|b| libc::iovec {
+            .zip(&per_message)
+            .map(|(b, &n)| libc::iovec {
                 iov_base: b.as_mut_ptr().cast(),
-                iov_len: b.len(),
+                iov_len: n * len,
             })
             .collect();
+        let gso = self.segments > 1;
         let mut headers: Vec<libc::mmsghdr> = iovecs
             .iter_mut()
-            .map(|iov| {
+            .zip(self.control.iter_mut())
+            .zip(&per_message)
+            .map(|((iov, control), &n)| {
                 // SAFETY: an all-zero msghdr is valid (no name, no control data).
                 let mut h: libc::mmsghdr = unsafe { std::mem::zeroed() };
                 h.msg_hdr.msg_iov = iov;
                 h.msg_hdr.msg_iovlen = 1;
+                if gso && n > 1 {
+                    h.msg_hdr.msg_control = control.as_mut_ptr().cast();
+                    h.msg_hdr.msg_controllen = cmsg_space_u16() as _;
+                    // SAFETY: the control buffer holds one cmsg of a u16.
+                    unsafe {
+                        let c = libc::CMSG_FIRSTHDR(&h.msg_hdr);
+                        (*c).cmsg_level = libc::SOL_UDP;
+                        (*c).cmsg_type = libc::UDP_SEGMENT;
+                        (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<u16>() as u32) as _;
+                        std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<u16>(), len as u16);
+                    }
+                }
                 h
             })
             .collect();
-        // SAFETY: headers and the buffers they point to outlive the call.
-        let rc = unsafe { libc::sendmmsg(sock.as_raw_fd(), headers.as_mut_ptr(), count as u32, 0) };
+        // SAFETY: headers, control buffers and payload buffers outlive the call.
+        let rc = unsafe {
+            libc::sendmmsg(
+                sock.as_raw_fd(),
+                headers.as_mut_ptr(),
+                headers.len() as u32,
+                0,
+            )
+        };
         if rc < 0 {
-            Err(std::io::Error::last_os_error())
-        } else {
-            Ok(rc as usize)
+            return Err(std::io::Error::last_os_error());
         }
+        Ok(per_message.iter().take(rc as usize).sum())
     }
 }
 
 pub struct RecvBatch {
     buffers: Vec<Vec<u8>>,
     lengths: Vec<usize>,
+    /// Segment size of each message when the kernel coalesced it (GRO).
+    segment: Vec<Option<usize>>,
+    control: Vec<[u64; CMSG_SPACE / 8]>,
+    gro: bool,
 }
 
 impl RecvBatch {
-    pub fn new(slot: usize, count: usize) -> Self {
+    /// `count` messages per call; with `gro` each may hold many datagrams.
+    pub fn new(slot: usize, count: usize, sock: &UdpSocket) -> Self {
+        let gro = enable_gro(sock);
+        let slot = if gro { 65_536 } else { slot };
+        let count = if gro {
+            count.clamp(1, 16)
+        } else {
+            count.max(1)
+        };
         RecvBatch {
-            buffers: vec![vec![0u8; slot]; count.max(1)],
-            lengths: vec![0; count.max(1)],
+            buffers: vec![vec![0u8; slot]; count],
+            lengths: vec![0; count],
+            segment: vec![None; count],
+            control: vec![[0u64; CMSG_SPACE / 8]; count],
+            gro,
         }
     }
 
-    /// Blocks for the first datagram (up to the socket's read timeout), then
-    /// takes whatever else is queued; returns how many arrived.
+    pub fn uses_gro(&self) -> bool {
+        self.gro
+    }
+
+    /// Blocks for the first message (up to the socket's read timeout), then
+    /// takes whatever else is queued; returns how many messages arrived.
     pub fn receive(&mut self, sock: &UdpSocket) -> std::io::Result<usize> {
         let mut iovecs: Vec<libc::iovec> = self
             .buffers
@@ -95,13 +194,19 @@ impl RecvBatch {
                 iov_len: b.len(),
             })
             .collect();
+        let gro = self.gro;
         let mut headers: Vec<libc::mmsghdr> = iovecs
             .iter_mut()
-            .map(|iov| {
+            .zip(self.control.iter_mut())
+            .map(|(iov, control)| {
                 // SAFETY: as in SendBatch::send.
                 let mut h: libc::mmsghdr = unsafe { std::mem::zeroed() };
                 h.msg_hdr.msg_iov = iov;
                 h.msg_hdr.msg_iovlen = 1;
+                if gro {
+                    h.msg_hdr.msg_control = control.as_mut_ptr().cast();
+                    h.msg_hdr.msg_controllen = CMSG_SPACE as _;
+                }
                 h
             })
             .collect();
@@ -121,46 +226,98 @@ impl RecvBatch {
         let n = rc as usize;
         for (i, h) in headers.iter().take(n).enumerate() {
             self.lengths[i] = (h.msg_len as usize).min(self.buffers[i].len());
+            self.segment[i] = if gro { gro_segment(&h.msg_hdr) } else { None };
         }
         Ok(n)
     }
 
-    pub fn datagram(&self, i: usize) -> &[u8] {
-        &self.buffers[i][..self.lengths[i]]
+    /// The datagrams of message `i`: one, or several when GRO coalesced them.
+    pub fn datagrams(&self, i: usize) -> impl Iterator<Item = &[u8]> {
+        let data = &self.buffers[i][..self.lengths[i]];
+        let size = self.segment[i]
+            .filter(|&s| s > 0)
+            .unwrap_or(data.len().max(1));
+        data.chunks(size)
     }
+}
+
+fn enable_gro(sock: &UdpSocket) -> bool {
+    let on: libc::c_int = 1;
+    // SAFETY: valid pointer to an int for the call's duration.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_UDP,
+            libc::UDP_GRO,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    rc == 0
+}
+
+fn gro_segment(h: &libc::msghdr) -> Option<usize> {
+    // SAFETY: the kernel filled msg_control up to msg_controllen.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(h);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_UDP && (*c).cmsg_type == libc::UDP_GRO {
+                let v: libc::c_int = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                return usize::try_from(v).ok();
+            }
+            c = libc::CMSG_NXTHDR(h, c);
+        }
+    }
+    None
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_batch_arrives_numbered_in_order() {
+    fn exchange(mut s: SendBatch, count: usize) -> Vec<u64> {
         let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
         let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
         tx.connect(rx.local_addr().unwrap()).unwrap();
         rx.set_read_timeout(Some(std::time::Duration::from_secs(2)))
             .unwrap();
-        let mut s = SendBatch::new(100, 16, b"xyz");
-        assert_eq!(s.send(&tx, 40, 16, 7).unwrap(), 16);
-        let mut r = RecvBatch::new(2048, 64);
+        let mut r = RecvBatch::new(2048, 64, &rx);
+        let mut sent = 0;
+        while sent < count {
+            sent += s.send(&tx, 40 + sent as u64, count - sent, 7).unwrap();
+        }
         let mut got = Vec::new();
-        while got.len() < 16 {
+        while got.len() < count {
             let n = r.receive(&rx).unwrap();
             for i in 0..n {
-                let d = r.datagram(i);
-                assert_eq!(d.len(), 100);
-                // The fill sits under the header; the rest of the datagram is zeros.
-                assert_eq!(&d[16..19], &[0u8; 3]);
-                match udp::parse(d).unwrap() {
-                    udp::Datagram::Data { seq, sent_ns } => {
-                        assert_eq!(sent_ns, 7);
-                        got.push(seq);
+                for d in r.datagrams(i) {
+                    assert_eq!(d.len(), 100);
+                    // The fill sits under the header; the rest of the datagram is zeros.
+                    assert_eq!(&d[16..19], &[0u8; 3]);
+                    match udp::parse(d).unwrap() {
+                        udp::Datagram::Data { seq, sent_ns } => {
+                            assert_eq!(sent_ns, 7);
+                            got.push(seq);
+                        }
+                        other => panic!("{other:?}"),
                     }
-                    other => panic!("{other:?}"),
                 }
             }
         }
+        got
+    }
+
+    #[test]
+    fn a_batch_arrives_numbered_in_order() {
+        let got = exchange(SendBatch::new(100, 16, b"xyz"), 16);
         assert_eq!(got, (40..56).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn gso_batches_keep_every_datagram_and_its_number() {
+        let s = SendBatch::with_gso(100, b"xyz").expect("100-byte datagrams fit GSO");
+        assert!(s.capacity() > 64);
+        let got = exchange(s, 300);
+        assert_eq!(got, (40..340).collect::<Vec<_>>());
     }
 }

@@ -272,11 +272,13 @@ pub fn udp_send(
     let mut pacer = p.rate_bps.map(Pacer::new);
     let limit_packets = p.byte_limit.map(|b| b.div_ceil(len as u64));
     let _ = sock.set_write_timeout(Some(POLL));
-    let mut batch = mmsg::SendBatch::new(
-        len,
-        if pacer.is_some() { PACED_BATCH } else { BATCH },
-        &payload(len),
-    );
+    let fill = payload(len);
+    // Unpaced senders use GSO where the kernel has it; paced ones send on schedule.
+    let mut batch = match pacer {
+        Some(_) => mmsg::SendBatch::new(len, PACED_BATCH, &fill),
+        None => mmsg::SendBatch::with_gso(len, &fill)
+            .unwrap_or_else(|| mmsg::SendBatch::new(len, BATCH, &fill)),
+    };
     wait_until(p.start);
     if let Some(pacer) = pacer.as_mut() {
         pacer.restart(p.start);
@@ -306,6 +308,16 @@ pub fn udp_send(
                 refused_since = None;
                 shared.packets.store(seq, Ordering::Relaxed);
                 shared.bytes.store(seq * len as u64, Ordering::Relaxed);
+            }
+            Err(e)
+                if batch.uses_gso()
+                    && matches!(
+                        e.raw_os_error(),
+                        Some(libc::EINVAL | libc::EIO | libc::ENOPROTOOPT)
+                    ) =>
+            {
+                // This kernel or device cannot segment UDP: plain batches then.
+                batch = mmsg::SendBatch::new(len, BATCH, &fill);
             }
             Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE) => {
                 let mtu = path_mtu(
@@ -361,7 +373,7 @@ pub fn udp_receive(
     same_clock: bool,
 ) {
     let _ = sock.set_read_timeout(Some(POLL));
-    let mut batch = mmsg::RecvBatch::new(p.length.max(udp::HEADER_LEN) + 1, BATCH);
+    let mut batch = mmsg::RecvBatch::new(p.length.max(udp::HEADER_LEN) + 1, BATCH, &sock);
     let mut tracker = UdpTracker::new();
     let mut fin_at: Option<Instant> = None;
     let mut last_data = Instant::now().max(p.start);
@@ -369,8 +381,7 @@ pub fn udp_receive(
         match batch.receive(&sock) {
             Ok(n) => {
                 let now_ns = now_unix_ns();
-                for i in 0..n {
-                    let d = batch.datagram(i);
+                for d in (0..n).flat_map(|i| batch.datagrams(i)) {
                     if udp::parse_hello(d).is_some() {
                         continue; // a late copy of the set-up handshake
                     }
