@@ -11,8 +11,10 @@ pub mod side;
 pub mod sockopt;
 pub mod stream;
 pub mod tcpinfo;
+pub mod udpformat;
 pub mod udptrack;
 pub mod zerocopy;
 
 pub use side::{EventSink, LocalSide, SideEvent, StreamPlan};
 pub use stream::DataSocket;
+pub use udpformat::UdpFormat;

@@ -28,6 +28,7 @@ pub struct SendBatch {
     len: usize,
     segments: usize,
     control: Vec<[u64; CMSG_SPACE / 8]>,
+    format: crate::UdpFormat,
 }
 
 impl SendBatch {
@@ -61,7 +62,13 @@ impl SendBatch {
             len,
             segments,
             control: vec![[0u64; CMSG_SPACE / 8]; messages],
+            format: crate::UdpFormat::Linkperf,
         }
+    }
+
+    /// The header written into each datagram (linkperf's unless told otherwise).
+    pub fn set_format(&mut self, format: crate::UdpFormat) {
+        self.format = format;
     }
 
     /// Datagrams one call may send.
@@ -92,7 +99,7 @@ impl SendBatch {
             }
             let n = left.min(self.segments);
             for d in b.chunks_mut(len).take(n) {
-                udp::write_data(d, seq, now_ns);
+                self.format.write_data(d, seq, now_ns);
                 seq += 1;
             }
             per_message.push(n);

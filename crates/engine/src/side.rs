@@ -50,6 +50,17 @@ pub struct LocalSide {
     cpu_start: Option<CpuSnapshot>,
     same_clock: bool,
     warnings: Vec<String>,
+    udp_format: crate::UdpFormat,
+}
+
+/// A stream's counters right now (for owners that must wait for a byte count).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamProgress {
+    pub id: u32,
+    pub role: Role,
+    pub bytes: u64,
+    pub packets: u64,
+    pub finished: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -106,7 +117,27 @@ impl LocalSide {
             cpu_start: None,
             same_clock,
             warnings,
+            udp_format: crate::UdpFormat::default(),
         }
+    }
+
+    /// Frames UDP datagrams as `format` (call before [`LocalSide::start`]).
+    pub fn set_udp_format(&mut self, format: crate::UdpFormat) {
+        self.udp_format = format;
+    }
+
+    /// Every stream's counters now.
+    pub fn progress(&self) -> Vec<StreamProgress> {
+        self.streams
+            .iter()
+            .map(|s| StreamProgress {
+                id: s.id,
+                role: s.role,
+                bytes: s.bytes.load(Ordering::Relaxed),
+                packets: s.packets.load(Ordering::Relaxed),
+                finished: s.finished.load(Ordering::Acquire),
+            })
+            .collect()
     }
 
     pub fn socket_facts(&self) -> &[SocketFacts] {
@@ -135,6 +166,7 @@ impl LocalSide {
                 start: at,
                 end,
                 zerocopy: self.config.zerocopy,
+                udp_format: self.udp_format,
             };
             let same_clock = self.same_clock;
             let name = format!(
@@ -287,6 +319,7 @@ impl LocalSide {
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .clone(),
+                started_unix_ns: Some(shared.started_unix_ns.load(Ordering::Relaxed)).filter(|&t| t > 0),
                 error: shared
                     .error
                     .lock()

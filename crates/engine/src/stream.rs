@@ -45,6 +45,8 @@ pub struct StreamShared {
     /// Datagrams the remote sender reports having sent (u64::MAX: unknown).
     pub peer_sent: AtomicU64,
     pub gaps: Mutex<Option<GapStats>>,
+    /// Wall-clock ns when a sender began sending (0: not yet).
+    pub started_unix_ns: AtomicU64,
 }
 
 impl StreamShared {
@@ -60,6 +62,7 @@ impl StreamShared {
             error: Mutex::new(None),
             peer_sent: AtomicU64::new(u64::MAX),
             gaps: Mutex::new(None),
+            started_unix_ns: AtomicU64::new(0),
         }
     }
 
@@ -89,6 +92,8 @@ pub struct StreamParams {
     pub start: Instant,
     pub end: Option<Instant>,
     pub zerocopy: bool,
+    /// UDP datagram framing (iperf3's for iperf3 peers).
+    pub udp_format: crate::UdpFormat,
 }
 
 fn now_unix_ns() -> u64 {
@@ -143,6 +148,7 @@ pub fn tcp_send(
     };
     let mut pacer = p.rate_bps.map(Pacer::new);
     wait_until(p.start);
+    shared.started_unix_ns.store(now_unix_ns(), Ordering::Relaxed);
     if let Some(pacer) = pacer.as_mut() {
         pacer.restart(p.start);
     }
@@ -279,7 +285,9 @@ pub fn udp_send(
         None => mmsg::SendBatch::with_gso(len, &fill)
             .unwrap_or_else(|| mmsg::SendBatch::new(len, BATCH, &fill)),
     };
+    batch.set_format(p.udp_format);
     wait_until(p.start);
+    shared.started_unix_ns.store(now_unix_ns(), Ordering::Relaxed);
     if let Some(pacer) = pacer.as_mut() {
         pacer.restart(p.start);
     }
@@ -359,6 +367,9 @@ pub fn udp_send(
     let mut fin = vec![0u8; len.max(udp::HEADER_LEN)];
     udp::write_fin(&mut fin, seq);
     for _ in 0..FIN_COPIES {
+        if !p.udp_format.sends_fin() {
+            break;
+        }
         let _ = sock.send(&fin);
         std::thread::sleep(Duration::from_millis(2));
     }
@@ -385,7 +396,7 @@ pub fn udp_receive(
                     if udp::parse_hello(d).is_some() {
                         continue; // a late copy of the set-up handshake
                     }
-                    match udp::parse(d) {
+                    match p.udp_format.parse(d) {
                         Some(udp::Datagram::Data { seq, sent_ns }) => {
                             tracker.record(seq, sent_ns, now_ns, d.len())
                         }

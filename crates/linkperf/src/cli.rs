@@ -26,6 +26,12 @@ pub enum Command {
     /// Run a short TCP and UDP test against a server started inside this process
     /// (and, as root, a window-limited vs tuned TCP run over an emulated WAN link).
     Demo,
+    /// Request/response latency, connection set-up, first packet after an
+    /// idle gap, RTT against size, latency under load.
+    Rr(crate::rr::RrArgs),
+    /// Campaigns: many hosts, many flows, one synchronised experiment.
+    #[command(subcommand)]
+    Campaign(crate::campaign::CampaignCommand),
     /// Emulated testbeds: hosts in namespaces joined by emulated WAN links.
     #[command(subcommand)]
     Testbed(linkperf_testbed::TestbedCommand),
@@ -64,6 +70,12 @@ pub struct ServerArgs {
     /// Do not print a line per test.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+    /// Also serve iperf3 clients on this port (e.g. 5201); they are recognised on -p too.
+    #[arg(long, value_name = "PORT")]
+    pub iperf3_port: Option<u16>,
+    /// Serve iperf3 clients one at a time; a second one is told the server is busy.
+    #[arg(long)]
+    pub exclusive: bool,
 }
 
 #[derive(Args, Debug)]

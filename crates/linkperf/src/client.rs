@@ -484,7 +484,6 @@ fn drive(
             remote: remote_sockets(*id),
         })
         .collect();
-    let _ = SystemTime::now().duration_since(UNIX_EPOCH);
     Ok(Report {
         schema: report::SCHEMA,
         software: crate::SOFTWARE.into(),
@@ -509,71 +508,96 @@ fn drive(
     })
 }
 
-/// Third-party mode: asks the server `from` to run `options`' test towards
-/// `options.host`, printing its relayed interval lines.
+/// Connects to a server and exchanges greetings, then leaves: is it up, and
+/// does it speak this protocol version?
+pub fn greet(host: &str, port: u16) -> Result<(), ClientError> {
+    let addr = resolve(host, port, None)?;
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(3)).map_err(|e| connect_error(addr, e))?;
+    stream.write_all(&Preamble::Control.bytes()).map_err(|e| fail(e.to_string()))?;
+    let (tx, events) = mpsc::channel();
+    let control = Control::start(stream, ClientSession::new(), tx, Event::Server).map_err(|e| fail(e.to_string()))?;
+    control
+        .send(&ClientMessage::Hello { version: PROTOCOL_VERSION, software: crate::SOFTWARE.into() })
+        .map_err(fail)?;
+    let result = wait_message(&events, Duration::from_secs(5), "greeting").map(|_| ());
+    let _ = control.send(&ClientMessage::Cancel { reason: "probe".into() });
+    control.shutdown();
+    result
+}
+
+/// Third-party mode: asks the agent at `from` (host, port) to run `config`
+/// towards `target`; `on_interval` sees each relayed interval line. A set
+/// `cancel` flag asks the agent to stop the test early; its partial report
+/// still comes back.
 pub fn run_third_party(
-    from: &str,
-    options: &ClientOptions,
-    on_line: &mut dyn FnMut(String),
+    from: (&str, u16),
+    target: (&str, u16),
+    config: &TestConfig,
+    family: Option<u8>,
+    on_interval: &mut dyn FnMut(&serde_json::Value),
+    cancel: Option<&AtomicBool>,
 ) -> Result<serde_json::Value, ClientError> {
-    let (from_host, from_port) = match from.rsplit_once(':') {
-        Some((h, p)) if p.parse::<u16>().is_ok() && !h.contains(':') => {
-            (h.to_string(), p.parse().unwrap_or(options.port))
-        }
-        _ => (from.to_string(), options.port),
-    };
-    let server = resolve(&from_host, from_port, options.family)?;
-    let mut stream = TcpStream::connect_timeout(&server, Duration::from_secs(5))
-        .map_err(|e| connect_error(server, e))?;
+    let agent = resolve(from.0, from.1, family)?;
+    let mut stream = TcpStream::connect_timeout(&agent, Duration::from_secs(5)).map_err(|e| connect_error(agent, e))?;
+    linkperf_engine::sockopt::apply_liveness(&socket2::SockRef::from(&stream));
     stream
         .write_all(&Preamble::Control.bytes())
         .map_err(|e| fail(e.to_string()))?;
     let (tx, events) = mpsc::channel();
-    let control = Control::start(stream, ClientSession::new(), tx, Event::Server)
-        .map_err(|e| fail(e.to_string()))?;
+    let control = Control::start(stream, ClientSession::new(), tx, Event::Server).map_err(|e| fail(e.to_string()))?;
+    let result = relay_loop(&control, &events, target, config, on_interval, cancel);
+    control.shutdown();
+    result
+}
+
+fn relay_loop(
+    control: &Arc<Control<ClientSession>>,
+    events: &Receiver<Event>,
+    target: (&str, u16),
+    config: &TestConfig,
+    on_interval: &mut dyn FnMut(&serde_json::Value),
+    cancel: Option<&AtomicBool>,
+) -> Result<serde_json::Value, ClientError> {
     control
-        .send(&ClientMessage::Hello {
-            version: PROTOCOL_VERSION,
-            software: crate::SOFTWARE.into(),
-        })
+        .send(&ClientMessage::Hello { version: PROTOCOL_VERSION, software: crate::SOFTWARE.into() })
         .map_err(fail)?;
-    wait_message(&events, Duration::from_secs(10), "greeting")?;
+    wait_message(events, Duration::from_secs(10), "greeting")?;
     control
-        .send(&ClientMessage::ThirdParty {
-            target: options.host.clone(),
-            port: options.port,
-            config: options.config.clone(),
-        })
+        .send(&ClientMessage::ThirdParty { target: target.0.to_string(), port: target.1, config: config.clone() })
         .map_err(fail)?;
-    let limit =
-        Duration::from_secs_f64(options.config.duration_s.min(86_400.0)) + Duration::from_secs(60);
+    let lead = config
+        .start_at_unix_ms
+        .map(|at| Duration::from_millis(at.saturating_sub(unix_ms())))
+        .unwrap_or_default();
+    let limit = lead + Duration::from_secs_f64(config.duration_s.min(86_400.0)) + Duration::from_secs(60);
+    let deadline = Instant::now() + limit;
+    let mut cancelled = false;
     loop {
-        match wait_message(&events, limit, "the third-party test")? {
-            ServerMessage::RelayInterval { interval } => {
-                let bps = interval["sum"]["bits_per_second"].as_f64().unwrap_or(0.0);
-                on_line(format!(
-                    "{:.2}-{:.2} s  {} received",
-                    interval["start"].as_f64().unwrap_or(0.0),
-                    interval["end"].as_f64().unwrap_or(0.0),
-                    linkperf_units::format_rate(bps)
-                ));
+        if let (Some(flag), false) = (cancel, cancelled) {
+            if flag.load(Ordering::Relaxed) {
+                cancelled = true;
+                let _ = control.send(&ClientMessage::Cancel { reason: "interrupted".into() });
             }
-            ServerMessage::RelayReport { report } => {
-                let s = &report["summary"];
-                on_line(format!(
-                    "{from} -> {}: sent {}, received {}",
-                    options.host,
-                    linkperf_units::format_rate(
-                        s["sent"]["bits_per_second"].as_f64().unwrap_or(0.0)
-                    ),
-                    linkperf_units::format_rate(
-                        s["received"]["bits_per_second"].as_f64().unwrap_or(0.0)
-                    )
-                ));
-                control.shutdown();
-                return Ok(report);
+        }
+        match events.recv_timeout(Duration::from_millis(100)) {
+            Ok(Event::Server(Incoming::Message(ServerMessage::RelayInterval { interval }))) => on_interval(&interval),
+            Ok(Event::Server(Incoming::Message(ServerMessage::RelayReport { report }))) => return Ok(report),
+            Ok(Event::Server(Incoming::Message(ServerMessage::Error { message }))) => return Err(fail(message)),
+            Ok(Event::Server(Incoming::Message(other))) => {
+                return Err(fail(format!("unexpected message from the agent: {other:?}")))
             }
-            other => return Err(fail(format!("unexpected message from {from}: {other:?}"))),
+            Ok(Event::Server(Incoming::Lost(why))) => return Err(fail(format!("lost the agent: {why}"))),
+            Ok(Event::Side(_)) => {}
+            Err(RecvTimeoutError::Timeout) => {
+                if Instant::now() > deadline {
+                    return Err(fail("the agent's test overran its duration by a minute"));
+                }
+            }
+            Err(RecvTimeoutError::Disconnected) => return Err(fail("lost the agent")),
         }
     }
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }

@@ -19,13 +19,16 @@ macro_rules! say_raw {
     }};
 }
 
+mod campaign;
 mod cli;
 mod client;
 mod control;
 mod data;
 mod demo;
 mod diagnose;
+mod iperf3;
 mod report;
+mod rr;
 mod server;
 mod signals;
 mod text;
@@ -61,6 +64,8 @@ fn main() -> ExitCode {
         Command::Server(args) => run_server(args),
         Command::Client(args) => run_client(args),
         Command::Demo => demo::run(),
+        Command::Campaign(cmd) => campaign::run(cmd),
+        Command::Rr(args) => rr::main(args),
         Command::Testbed(cmd) => match linkperf_testbed::run(cmd) {
             Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
             Err(e) => {
@@ -78,6 +83,8 @@ fn run_server(args: cli::ServerArgs) -> ExitCode {
         once: args.once,
         allow_third_party: args.allow_third_party,
         verbose: !args.quiet,
+        iperf3_port: args.iperf3_port,
+        exclusive: args.exclusive,
     };
     match server::Server::bind(options) {
         Ok(s) => {
@@ -189,18 +196,48 @@ fn run_client(args: ClientArgs) -> ExitCode {
     }
 }
 
-/// `--from A HOST`: server A runs the test towards HOST and relays it here.
+/// `--from A HOST`: agent A runs the test towards HOST and relays it here.
 fn third_party(from: &str, options: &client::ClientOptions, args: &ClientArgs) -> ExitCode {
-    match client::run_third_party(from, options, &mut |line| {
+    let (from_host, from_port) = match from.rsplit_once(':') {
+        Some((h, p)) if !h.contains(':') => match p.parse::<u16>() {
+            Ok(port) => (h.to_string(), port),
+            Err(_) => {
+                eprintln!("linkperf: --from {from}: '{p}' is not a port");
+                return ExitCode::from(2);
+            }
+        },
+        _ => (from.to_string(), options.port),
+    };
+    let mut on_interval = |interval: &serde_json::Value| {
         if !args.json {
-            say!("{line}");
+            let bps = interval["sum"]["bits_per_second"].as_f64().unwrap_or(0.0);
+            say!(
+                "{:.2}-{:.2} s  {} received",
+                interval["start"].as_f64().unwrap_or(0.0),
+                interval["end"].as_f64().unwrap_or(0.0),
+                linkperf_units::format_rate(bps)
+            );
         }
-    }) {
+    };
+    let outcome = client::run_third_party(
+        (&from_host, from_port),
+        (&options.host, options.port),
+        &options.config,
+        options.family,
+        &mut on_interval,
+        Some(&signals::INTERRUPTED),
+    );
+    match outcome {
         Ok(report) => {
             if args.json {
+                say!("{}", serde_json::to_string_pretty(&report).expect("report serialises"));
+            } else {
+                let s = &report["summary"];
                 say!(
-                    "{}",
-                    serde_json::to_string_pretty(&report).expect("report serialises")
+                    "{from} -> {}: sent {}, received {}",
+                    options.host,
+                    linkperf_units::format_rate(s["sent"]["bits_per_second"].as_f64().unwrap_or(0.0)),
+                    linkperf_units::format_rate(s["received"]["bits_per_second"].as_f64().unwrap_or(0.0))
                 );
             }
             ExitCode::SUCCESS
@@ -208,10 +245,7 @@ fn third_party(from: &str, options: &client::ClientOptions, args: &ClientArgs) -
         Err(e) => {
             if args.json {
                 let doc = serde_json::json!({"schema": report::SCHEMA, "error": e.message});
-                say!(
-                    "{}",
-                    serde_json::to_string_pretty(&doc).expect("error serialises")
-                );
+                say!("{}", serde_json::to_string_pretty(&doc).expect("error serialises"));
             }
             eprintln!("linkperf: {}", e.message);
             ExitCode::from(e.exit_code as u8)

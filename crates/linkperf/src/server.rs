@@ -29,6 +29,10 @@ pub struct ServerOptions {
     pub allow_third_party: bool,
     /// Print one line per test to stdout.
     pub verbose: bool,
+    /// Also accept iperf3 clients on this port (they are recognised on `port` too).
+    pub iperf3_port: Option<u16>,
+    /// iperf3 clients one at a time: refuse a second one as busy, as iperf3 does.
+    pub exclusive: bool,
 }
 
 impl Default for ServerOptions {
@@ -39,6 +43,8 @@ impl Default for ServerOptions {
             once: false,
             allow_third_party: false,
             verbose: true,
+            iperf3_port: None,
+            exclusive: false,
         }
     }
 }
@@ -55,6 +61,8 @@ pub struct Server {
     listener: TcpListener,
     options: ServerOptions,
     registry: Registry,
+    /// The extra port for iperf3 clients (`--iperf3-port`).
+    iperf3_listener: Option<TcpListener>,
 }
 
 /// How long a client may take for each step before the test starts.
@@ -78,10 +86,26 @@ impl Server {
             ),
             _ => format!("cannot listen on port {}: {e}", options.port),
         })?;
+        let iperf3_listener = match options.iperf3_port {
+            Some(port) => Some(
+                match options.bind {
+                    Some(ip) => TcpListener::bind(SocketAddr::new(ip, port)),
+                    None => bind_dual_stack(port),
+                }
+                .map_err(|e| match e.kind() {
+                    std::io::ErrorKind::AddrInUse => format!(
+                        "--iperf3-port {port} is already in use (an iperf3 server?); stop it or pick another port"
+                    ),
+                    _ => format!("cannot listen on --iperf3-port {port}: {e}"),
+                })?,
+            ),
+            None => None,
+        };
         Ok(Server {
             listener,
             options,
             registry: Arc::default(),
+            iperf3_listener,
         })
     }
 
@@ -95,6 +119,34 @@ impl Server {
     pub fn run(self) {
         let finished = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let wake = self.local_addr();
+        if let Some(extra) = self.iperf3_listener {
+            // Connections on the iperf3 port are handled like any other; a
+            // finished --once test wakes the main loop below.
+            let registry = self.registry.clone();
+            let options = self.options.clone();
+            let finished = finished.clone();
+            let _ = std::thread::Builder::new()
+                .name("lp-iperf3-accept".into())
+                .spawn(move || {
+                    for conn in extra.incoming() {
+                        let Ok(stream) = conn else { continue };
+                        let registry = registry.clone();
+                        let options = options.clone();
+                        let finished = finished.clone();
+                        let _ = std::thread::Builder::new()
+                            .name("lp-conn".into())
+                            .spawn(move || {
+                                if handle_connection(stream, registry, &options) && options.once {
+                                    finished.store(true, Ordering::Release);
+                                    let _ = TcpStream::connect_timeout(
+                                        &loopback_of(wake),
+                                        Duration::from_secs(1),
+                                    );
+                                }
+                            });
+                    }
+                });
+        }
         for conn in self.listener.incoming() {
             if finished.load(Ordering::Acquire) {
                 return;
@@ -198,8 +250,21 @@ fn handle_connection(mut stream: TcpStream, registry: Registry, options: &Server
             }
             false
         }
-        None => false,
+        Some(Preamble::Rr) => crate::rr::server::handle(stream, options),
+        None => crate::iperf3::server::serve(stream, preamble, options.exclusive, options.verbose),
     }
+}
+
+/// The address to wake a listener bound to `addr` (loopback for a wildcard).
+fn loopback_of(mut addr: SocketAddr) -> SocketAddr {
+    if addr.ip().is_unspecified() {
+        addr.set_ip(if addr.is_ipv6() {
+            IpAddr::from([0u16, 0, 0, 0, 0, 0, 0, 1])
+        } else {
+            IpAddr::from([127, 0, 0, 1])
+        });
+    }
+    addr
 }
 
 /// A random-enough session cookie: it only has to be unguessable in practice
@@ -312,6 +377,8 @@ impl ControlSession {
                 }
                 self.relay(target, port, config)
             }
+            // A controller checking that this agent is up (campaign start).
+            ClientMessage::Cancel { .. } => Ok(format!("client {}: greeted and left", self.peer)),
             _ => Err("expected setup".into()),
         }
     }
@@ -325,12 +392,45 @@ impl ControlSession {
             config,
             ..Default::default()
         };
-        let mut on_interval = |i: &crate::report::IntervalReport| {
-            if let Ok(v) = serde_json::to_value(i) {
-                let _ = control.send(&ServerMessage::RelayInterval { interval: v });
+        // The test runs on its own thread so this one can watch the controller:
+        // its Cancel, or its disappearance, stops the flow within a second.
+        let cancel = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = cancel.clone();
+        let relay_control = control.clone();
+        let test = std::thread::Builder::new()
+            .name("lp-relay".into())
+            .spawn(move || {
+                let mut on_interval = |i: &crate::report::IntervalReport| {
+                    if let Ok(v) = serde_json::to_value(i) {
+                        let _ = relay_control.send(&ServerMessage::RelayInterval { interval: v });
+                    }
+                };
+                client::run(&options, &mut on_interval, Some(&flag))
+            })
+            .map_err(|e| format!("cannot start the third-party test: {e}"))?;
+        let mut controller_gone = false;
+        while !test.is_finished() {
+            match self.events.recv_timeout(Duration::from_millis(100)) {
+                Ok(Event::Client(Incoming::Message(ClientMessage::Cancel { .. }))) => {
+                    cancel.store(true, Ordering::Relaxed);
+                }
+                Ok(Event::Client(Incoming::Lost(_))) => {
+                    cancel.store(true, Ordering::Relaxed);
+                    controller_gone = true;
+                }
+                _ => {}
             }
-        };
-        match client::run(&options, &mut on_interval, None) {
+        }
+        let outcome = test
+            .join()
+            .map_err(|_| "the third-party test thread failed".to_string())?;
+        if controller_gone {
+            return Err(format!(
+                "controller {} went away; third-party test towards {target}:{port} stopped",
+                self.peer
+            ));
+        }
+        match outcome {
             Ok(report) => {
                 let value = serde_json::to_value(&report).map_err(|e| e.to_string())?;
                 self.control

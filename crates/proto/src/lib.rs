@@ -9,8 +9,10 @@
 
 pub mod codec;
 pub mod config;
+pub mod iperf3;
 pub mod messages;
 pub mod results;
+pub mod rr;
 pub mod session;
 pub mod udp;
 
@@ -32,6 +34,9 @@ pub enum Preamble {
     Control,
     /// A data connection follows: 8-byte session cookie, then 4-byte stream id.
     Data,
+    /// A request/response (`linkperf rr`) session or data connection follows
+    /// (see [`rr`]).
+    Rr,
 }
 
 impl Preamble {
@@ -41,6 +46,7 @@ impl Preamble {
         match self {
             Preamble::Control => *b"LPC1",
             Preamble::Data => *b"LPD1",
+            Preamble::Rr => *b"LPR1",
         }
     }
 
@@ -48,6 +54,7 @@ impl Preamble {
         match bytes {
             b"LPC1" => Some(Preamble::Control),
             b"LPD1" => Some(Preamble::Data),
+            b"LPR1" => Some(Preamble::Rr),
             _ => None,
         }
     }
@@ -88,7 +95,7 @@ mod tests {
 
     #[test]
     fn preambles_round_trip_and_reject_strangers() {
-        for p in [Preamble::Control, Preamble::Data] {
+        for p in [Preamble::Control, Preamble::Data, Preamble::Rr] {
             assert_eq!(Preamble::parse(&p.bytes()), Some(p));
         }
         assert_eq!(Preamble::parse(b"GET "), None);

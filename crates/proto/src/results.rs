@@ -113,6 +113,10 @@ pub struct StreamResult {
     pub tcp: Option<TcpStats>,
     pub socket: SocketFacts,
     pub send_gaps: Option<GapStats>,
+    /// When a sender really started (ns since the Unix epoch): campaigns
+    /// measure the spread of start times across flows from it.
+    #[serde(default)]
+    pub started_unix_ns: Option<u64>,
     /// Why the stream stopped early, if it did.
     pub error: Option<String>,
 }

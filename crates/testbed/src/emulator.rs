@@ -5,8 +5,8 @@
 
 use crate::counters::{DirectionCounters, LinkCounters};
 use crate::error::TestbedError;
+use crate::gso::{Segmentation, VnetHeader, VNET_HDR_LEN};
 use crate::netns::in_netns;
-use crate::params::DirectionParams;
 use crate::scheduler::Scheduler;
 use crate::state::{
     unix_ms, write_atomic, CountersFile, Plan, COUNTERS_FILE, PID_FILE, READY_FILE, SCHEMA,
@@ -14,6 +14,7 @@ use crate::state::{
 use crate::tap::open_tap;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -21,8 +22,11 @@ use std::time::{Duration, Instant};
 pub const COUNTER_PERIOD: Duration = Duration::from_millis(100);
 /// Frames read per wake-up before due frames are released again.
 const READ_BATCH: usize = 64;
-/// Free buffers kept for reuse per direction.
+/// Free buffers kept for reuse per direction, of each size.
 const POOL_LIMIT: usize = 4096;
+/// Room for the largest frame a TAP hands over: a 64 KiB TCP super-packet with its
+/// Ethernet and virtio-net headers.
+const BIG_BUFFER: usize = VNET_HDR_LEN + 14 + 65535 + 64;
 
 fn log(msg: impl std::fmt::Display) {
     eprintln!("[{:.3}] {msg}", unix_ms() as f64 / 1000.0);
@@ -75,10 +79,11 @@ fn serve(state_dir: &Path) -> Result<i32, TestbedError> {
     ));
 
     let mut taps: Vec<[Arc<OwnedFd>; 2]> = Vec::new();
-    for link in &plan.links {
+    for (link, topo_link) in plan.links.iter().zip(&plan.topology.links) {
         let open = |i: usize| {
             let device = link.ends[i].device.clone();
-            in_netns(&link.ends[i].netns, move || open_tap(&device)).map(Arc::new)
+            let offload = topo_link.offload;
+            in_netns(&link.ends[i].netns, move || open_tap(&device, offload)).map(Arc::new)
         };
         taps.push([open(0)?, open(1)?]);
     }
@@ -92,14 +97,15 @@ fn serve(state_dir: &Path) -> Result<i32, TestbedError> {
         ] {
             let counters = Arc::new(DirectionCounters::default());
             let seed = mix_seed(plan.seed, (index * 2 + dir_index) as u64);
-            let scheduler = Scheduler::new(params.clone(), link.mtu, seed, counters.clone());
             let thread_name = format!("link{index}-{name}");
             let (ingress, egress) = (fds[from].clone(), fds[to].clone());
-            let buffer_bytes = buffer_size(link.mtu, params);
+            let (params, mtu, thread_counters) = (params.clone(), link.mtu, counters.clone());
             std::thread::Builder::new()
                 .name(thread_name.clone())
                 .spawn(move || {
-                    forward(scheduler, ingress, egress, epoch, buffer_bytes, thread_name)
+                    // Built on its own thread: the frames it will hold are not Send.
+                    let scheduler = Scheduler::new(params, mtu, seed, thread_counters);
+                    Forwarder::new(scheduler, ingress, egress, epoch, mtu, thread_name).run()
                 })
                 .map_err(|e| {
                     TestbedError::runtime(format!("cannot start forwarding thread: {e}"))
@@ -133,12 +139,6 @@ fn serve(state_dir: &Path) -> Result<i32, TestbedError> {
     log(format!("signal {signal}: stopping"));
     // Exiting closes the TAP descriptors, which removes the devices.
     std::process::exit(0);
-}
-
-fn buffer_size(mtu: u32, _params: &DirectionParams) -> usize {
-    // Room for the Ethernet header, a VLAN tag and slack, so an oversize frame is seen as
-    // such (and dropped) rather than silently truncated to a plausible length.
-    (mtu as usize + 64).max(2048)
 }
 
 fn mix_seed(seed: u64, stream: u64) -> u64 {
@@ -203,78 +203,279 @@ fn now_ns(epoch: Instant) -> u64 {
     epoch.elapsed().as_nanos() as u64
 }
 
+/// A frame read from the ingress device, shared by its segments while they cross the link.
+struct Packet {
+    buf: Vec<u8>,
+    /// Bytes of `buf` in use: virtio-net header and frame.
+    len: usize,
+    vnet: VnetHeader,
+    /// The geometry of a TCP super-packet; None for a frame that is one packet.
+    gso: Option<Segmentation>,
+}
+
+impl Packet {
+    fn frame(&self) -> &[u8] {
+        &self.buf[VNET_HDR_LEN..self.len]
+    }
+}
+
+/// One packet on the emulated wire: a whole frame, or segment `index` of a super-packet.
+struct Segment {
+    packet: Rc<Packet>,
+    index: usize,
+}
+
+/// Consecutive segments of one packet released together, written with one system call.
+struct Run {
+    packet: Rc<Packet>,
+    first: usize,
+    count: usize,
+}
+
 /// The forwarding loop of one direction. Runs until its ingress device disappears.
-fn forward(
-    mut scheduler: Scheduler<Vec<u8>>,
+struct Forwarder {
+    scheduler: Scheduler<Segment>,
+    counters: Arc<DirectionCounters>,
     ingress: Arc<OwnedFd>,
     egress: Arc<OwnedFd>,
     epoch: Instant,
-    buffer_bytes: usize,
+    /// Frames up to this size (virtio-net header included) are copied into a small buffer;
+    /// larger ones (super-packets) keep the big buffer they were read into.
+    small_capacity: usize,
+    small_pool: Vec<Vec<u8>>,
+    big_pool: Vec<Vec<u8>>,
+    /// Where the next frame is read: big enough for any frame, so none is ever truncated.
+    scratch: Vec<u8>,
+    /// Headers of a partial run of segments, built before it is written.
+    run_headers: Vec<u8>,
     name: String,
-) {
-    // Default timer slack (50 us) would blur release times; 1 ns asks for hrtimer precision.
-    // SAFETY: prctl with integer arguments affecting only this thread.
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
-    let counters = scheduler.counters().clone();
-    let mut pool: Vec<Vec<u8>> = Vec::new();
-    loop {
-        let now = now_ns(epoch);
-        while let Some((frame, len)) = scheduler.pop_due(now) {
-            // SAFETY: writing `len` initialised bytes of `frame` to a descriptor we hold.
-            let rc =
-                unsafe { libc::write(egress.as_raw_fd(), frame.as_ptr().cast(), len as usize) };
-            if rc == len as isize {
-                DirectionCounters::add(&counters.packets_forwarded, 1);
-                DirectionCounters::add(&counters.bytes_forwarded, len);
-            } else {
-                DirectionCounters::add(&counters.write_errors, 1);
-            }
-            if pool.len() < POOL_LIMIT {
-                pool.push(frame);
-            }
-        }
+}
 
-        let timeout = scheduler.next_release_ns().map(|due| {
-            let wait = due.saturating_sub(now_ns(epoch));
-            libc::timespec {
-                tv_sec: (wait / 1_000_000_000) as libc::time_t,
-                tv_nsec: (wait % 1_000_000_000) as _,
+impl Forwarder {
+    fn new(
+        scheduler: Scheduler<Segment>,
+        ingress: Arc<OwnedFd>,
+        egress: Arc<OwnedFd>,
+        epoch: Instant,
+        mtu: u32,
+        name: String,
+    ) -> Forwarder {
+        Forwarder {
+            counters: scheduler.counters().clone(),
+            scheduler,
+            ingress,
+            egress,
+            epoch,
+            // An MTU-sized frame with a VLAN tag and slack.
+            small_capacity: VNET_HDR_LEN + (mtu as usize + 64).max(2048),
+            small_pool: Vec::new(),
+            big_pool: Vec::new(),
+            scratch: vec![0; BIG_BUFFER],
+            run_headers: Vec::with_capacity(256),
+            name,
+        }
+    }
+
+    fn run(mut self) {
+        // Default timer slack (50 us) would blur release times; 1 ns asks for hrtimer precision.
+        // SAFETY: prctl with integer arguments affecting only this thread.
+        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+        loop {
+            self.release_due();
+            let timeout = self.scheduler.next_release_ns().map(|due| {
+                let wait = due.saturating_sub(now_ns(self.epoch));
+                libc::timespec {
+                    tv_sec: (wait / 1_000_000_000) as libc::time_t,
+                    tv_nsec: (wait % 1_000_000_000) as _,
+                }
+            });
+            let mut pfd = libc::pollfd {
+                fd: self.ingress.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            let timeout_ptr = timeout
+                .as_ref()
+                .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+            // SAFETY: one valid pollfd, a timespec that outlives the call, no signal mask change.
+            let ready = unsafe { libc::ppoll(&mut pfd, 1, timeout_ptr, std::ptr::null()) };
+            if ready <= 0 {
+                continue;
             }
-        });
-        let mut pfd = libc::pollfd {
-            fd: ingress.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let timeout_ptr = timeout
-            .as_ref()
-            .map_or(std::ptr::null(), |t| t as *const libc::timespec);
-        // SAFETY: one valid pollfd, a timespec that outlives the call, no signal mask change.
-        let ready = unsafe { libc::ppoll(&mut pfd, 1, timeout_ptr, std::ptr::null()) };
-        if ready <= 0 {
-            continue;
-        }
-        if pfd.revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0 {
-            log(format!("{name}: ingress device gone, thread stops"));
-            return;
-        }
-        for _ in 0..READ_BATCH {
-            let mut frame = pool.pop().unwrap_or_else(|| vec![0u8; buffer_bytes]);
-            // SAFETY: reading at most frame.len() bytes into our own buffer.
-            let n =
-                unsafe { libc::read(ingress.as_raw_fd(), frame.as_mut_ptr().cast(), frame.len()) };
-            if n < 0 {
-                let err = std::io::Error::last_os_error();
-                pool.push(frame);
-                match err.raw_os_error() {
-                    Some(libc::EAGAIN) | Some(libc::EINTR) => break,
-                    _ => {
-                        log(format!("{name}: read failed ({err}), thread stops"));
+            if pfd.revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0 {
+                log(format!("{}: ingress device gone, thread stops", self.name));
+                return;
+            }
+            for _ in 0..READ_BATCH {
+                match self.read_one() {
+                    Ok(true) => {}
+                    Ok(false) => break,
+                    Err(err) => {
+                        log(format!("{}: read failed ({err}), thread stops", self.name));
                         return;
                     }
                 }
             }
-            scheduler.offer(now_ns(epoch), n as usize, frame);
+        }
+    }
+
+    /// Reads one frame and offers it, segment by segment, to the scheduler. False when the
+    /// device has nothing to read.
+    fn read_one(&mut self) -> std::io::Result<bool> {
+        // SAFETY: reading at most scratch.len() bytes into our own buffer.
+        let n = unsafe {
+            libc::read(
+                self.ingress.as_raw_fd(),
+                self.scratch.as_mut_ptr().cast(),
+                self.scratch.len(),
+            )
+        };
+        if n < 0 {
+            let err = std::io::Error::last_os_error();
+            return match err.raw_os_error() {
+                Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(false),
+                _ => Err(err),
+            };
+        }
+        let len = n as usize;
+        if len <= VNET_HDR_LEN {
+            return Ok(true);
+        }
+        let vnet = VnetHeader::parse(&self.scratch);
+        let buf = if len <= self.small_capacity {
+            let mut small = self
+                .small_pool
+                .pop()
+                .unwrap_or_else(|| vec![0; self.small_capacity]);
+            small[..len].copy_from_slice(&self.scratch[..len]);
+            small
+        } else {
+            let fresh = self
+                .big_pool
+                .pop()
+                .unwrap_or_else(|| vec![0; BIG_BUFFER]);
+            std::mem::replace(&mut self.scratch, fresh)
+        };
+        let gso = vnet
+            .is_gso()
+            .then(|| Segmentation::parse(&vnet, &buf[VNET_HDR_LEN..len]))
+            .flatten();
+        let packet = Rc::new(Packet {
+            buf,
+            len,
+            vnet,
+            gso,
+        });
+        let now = now_ns(self.epoch);
+        match gso {
+            Some(g) => {
+                for index in 0..g.segments() {
+                    let segment = Segment {
+                        packet: packet.clone(),
+                        index,
+                    };
+                    self.scheduler.offer(now, g.segment_bytes(index), segment);
+                }
+            }
+            None => {
+                let segment = Segment { packet, index: 0 };
+                self.scheduler.offer(now, len - VNET_HDR_LEN, segment);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Writes every due segment, consecutive segments of one packet with one system call.
+    fn release_due(&mut self) {
+        let now = now_ns(self.epoch);
+        let mut run: Option<Run> = None;
+        while let Some((segment, _)) = self.scheduler.pop_due(now) {
+            match &mut run {
+                Some(r)
+                    if Rc::ptr_eq(&r.packet, &segment.packet)
+                        && r.first + r.count == segment.index =>
+                {
+                    r.count += 1
+                }
+                _ => {
+                    let next = Run {
+                        packet: segment.packet,
+                        first: segment.index,
+                        count: 1,
+                    };
+                    if let Some(done) = run.replace(next) {
+                        self.write_run(done);
+                    }
+                }
+            }
+        }
+        if let Some(done) = run {
+            self.write_run(done);
+        }
+    }
+
+    fn write_run(&mut self, run: Run) {
+        let packet = &run.packet;
+        let fd = self.egress.as_raw_fd();
+        let (written, expected, frame_bytes) = match &packet.gso {
+            Some(g) if run.count < g.segments() => {
+                let payload = g.run_headers(
+                    &packet.vnet,
+                    packet.frame(),
+                    run.first,
+                    run.count,
+                    &mut self.run_headers,
+                );
+                let body = &packet.frame()[payload];
+                let iov = [
+                    libc::iovec {
+                        iov_base: self.run_headers.as_ptr() as *mut libc::c_void,
+                        iov_len: self.run_headers.len(),
+                    },
+                    libc::iovec {
+                        iov_base: body.as_ptr() as *mut libc::c_void,
+                        iov_len: body.len(),
+                    },
+                ];
+                // SAFETY: two iovecs over buffers we own that outlive the call; the kernel
+                // only reads them.
+                let rc = unsafe { libc::writev(fd, iov.as_ptr(), 2) };
+                let frame_bytes = (run.first..run.first + run.count)
+                    .map(|i| g.segment_bytes(i) as u64)
+                    .sum();
+                (rc, self.run_headers.len() + body.len(), frame_bytes)
+            }
+            _ => {
+                // SAFETY: writing `len` initialised bytes of the packet's buffer.
+                let rc = unsafe { libc::write(fd, packet.buf.as_ptr().cast(), packet.len) };
+                let frame_bytes = match &packet.gso {
+                    Some(g) => (0..g.segments()).map(|i| g.segment_bytes(i) as u64).sum(),
+                    None => (packet.len - VNET_HDR_LEN) as u64,
+                };
+                (rc, packet.len, frame_bytes)
+            }
+        };
+        let c = &self.counters;
+        if written == expected as isize {
+            DirectionCounters::add(&c.packets_forwarded, run.count as u64);
+            DirectionCounters::add(&c.bytes_forwarded, frame_bytes);
+        } else {
+            DirectionCounters::add(&c.write_errors, run.count as u64);
+        }
+        self.recycle(run.packet);
+    }
+
+    /// Returns the packet's buffer to its pool once no segment refers to it any more.
+    fn recycle(&mut self, packet: Rc<Packet>) {
+        if let Ok(p) = Rc::try_unwrap(packet) {
+            let pool = if p.buf.len() == BIG_BUFFER {
+                &mut self.big_pool
+            } else {
+                &mut self.small_pool
+            };
+            if pool.len() < POOL_LIMIT {
+                pool.push(p.buf);
+            }
         }
     }
 }

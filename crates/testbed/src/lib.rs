@@ -10,6 +10,7 @@ pub mod counters;
 pub mod emulator;
 pub mod error;
 pub mod framing;
+pub mod gso;
 pub mod impairment;
 pub mod netns;
 pub mod params;

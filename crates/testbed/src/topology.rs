@@ -50,8 +50,16 @@ pub struct Link {
     pub ends: [String; 2],
     pub preset: Option<String>,
     pub mtu: u32,
+    /// Checksum and TCP segmentation offload on the link's devices, segments accounted one
+    /// by one by the emulator (see `gso`); false makes the kernel segment before the emulator.
+    #[serde(default = "offload_default")]
+    pub offload: bool,
     pub a_to_b: DirectionParams,
     pub b_to_a: DirectionParams,
+}
+
+fn offload_default() -> bool {
+    true
 }
 
 impl Topology {
@@ -193,6 +201,7 @@ with_direction_keys!(RawLink {
     ends: Spanned<Vec<String>>,
     preset: Option<Spanned<String>>,
     mtu: Option<Spanned<i64>>,
+    offload: Option<bool>,
     a_to_b: Option<Spanned<RawDirection>>,
     b_to_a: Option<Spanned<RawDirection>>,
 });
@@ -391,6 +400,7 @@ impl Parser<'_> {
             ends: [ends[0].clone(), ends[1].clone()],
             preset,
             mtu,
+            offload: raw.offload.unwrap_or_else(offload_default),
             a_to_b,
             b_to_a,
         })

@@ -1,0 +1,144 @@
+//! Running a campaign: check the agents, then for each session and phase
+//! start every flow at one agreed instant through its `from` agent
+//! (third-party mode), collect the relayed intervals and reports, and keep
+//! whatever was measured when a flow or an agent fails.
+
+use super::analysis::{self, FlowOutcome, PhaseResult};
+use super::plan::{Agent, Campaign, Flow, Phase};
+use crate::client;
+use linkperf_proto::Direction;
+use serde_json::Value;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+pub fn unix_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+/// Connects to an agent and exchanges greetings: it is up and speaks our protocol.
+pub fn probe(agent: &Agent) -> Result<(), String> {
+    client::greet(&agent.host, agent.port).map_err(|e| e.message)
+}
+
+/// What the controller sees while a phase runs.
+pub enum Progress {
+    /// Flow `index` relayed an interval line.
+    Interval(usize, Value),
+}
+
+/// Runs one phase of one session. `unreachable` names agents to skip
+/// (their flows are marked missing). `on_progress` sees live intervals.
+pub fn run_phase(
+    campaign: &Campaign,
+    phase: &Phase,
+    session: u32,
+    unreachable: &[String],
+    cancel: &Arc<AtomicBool>,
+    on_progress: &mut dyn FnMut(&Progress),
+) -> PhaseResult {
+    let start_at = unix_ms() + (campaign.start_delay_s * 1000.0) as u64;
+    let (tx, rx) = mpsc::channel::<(usize, Result<Value, String>, Option<Value>)>();
+    let mut outcomes: Vec<FlowOutcome> = phase
+        .flows
+        .iter()
+        .map(|f| FlowOutcome {
+            from: f.from.clone(),
+            to: f.to.clone(),
+            status: "ok",
+            reverse: f.config.direction == Direction::Reverse,
+            bidir: f.config.direction == Direction::Bidir,
+            ..Default::default()
+        })
+        .collect();
+    let mut running = 0;
+    for (index, flow) in phase.flows.iter().enumerate() {
+        if let Some(missing) = [&flow.from, &flow.to].into_iter().find(|n| unreachable.contains(n)) {
+            outcomes[index].status = "missing";
+            outcomes[index].error = Some(format!("agent '{missing}' was unreachable at the start"));
+            continue;
+        }
+        let (Some(from), Some(to)) = (campaign.agent(&flow.from), campaign.agent(&flow.to)) else {
+            continue;
+        };
+        running += 1;
+        spawn_flow(index, flow, from.clone(), to.clone(), start_at, tx.clone(), cancel.clone());
+    }
+    drop(tx);
+    while running > 0 {
+        match rx.recv() {
+            Ok((index, Ok(report), None)) => {
+                outcomes[index].report = Some(report);
+                running -= 1;
+            }
+            Ok((index, Err(why), None)) => {
+                let o = &mut outcomes[index];
+                o.status = "failed";
+                o.error = Some(why);
+                o.stopped_after_s = Some((unix_ms() as f64 - start_at as f64).max(0.0) / 1000.0);
+                running -= 1;
+            }
+            Ok((index, _, Some(interval))) => {
+                on_progress(&Progress::Interval(index, interval.clone()));
+                outcomes[index].intervals.push(interval);
+            }
+            Err(_) => break,
+        }
+    }
+    let flows: Vec<_> = outcomes.iter().map(analysis::flow_result).collect();
+    let aggregate = analysis::aggregate(&flows, campaign.interval_s);
+    let hosts = analysis::hosts(&flows, &outcomes);
+    PhaseResult {
+        name: phase.name.clone(),
+        session,
+        started_unix_ms: start_at,
+        duration_s: phase.duration_s,
+        start_spread_ms: analysis::start_spread_ms(&flows),
+        aggregate,
+        hosts,
+        flows,
+    }
+}
+
+type FlowMessage = (usize, Result<Value, String>, Option<Value>);
+
+fn spawn_flow(
+    index: usize,
+    flow: &Flow,
+    from: Agent,
+    to: Agent,
+    start_at: u64,
+    tx: mpsc::Sender<FlowMessage>,
+    cancel: Arc<AtomicBool>,
+) {
+    let mut config = flow.config.clone();
+    config.start_at_unix_ms = Some(start_at);
+    let spawned = std::thread::Builder::new().name(format!("lp-flow-{index}")).spawn(move || {
+        let interval_tx = tx.clone();
+        let mut on_interval = |v: &Value| {
+            let _ = interval_tx.send((index, Ok(Value::Null), Some(v.clone())));
+        };
+        let result = client::run_third_party(
+            (&from.host, from.port),
+            (&to.host, to.port),
+            &config,
+            None,
+            &mut on_interval,
+            Some(&cancel),
+        )
+        .map_err(|e| format!("agent '{}': {}", from.name, e.message));
+        let _ = tx.send((index, result, None));
+    });
+    if spawned.is_err() {
+        // Counted as failed by the caller when the channel closes early.
+    }
+}
+
+/// Waits `pause`, returning early when cancelled.
+pub fn pause(seconds: f64, cancel: &AtomicBool) {
+    let until = Instant::now() + Duration::from_secs_f64(seconds);
+    while Instant::now() < until && !cancel.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

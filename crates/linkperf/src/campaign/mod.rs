@@ -1,0 +1,258 @@
+//! `linkperf campaign run FILE`: many hosts, many flows, one synchronised
+//! experiment. The controller asks each flow's `from` agent (a `linkperf
+//! server --allow-third-party`) to run the flow towards its `to` agent at an
+//! agreed instant, over connections the controller opens: agents never need
+//! to reach the controller.
+
+mod analysis;
+mod controller;
+mod file;
+mod plan;
+mod ssh;
+mod text;
+
+use analysis::{Flag, PhaseResult};
+use clap::{Args, Subcommand};
+use serde::Serialize;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+#[derive(Subcommand, Debug)]
+pub enum CampaignCommand {
+    /// Run a campaign file.
+    Run(RunArgs),
+    /// Check a campaign file and list the flows it expands to, without running it.
+    Check(CheckArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Campaign file (TOML); see docs/campaign.md.
+    pub file: String,
+    /// One JSON document at the end.
+    #[arg(short = 'J', long)]
+    pub json: bool,
+    /// Run even when some agents are unreachable; their flows are marked missing.
+    #[arg(long)]
+    pub keep_going: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    pub file: String,
+}
+
+/// Mean aggregate of one phase over the sessions.
+#[derive(Debug, Serialize)]
+pub struct PhaseMean {
+    pub phase: String,
+    pub mean_received_bits_per_second: f64,
+    pub sessions: Vec<f64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct CampaignResult {
+    pub schema: &'static str,
+    /// Identifies the campaign run (ms since the Unix epoch at its start).
+    pub id: u64,
+    pub name: String,
+    pub started_unix_ms: u64,
+    pub sessions: u32,
+    pub interval_s: f64,
+    pub phases: Vec<PhaseResult>,
+    pub phase_means: Vec<PhaseMean>,
+    pub flags: Vec<Flag>,
+    pub interrupted: bool,
+}
+
+pub fn run(cmd: CampaignCommand) -> ExitCode {
+    match cmd {
+        CampaignCommand::Run(args) => run_file(&args),
+        CampaignCommand::Check(args) => match load(&args.file) {
+            Ok(c) => {
+                for p in &c.phases {
+                    say!("phase {} ({} s): {} flow(s)", p.name, p.duration_s, p.flows.len());
+                    for f in &p.flows {
+                        say!("  {} -> {} {:?} {:?} x{}", f.from, f.to, f.config.protocol, f.config.direction, f.config.parallel);
+                    }
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("linkperf: {e}");
+                ExitCode::from(2)
+            }
+        },
+    }
+}
+
+fn load(path: &str) -> Result<plan::Campaign, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read campaign file {path}: {e}"))?;
+    let parsed = file::parse(path, &text)?;
+    let stem = std::path::Path::new(path)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "campaign".into());
+    plan::build(path, &text, parsed, &stem)
+}
+
+fn run_file(args: &RunArgs) -> ExitCode {
+    let mut campaign = match load(&args.file) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("linkperf: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    crate::signals::install();
+    let cancel = Arc::new(AtomicBool::new(false));
+    {
+        let cancel = cancel.clone();
+        std::thread::spawn(move || loop {
+            if crate::signals::INTERRUPTED.load(Ordering::Relaxed) {
+                cancel.store(true, Ordering::Relaxed);
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        });
+    }
+    let human = !args.json;
+    // Agents over SSH first: they must be up before anyone probes them.
+    let ssh_agents = match ssh::start_all(&mut campaign.agents) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("linkperf: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let unreachable = probe_all(&campaign);
+    if !unreachable.is_empty() {
+        let list = unreachable.iter().map(|(n, why)| format!("{n} ({why})")).collect::<Vec<_>>().join("; ");
+        if !args.keep_going {
+            eprintln!("linkperf: unreachable agent(s), nothing was run: {list}; start `linkperf server --allow-third-party` there, or use --keep-going");
+            return ExitCode::from(1);
+        }
+        eprintln!("linkperf: unreachable agent(s), their flows are marked missing: {list}");
+    }
+    let unreachable: Vec<String> = unreachable.into_iter().map(|(n, _)| n).collect();
+    let started = controller::unix_ms();
+    let mut phases = Vec::new();
+    'sessions: for session in 0..campaign.sessions {
+        for (i, phase) in campaign.phases.iter().enumerate() {
+            if cancel.load(Ordering::Relaxed) {
+                break 'sessions;
+            }
+            if human {
+                say!(
+                    "phase {} session {}/{}: {} flow(s), {} s",
+                    phase.name,
+                    session + 1,
+                    campaign.sessions,
+                    phase.flows.len(),
+                    phase.duration_s
+                );
+            }
+            let mut live = LiveAggregate::new(phase.flows.len());
+            let mut on_progress = |p: &controller::Progress| {
+                let controller::Progress::Interval(index, interval) = p;
+                if let Some(line) = live.add(*index, interval) {
+                    if human {
+                        let (start, end, agg, n) = line;
+                        say!("{}", text::progress_line(&phase.name, session, start, end, agg, n, phase.flows.len()));
+                    }
+                }
+            };
+            let result = controller::run_phase(&campaign, phase, session, &unreachable, &cancel, &mut on_progress);
+            phases.push(result);
+            let last = session + 1 == campaign.sessions && i + 1 == campaign.phases.len();
+            if !last {
+                controller::pause(campaign.pause_s, &cancel);
+            }
+        }
+    }
+    ssh::stop_all(ssh_agents);
+    let mut flags: Vec<Flag> = phases.iter().flat_map(|p| analysis::phase_flags(p, campaign.shortfall_percent)).collect();
+    flags.extend(analysis::session_outliers(&phases, campaign.outlier_percent));
+    let mut phase_means: Vec<PhaseMean> = Vec::new();
+    for p in &phases {
+        match phase_means.iter_mut().find(|m| m.phase == p.name) {
+            Some(m) => m.sessions.push(p.aggregate.received_bits_per_second),
+            None => phase_means.push(PhaseMean {
+                phase: p.name.clone(),
+                mean_received_bits_per_second: 0.0,
+                sessions: vec![p.aggregate.received_bits_per_second],
+            }),
+        }
+    }
+    for m in &mut phase_means {
+        m.mean_received_bits_per_second = m.sessions.iter().sum::<f64>() / m.sessions.len() as f64;
+    }
+    let result = CampaignResult {
+        schema: crate::report::SCHEMA,
+        id: started,
+        name: campaign.name.clone(),
+        started_unix_ms: started,
+        sessions: campaign.sessions,
+        interval_s: campaign.interval_s,
+        phases,
+        phase_means,
+        flags,
+        interrupted: cancel.load(Ordering::Relaxed),
+    };
+    if args.json {
+        say!("{}", serde_json::to_string_pretty(&result).expect("campaign result serialises"));
+    } else {
+        say_raw!("{}", text::summary(&result));
+    }
+    let failed = result.phases.iter().flat_map(|p| &p.flows).any(|f| f.status != "ok");
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Probes every agent in parallel; returns the unreachable ones with why.
+fn probe_all(campaign: &plan::Campaign) -> Vec<(String, String)> {
+    let handles: Vec<_> = campaign
+        .agents
+        .iter()
+        .map(|a| {
+            let a = a.clone();
+            std::thread::spawn(move || (a.name.clone(), controller::probe(&a)))
+        })
+        .collect();
+    handles
+        .into_iter()
+        .filter_map(|h| h.join().ok())
+        .filter_map(|(name, r)| r.err().map(|why| (name, why)))
+        .collect()
+}
+
+/// Sums the flows' interval k as they arrive; yields a line once every
+/// running flow reported it.
+struct LiveAggregate {
+    flows: usize,
+    seen: Vec<Vec<f64>>,
+}
+
+impl LiveAggregate {
+    fn new(flows: usize) -> Self {
+        LiveAggregate { flows, seen: Vec::new() }
+    }
+
+    fn add(&mut self, _index: usize, interval: &serde_json::Value) -> Option<(f64, f64, f64, usize)> {
+        let start = interval["start"].as_f64()?;
+        let end = interval["end"].as_f64()?;
+        let width = (end - start).max(1e-3);
+        let k = (start / width).round() as usize;
+        if self.seen.len() <= k {
+            self.seen.resize_with(k + 1, Vec::new);
+        }
+        let mut rate = interval["sum"]["received_bits_per_second"].as_f64().unwrap_or(0.0);
+        rate += interval["sum_reverse"]["received_bits_per_second"].as_f64().unwrap_or(0.0);
+        self.seen[k].push(rate);
+        (self.seen[k].len() == self.flows).then(|| (start, end, self.seen[k].iter().sum(), self.seen[k].len()))
+    }
+}

@@ -1,0 +1,327 @@
+//! From a parsed campaign file to the list of phases and flows to run.
+
+use super::file::{at, CampaignFile, FlowEntry, FlowOptions};
+use linkperf_proto::{Direction, Protocol, TestConfig};
+use std::collections::BTreeSet;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Agent {
+    pub name: String,
+    pub host: String,
+    pub port: u16,
+    /// `user@host` when linkperf starts the agent over OpenSSH.
+    pub ssh: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Flow {
+    pub from: String,
+    pub to: String,
+    pub config: TestConfig,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Phase {
+    pub name: String,
+    pub duration_s: f64,
+    pub flows: Vec<Flow>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Campaign {
+    pub name: String,
+    pub sessions: u32,
+    pub interval_s: f64,
+    pub start_delay_s: f64,
+    pub pause_s: f64,
+    pub shortfall_percent: f64,
+    pub outlier_percent: f64,
+    pub agents: Vec<Agent>,
+    pub phases: Vec<Phase>,
+}
+
+impl Campaign {
+    pub fn agent(&self, name: &str) -> Option<&Agent> {
+        self.agents.iter().find(|a| a.name == name)
+    }
+}
+
+fn seconds(path: &str, text: &str, v: &toml::Spanned<String>, key: &str) -> Result<f64, String> {
+    linkperf_units::parse_duration(v.get_ref())
+        .map(|d| d.as_secs_f64())
+        .map_err(|e| at(path, text, v.span(), key, &e.to_string()))
+}
+
+/// A size or rate given as a number or a string ("64K", "950M").
+fn value_text(v: &toml::Value) -> Option<String> {
+    match v {
+        toml::Value::Integer(i) => Some(i.to_string()),
+        toml::Value::Float(f) => Some(f.to_string()),
+        toml::Value::String(s) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+fn size(v: &Option<toml::Value>, key: &str) -> Result<Option<u32>, String> {
+    let Some(v) = v else { return Ok(None) };
+    let text = value_text(v).ok_or_else(|| format!("key '{key}': expected a size such as 64K"))?;
+    let bytes = linkperf_units::parse_size(&text).map_err(|e| format!("key '{key}': {e}"))?;
+    u32::try_from(bytes).map(Some).map_err(|_| format!("key '{key}': {text} is too large"))
+}
+
+fn rate(v: &Option<toml::Value>, key: &str) -> Result<Option<u64>, String> {
+    let Some(v) = v else { return Ok(None) };
+    let text = value_text(v).ok_or_else(|| format!("key '{key}': expected a rate such as 950M"))?;
+    linkperf_units::parse_rate(&text).map(Some).map_err(|e| format!("key '{key}': {e}"))
+}
+
+/// The test configuration of one flow of a phase.
+pub fn flow_config(o: &FlowOptions, duration_s: f64, interval_s: f64) -> Result<TestConfig, String> {
+    if let Some(k) = o.unknown.keys().next() {
+        return Err(format!("unknown flow option '{k}'"));
+    }
+    let udp = o.udp.unwrap_or(false);
+    let bitrate = rate(&o.bitrate, "bitrate")?;
+    let config = TestConfig {
+        protocol: if udp { Protocol::Udp } else { Protocol::Tcp },
+        direction: match (o.reverse.unwrap_or(false), o.bidir.unwrap_or(false)) {
+            (_, true) => Direction::Bidir,
+            (true, false) => Direction::Reverse,
+            _ => Direction::Forward,
+        },
+        duration_s,
+        bytes: None,
+        interval_s,
+        omit_s: 0.0,
+        parallel: o.parallel.unwrap_or(1),
+        length: size(&o.length, "length")?.unwrap_or(if udp { 1460 } else { 128 * 1024 }),
+        sndbuf: size(&o.sndbuf, "sndbuf")?.or(size(&o.window, "window")?),
+        rcvbuf: size(&o.rcvbuf, "rcvbuf")?.or(size(&o.window, "window")?),
+        nodelay: o.nodelay.unwrap_or(false),
+        mss: o.mss,
+        congestion: o.congestion.clone(),
+        pacing_rate: rate(&o.pacing_rate, "pacing_rate")?,
+        bitrate: match (bitrate, udp) {
+            (Some(0), _) => None,
+            (Some(r), _) => Some(r),
+            (None, true) => Some(1_000_000),
+            (None, false) => None,
+        },
+        dont_fragment: o.dont_fragment.unwrap_or(false),
+        zerocopy: o.zerocopy.unwrap_or(false),
+        start_at_unix_ms: None,
+    };
+    config.validate()?;
+    Ok(config)
+}
+
+/// The (from, to) pairs a flow entry stands for.
+fn expand(entry: &FlowEntry) -> Result<Vec<(String, String)>, String> {
+    let mut forms = 0;
+    let mut pairs = Vec::new();
+    if let (Some(f), Some(t)) = (&entry.from, &entry.to) {
+        forms += 1;
+        pairs.push((f.get_ref().clone(), t.get_ref().clone()));
+    } else if entry.from.is_some() || entry.to.is_some() {
+        return Err("a flow needs both 'from' and 'to'".into());
+    }
+    if let Some(p) = &entry.pairs {
+        forms += 1;
+        pairs.extend(p.get_ref().iter().cloned());
+    }
+    if let Some(m) = &entry.mesh {
+        forms += 1;
+        for a in m.get_ref() {
+            for b in m.get_ref() {
+                if a != b {
+                    pairs.push((a.clone(), b.clone()));
+                }
+            }
+        }
+    }
+    if let Some(m) = &entry.many_to_one {
+        forms += 1;
+        let m = m.get_ref();
+        pairs.extend(m.from.iter().map(|f| (f.clone(), m.to.clone())));
+    }
+    if let Some(m) = &entry.one_to_many {
+        forms += 1;
+        let m = m.get_ref();
+        pairs.extend(m.to.iter().map(|t| (m.from.clone(), t.clone())));
+    }
+    match forms {
+        0 => Err("a flow needs 'from' and 'to', or one of 'pairs', 'mesh', 'many_to_one', 'one_to_many'".into()),
+        1 => Ok(pairs),
+        _ => Err("a flow takes one of 'from'/'to', 'pairs', 'mesh', 'many_to_one', 'one_to_many', not several".into()),
+    }
+}
+
+/// Where a flow entry starts in the file, for error messages.
+fn entry_span(entry: &FlowEntry) -> std::ops::Range<usize> {
+    entry
+        .from
+        .as_ref()
+        .map(|f| f.span())
+        .or(entry.pairs.as_ref().map(|p| p.span()))
+        .or(entry.mesh.as_ref().map(|p| p.span()))
+        .or(entry.many_to_one.as_ref().map(|p| p.span()))
+        .or(entry.one_to_many.as_ref().map(|p| p.span()))
+        .unwrap_or(0..0)
+}
+
+pub fn build(path: &str, text: &str, file: CampaignFile, default_name: &str) -> Result<Campaign, String> {
+    let default_port = file.port.unwrap_or(linkperf_proto::DEFAULT_PORT);
+    let mut agents = Vec::new();
+    let mut names = BTreeSet::new();
+    for a in &file.agents {
+        let name = a.name.get_ref().clone();
+        if !names.insert(name.clone()) {
+            return Err(at(path, text, a.name.span(), "name", &format!("agent '{name}' is declared twice")));
+        }
+        let (host, port) = match (&a.address, &a.ssh) {
+            (Some(addr), None) => split_port(addr.get_ref(), a.port.unwrap_or(default_port))
+                .map_err(|m| at(path, text, addr.span(), "address", &m))?,
+            (None, Some(ssh)) => {
+                let host = ssh.get_ref().rsplit('@').next().unwrap_or_default().to_string();
+                if host.is_empty() {
+                    return Err(at(path, text, ssh.span(), "ssh", "expected user@host"));
+                }
+                (host, a.port.unwrap_or(default_port))
+            }
+            (Some(addr), Some(_)) => {
+                return Err(at(path, text, addr.span(), "address", "give either 'address' or 'ssh', not both"))
+            }
+            (None, None) => {
+                return Err(at(path, text, a.name.span(), "name", &format!("agent '{name}' needs 'address' or 'ssh'")))
+            }
+        };
+        agents.push(Agent { name, host, port, ssh: a.ssh.as_ref().map(|s| s.get_ref().clone()) });
+    }
+    let interval_s = match &file.interval {
+        Some(v) => seconds(path, text, v, "interval")?,
+        None => 1.0,
+    };
+    if interval_s < 0.05 {
+        return Err(format!("{path}: key 'interval': use at least 50ms"));
+    }
+    let mut phases = Vec::new();
+    for p in &file.phases {
+        let duration_s = seconds(path, text, &p.duration, "duration")?;
+        if duration_s <= 0.0 {
+            return Err(at(path, text, p.duration.span(), "duration", "must be positive"));
+        }
+        let mut flows = Vec::new();
+        for entry in &p.flows {
+            let span = entry_span(entry);
+            let pairs = expand(entry).map_err(|m| at(path, text, span.clone(), "flow", &m))?;
+            let config = flow_config(&entry.options, duration_s, interval_s)
+                .map_err(|m| at(path, text, span.clone(), "flow", &m))?;
+            for (from, to) in pairs {
+                for n in [&from, &to] {
+                    if !names.contains(n) {
+                        return Err(at(path, text, span.clone(), "flow", &format!("no agent named '{n}'")));
+                    }
+                }
+                if from == to {
+                    return Err(at(path, text, span.clone(), "flow", &format!("'{from}' cannot test against itself")));
+                }
+                flows.push(Flow { from, to, config: config.clone() });
+            }
+        }
+        if flows.is_empty() {
+            return Err(at(path, text, p.name.span(), "phase", "a phase needs at least one flow"));
+        }
+        phases.push(Phase { name: p.name.get_ref().clone(), duration_s, flows });
+    }
+    if phases.is_empty() {
+        return Err(format!("{path}: no [[phase]]: nothing to run"));
+    }
+    let sessions = *file.sessions.get_ref();
+    if sessions == 0 {
+        return Err(at(path, text, file.sessions.span(), "sessions", "must be at least 1"));
+    }
+    let opt_seconds = |v: &Option<toml::Spanned<String>>, key: &str, default: f64| match v {
+        Some(v) => seconds(path, text, v, key),
+        None => Ok(default),
+    };
+    Ok(Campaign {
+        name: file.name.clone().unwrap_or_else(|| default_name.to_string()),
+        sessions,
+        interval_s,
+        start_delay_s: opt_seconds(&file.start_delay, "start_delay", 1.0)?,
+        pause_s: opt_seconds(&file.pause, "pause", 0.5)?,
+        shortfall_percent: file.shortfall_percent.unwrap_or(2.0),
+        outlier_percent: file.outlier_percent.unwrap_or(5.0),
+        agents,
+        phases,
+    })
+}
+
+/// `host`, `host:port`, `[v6]:port` or a bare IPv6 address.
+fn split_port(address: &str, default: u16) -> Result<(String, u16), String> {
+    if let Some(rest) = address.strip_prefix('[') {
+        let (host, tail) = rest.split_once(']').ok_or("unclosed '[' in address")?;
+        let port = match tail.strip_prefix(':') {
+            Some(p) => p.parse().map_err(|_| format!("bad port '{p}'"))?,
+            None => default,
+        };
+        return Ok((host.to_string(), port));
+    }
+    match address.rsplit_once(':') {
+        Some((host, port)) if !host.contains(':') => {
+            Ok((host.to_string(), port.parse().map_err(|_| format!("bad port '{port}'"))?))
+        }
+        _ => Ok((address.to_string(), default)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::campaign::file::parse;
+
+    fn build_text(text: &str) -> Result<Campaign, String> {
+        build("c.toml", text, parse("c.toml", text)?, "c")
+    }
+
+    const AGENTS: &str = r#"
+[[agent]]
+name = "a1"
+address = "10.50.0.1"
+[[agent]]
+name = "a2"
+address = "10.50.0.2:5300"
+[[agent]]
+name = "b"
+address = "[fd00::3]:5400"
+"#;
+
+    #[test]
+    fn patterns_expand_to_flows() {
+        let text = format!(
+            "{AGENTS}\n[[phase]]\nname = \"m\"\nduration = \"2s\"\n[[phase.flow]]\nmesh = [\"a1\", \"a2\", \"b\"]\nudp = true\nbitrate = \"10M\"\n[[phase.flow]]\nmany_to_one = {{ from = [\"a1\", \"a2\"], to = \"b\" }}\n"
+        );
+        let c = build_text(&text).unwrap();
+        assert_eq!(c.phases[0].flows.len(), 6 + 2);
+        let f = &c.phases[0].flows[0];
+        assert_eq!(f.config.bitrate, Some(10_000_000));
+        assert_eq!(f.config.duration_s, 2.0);
+        assert_eq!(c.agent("a2").unwrap().port, 5300);
+        assert_eq!(c.agent("b").unwrap().host, "fd00::3");
+        assert_eq!(c.agent("a1").unwrap().port, linkperf_proto::DEFAULT_PORT);
+    }
+
+    #[test]
+    fn unknown_agents_and_options_name_the_line() {
+        let text = format!("{AGENTS}\n[[phase]]\nname = \"p\"\nduration = \"1s\"\n[[phase.flow]]\nfrom = \"a1\"\nto = \"zz\"\n");
+        let e = build_text(&text).unwrap_err();
+        assert!(e.contains("no agent named 'zz'"), "{e}");
+        assert!(e.starts_with("c.toml:15:"), "{e}");
+        let text = format!("{AGENTS}\n[[phase]]\nname = \"p\"\nduration = \"1s\"\n[[phase.flow]]\nfrom = \"a1\"\nto = \"b\"\nbitrat = \"1M\"\n");
+        let e = build_text(&text).unwrap_err();
+        assert!(e.contains("unknown flow option 'bitrat'"), "{e}");
+        let text = format!("{AGENTS}\n[[phase]]\nname = \"p\"\nduration = \"soon\"\n[[phase.flow]]\nfrom = \"a1\"\nto = \"b\"\n");
+        let e = build_text(&text).unwrap_err();
+        assert!(e.contains("key 'duration'"), "{e}");
+    }
+}

@@ -1,0 +1,1 @@
+//! linkperf client against a stock iperf3 server.

@@ -1,0 +1,621 @@
+//! Serving stock iperf3 clients. A connection whose first bytes are an iperf3
+//! cookie is either a new control connection or a data connection of a
+//! session waiting for its streams (found by cookie). Sessions run side by
+//! side like linkperf's own; `--exclusive` refuses a second one as iperf3 does.
+
+use super::{config_from_params, iperf3_bytes, iperf3_rate, results_from_side, Extras};
+use crate::data;
+use linkperf_engine::{sockopt, DataSocket, EventSink, LocalSide, SideEvent, StreamPlan, UdpFormat};
+use linkperf_proto::iperf3::{self, Decoder, Item, Params, Peer, State, COOKIE_LEN};
+use linkperf_proto::results::{Role, SideResult, StreamInterval};
+use linkperf_proto::{Protocol, TestConfig};
+use socket2::{Domain, Socket, Type};
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// How long a client may take for each step before the test starts.
+const SETUP_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Sessions waiting for their data connections, by cookie, and the number
+/// of running sessions (for --exclusive). One per process: cookies are random.
+#[derive(Default)]
+struct Hub {
+    waiting: Mutex<HashMap<[u8; COOKIE_LEN], Sender<TcpStream>>>,
+    active: AtomicUsize,
+    /// UDP streams are accepted on the server's own port, where one datagram
+    /// does not say which session it belongs to: one session at a time does it.
+    udp_accept: Mutex<()>,
+}
+
+fn hub() -> &'static Hub {
+    static HUB: OnceLock<Hub> = OnceLock::new();
+    HUB.get_or_init(Hub::default)
+}
+
+struct ActiveGuard;
+impl Drop for ActiveGuard {
+    fn drop(&mut self) {
+        hub().active.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+struct WaitingGuard([u8; COOKIE_LEN]);
+impl Drop for WaitingGuard {
+    fn drop(&mut self) {
+        if let Ok(mut w) = hub().waiting.lock() {
+            w.remove(&self.0);
+        }
+    }
+}
+
+/// Serves a connection whose first four bytes (`first`) were already read
+/// and are not linkperf's. Returns true when an iperf3 test session ran.
+pub fn serve(mut stream: TcpStream, first: [u8; 4], exclusive: bool, verbose: bool) -> bool {
+    if !iperf3::could_be_cookie(&first) {
+        return false;
+    }
+    let _ = stream.set_read_timeout(Some(SETUP_TIMEOUT));
+    let mut cookie = [0u8; COOKIE_LEN];
+    cookie[..4].copy_from_slice(&first);
+    if stream.read_exact(&mut cookie[4..]).is_err() || !iperf3::is_cookie(&cookie) {
+        return false;
+    }
+    let waiting = hub()
+        .waiting
+        .lock()
+        .ok()
+        .and_then(|w| w.get(&cookie).cloned());
+    if let Some(tx) = waiting {
+        let _ = tx.send(stream);
+        return false;
+    }
+    let previous = hub().active.fetch_add(1, Ordering::AcqRel);
+    let _active = ActiveGuard;
+    if exclusive && previous > 0 {
+        // iperf3's answer to a second client: busy, try later.
+        let _ = stream.write_all(&[State::AccessDenied.byte()]);
+        if verbose {
+            eprintln!(
+                "iperf3 client {}: refused, a test is running (--exclusive)",
+                peer_text(&stream)
+            );
+        }
+        return false;
+    }
+    let peer = peer_text(&stream);
+    match Session::run(stream, cookie) {
+        Ok(line) => {
+            if verbose {
+                println!("{line}");
+            }
+        }
+        Err(why) => {
+            if verbose {
+                eprintln!("iperf3 client {peer}: {why}");
+            }
+        }
+    }
+    true
+}
+
+fn peer_text(s: &TcpStream) -> String {
+    s.peer_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_else(|_| "?".into())
+}
+
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(IpAddr::V6(v6)),
+        v4 => v4,
+    }
+}
+
+enum Event {
+    Control(Item),
+    Lost(String),
+    Side(SideEvent),
+}
+
+struct Session {
+    control: TcpStream,
+    events: Receiver<Event>,
+    tx: Sender<Event>,
+}
+
+impl Session {
+    fn send(&mut self, bytes: &[u8]) -> Result<(), String> {
+        self.control
+            .write_all(bytes)
+            .map_err(|e| format!("iperf3 control connection: {e}"))
+    }
+
+    fn state(&mut self, s: State) -> Result<(), String> {
+        self.send(&[s.byte()])
+    }
+
+    fn refuse(&mut self, i_errno: i32, why: String) -> Result<String, String> {
+        let _ = self.send(&iperf3::server_error(i_errno, 0));
+        Err(format!("refused: {why}"))
+    }
+
+    fn run(mut control: TcpStream, cookie: [u8; COOKIE_LEN]) -> Result<String, String> {
+        sockopt::apply_liveness(&socket2::SockRef::from(&control));
+        control.set_nodelay(true).ok();
+        let peer = control.peer_addr().map_err(|e| e.to_string())?;
+        let local = control.local_addr().map_err(|e| e.to_string())?;
+        control
+            .write_all(&[State::ParamExchange.byte()])
+            .map_err(|e| e.to_string())?;
+        let mut decoder = Decoder::new(Peer::Client, false);
+        let items = super::read_items(&mut control, &mut decoder, SETUP_TIMEOUT)?;
+        let params = match items.first() {
+            Some(Item::Json(v)) => Params::from_json(v).map_err(|e| e.to_string())?,
+            _ => return Err("expected the iperf3 parameters".into()),
+        };
+        let (tx, events) = mpsc::channel();
+        let mut session = Session {
+            control,
+            events,
+            tx,
+        };
+        let (config, extras) = match config_from_params(&params) {
+            Ok(c) => c,
+            Err(r) => return session.refuse(r.i_errno, r.why),
+        };
+        session.test(config, extras, params, cookie, decoder, peer, local)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn test(
+        &mut self,
+        config: TestConfig,
+        extras: Extras,
+        params: Params,
+        cookie: [u8; COOKIE_LEN],
+        decoder: Decoder,
+        peer: SocketAddr,
+        local: SocketAddr,
+    ) -> Result<String, String> {
+        let udp = config.protocol == Protocol::Udp;
+        let roles = super::roles(&config, true);
+        let (data_tx, data_rx) = mpsc::channel();
+        let _waiting = WaitingGuard(cookie);
+        if let Ok(mut w) = hub().waiting.lock() {
+            w.insert(cookie, data_tx);
+        }
+        let local_ip = canonical(local.ip());
+        let mut warnings = Vec::new();
+        let mut sockets = Vec::new();
+        if udp {
+            let _one_at_a_time = hub().udp_accept.lock().unwrap_or_else(|p| p.into_inner());
+            let addr = SocketAddr::new(local_ip, local.port());
+            let mut listener = match bind_udp_listener(addr, &config) {
+                Ok(s) => s,
+                Err(e) => return self.refuse(iperf3::errno::STREAM_ACCEPT, e),
+            };
+            self.state(State::CreateStreams)?;
+            let deadline = Instant::now() + SETUP_TIMEOUT;
+            for index in 0..roles.len() {
+                let from = wait_udp_connect(&listener, deadline).map_err(|e| {
+                    let _ = self.send(&iperf3::server_error(iperf3::errno::STREAM_ACCEPT, 0));
+                    e
+                })?;
+                listener
+                    .connect(from)
+                    .map_err(|e| format!("UDP connect to {from}: {e}"))?;
+                let stream_socket = listener;
+                // The next stream's listener exists before the reply, so the
+                // client's next connect datagram finds it.
+                listener = if index + 1 < roles.len() {
+                    bind_udp_listener(addr, &config)?
+                } else {
+                    stream_socket.try_clone().map_err(|e| e.to_string())?
+                };
+                let _ = stream_socket.send(&iperf3::UDP_REPLY);
+                let _ = super::set_tos(&stream_socket, extras.tos, addr.is_ipv6());
+                sockets.push(DataSocket::Udp(stream_socket));
+            }
+        } else {
+            self.state(State::CreateStreams)?;
+            let deadline = Instant::now() + SETUP_TIMEOUT;
+            while sockets.len() < roles.len() {
+                let left = deadline.saturating_duration_since(Instant::now());
+                let stream = match data_rx.recv_timeout(left) {
+                    Ok(s) => s,
+                    Err(_) => {
+                        return self.refuse(
+                            iperf3::errno::STREAM_ACCEPT,
+                            format!(
+                                "{} of {} data connections arrived",
+                                sockets.len(),
+                                roles.len()
+                            ),
+                        )
+                    }
+                };
+                let _ = stream.set_read_timeout(None);
+                match data::prepare_tcp(&stream, &config) {
+                    Ok(w) => warnings.extend(w),
+                    Err(e) => return self.refuse(iperf3::errno::UNIMPLEMENTED, e),
+                }
+                let _ = super::set_tos(&stream, extras.tos, local.is_ipv6() && !local_ip.is_ipv4());
+                sockets.push(DataSocket::Tcp(stream));
+            }
+        }
+        drop(_waiting);
+        for key in &params.other {
+            warnings.push(format!("iperf3 parameter '{key}' ignored"));
+        }
+        if extras.repeating_payload {
+            warnings.push("--repeating-payload: linkperf's payload is not repeated".into());
+        }
+
+        let tcp_handles: Vec<Option<TcpStream>> = sockets
+            .iter()
+            .map(|s| match s {
+                DataSocket::Tcp(t) => t.try_clone().ok(),
+                DataSocket::Udp(_) => None,
+            })
+            .collect();
+        let plans: Vec<StreamPlan> = sockets
+            .into_iter()
+            .zip(&roles)
+            .enumerate()
+            .map(|(i, (socket, role))| StreamPlan {
+                id: i as u32,
+                role: *role,
+                socket,
+            })
+            .collect();
+        let connected: Vec<String> = plans
+            .iter()
+            .map(|p| {
+                let (l, r) = match &p.socket {
+                    DataSocket::Tcp(s) => (s.local_addr().ok(), s.peer_addr().ok()),
+                    DataSocket::Udp(s) => (s.local_addr().ok(), s.peer_addr().ok()),
+                };
+                format!(
+                    "[{:>3}] local {} port {} connected to {} port {}\n",
+                    p.id + 5,
+                    l.map(|a| canonical(a.ip()).to_string()).unwrap_or_default(),
+                    l.map(|a| a.port()).unwrap_or(0),
+                    r.map(|a| canonical(a.ip()).to_string()).unwrap_or_default(),
+                    r.map(|a| a.port()).unwrap_or(0)
+                )
+            })
+            .collect();
+        let same_clock = data::same_host(peer.ip(), local.ip());
+        let mut side = LocalSide::new(config.clone(), plans, same_clock, warnings);
+        if udp {
+            side.set_udp_format(UdpFormat::Iperf3 {
+                counters_64bit: extras.udp_counters_64bit,
+            });
+        }
+        self.spawn_reader(decoder)?;
+        let tx = self.tx.clone();
+        let sink: EventSink = Arc::new(move |e| {
+            let _ = tx.send(Event::Side(e));
+        });
+        side.start(Instant::now(), sink);
+        self.state(State::TestStart)?;
+        self.state(State::TestRunning)?;
+
+        let mut intervals: Vec<Vec<StreamInterval>> = Vec::new();
+        let watchdog = Duration::from_secs_f64(config.duration_s) + Duration::from_secs(60);
+        let started = Instant::now();
+        // Wait for the client's TEST_END (or its end).
+        loop {
+            match self.events.recv_timeout(Duration::from_secs(1)) {
+                Ok(Event::Side(SideEvent::Interval(v))) => intervals.push(v),
+                Ok(Event::Side(_)) => {}
+                Ok(Event::Control(Item::State(State::TestEnd))) => break,
+                Ok(Event::Control(Item::State(State::ClientTerminate))) => {
+                    side.abort();
+                    let _ = side.finish();
+                    return Err("the iperf3 client ended the test early".into());
+                }
+                Ok(Event::Control(other)) => {
+                    side.abort();
+                    let _ = side.finish();
+                    return Err(format!("unexpected iperf3 message during the test: {other:?}"));
+                }
+                Ok(Event::Lost(why)) => {
+                    side.abort();
+                    let _ = side.finish();
+                    return Err(format!("test aborted: {why}"));
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    if config.bytes.is_none() && started.elapsed() > watchdog {
+                        side.abort();
+                        let _ = side.finish();
+                        return Err("the iperf3 client never ended the test; aborted".into());
+                    }
+                }
+                Err(RecvTimeoutError::Disconnected) => return Err("internal channel closed".into()),
+            }
+        }
+        side.stop_senders();
+        self.state(State::ExchangeResults)?;
+        let client_results = loop {
+            match self.events.recv_timeout(SETUP_TIMEOUT) {
+                Ok(Event::Side(SideEvent::Interval(v))) => intervals.push(v),
+                Ok(Event::Side(_)) => {}
+                Ok(Event::Control(Item::Json(v))) => {
+                    break iperf3::Results::from_json(&v).map_err(|e| e.to_string())?
+                }
+                Ok(Event::Control(other)) => {
+                    side.abort();
+                    let _ = side.finish();
+                    return Err(format!("expected the iperf3 client's results, got {other:?}"));
+                }
+                Ok(Event::Lost(why)) => {
+                    side.abort();
+                    let _ = side.finish();
+                    return Err(format!("no results from the iperf3 client: {why}"));
+                }
+                Err(_) => {
+                    side.abort();
+                    let _ = side.finish();
+                    return Err("the iperf3 client sent no results".into());
+                }
+            }
+        };
+        let result = settle(side, &client_results, &config, &tcp_handles, &self.events, &mut intervals);
+        let mut results = results_from_side(&result, config.protocol == Protocol::Udp);
+        if extras.get_server_output {
+            results.server_output_text = Some(server_output(
+                &config,
+                &peer,
+                &connected,
+                &intervals,
+                &result,
+            ));
+        }
+        self.send(&iperf3::encode_json(&results.to_json()))?;
+        self.state(State::DisplayResults)?;
+        // The client answers IPERF_DONE (or just closes).
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            match self.events.recv_timeout(Duration::from_millis(200)) {
+                Ok(Event::Control(Item::State(State::IperfDone))) | Ok(Event::Lost(_)) => break,
+                _ => {}
+            }
+        }
+        let received: u64 = result
+            .streams
+            .iter()
+            .filter(|s| s.role == Role::Receiver)
+            .map(|s| s.bytes)
+            .sum();
+        let sent: u64 = result
+            .streams
+            .iter()
+            .filter(|s| s.role == Role::Sender)
+            .map(|s| s.bytes)
+            .sum();
+        Ok(format!(
+            "iperf3 client {peer} ({}): {} {:?} x{} {:.2} s: received {received} bytes, sent {sent} bytes",
+            params.client_version.as_deref().unwrap_or("iperf3"),
+            if udp { "UDP" } else { "TCP" },
+            config.direction,
+            config.parallel,
+            result.seconds,
+        ))
+    }
+
+    /// Reads the client's control items on their own thread.
+    fn spawn_reader(&mut self, mut decoder: Decoder) -> Result<(), String> {
+        let mut reader = self.control.try_clone().map_err(|e| e.to_string())?;
+        let _ = reader.set_read_timeout(None);
+        let tx = self.tx.clone();
+        std::thread::Builder::new()
+            .name("lp-iperf3-ctl".into())
+            .spawn(move || {
+                let mut buf = vec![0u8; 64 * 1024];
+                loop {
+                    let want = decoder.wanted().min(buf.len());
+                    match reader.read(&mut buf[..want]) {
+                        Ok(0) => {
+                            let _ = tx.send(Event::Lost("the iperf3 client closed the control connection".into()));
+                            return;
+                        }
+                        Ok(n) => match decoder.feed(&buf[..n]) {
+                            Ok(items) => {
+                                for i in items {
+                                    if tx.send(Event::Control(i)).is_err() {
+                                        return;
+                                    }
+                                }
+                            }
+                            Err(e) => {
+                                let _ = tx.send(Event::Lost(e.to_string()));
+                                return;
+                            }
+                        },
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(e) => {
+                            let _ = tx.send(Event::Lost(format!("iperf3 control connection: {e}")));
+                            return;
+                        }
+                    }
+                }
+            })
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// After TEST_END: lets this end's receivers take in everything the client
+/// says it sent (TCP bytes, UDP datagrams), lets the senders finish their
+/// last write, then stops the streams and summarises.
+fn settle(
+    side: LocalSide,
+    client: &iperf3::Results,
+    config: &TestConfig,
+    tcp_handles: &[Option<TcpStream>],
+    events: &Receiver<Event>,
+    intervals: &mut Vec<Vec<StreamInterval>>,
+) -> SideResult {
+    let udp = config.protocol == Protocol::Udp;
+    // linkperf id = creation index; the client's stream ids say which is which.
+    let expected: HashMap<u32, u64> = client
+        .streams
+        .iter()
+        .filter_map(|s| {
+            let index = iperf3::stream_index(s.id)? as u32;
+            Some((index, if udp { s.packets } else { s.bytes }))
+        })
+        .collect();
+    if udp {
+        let totals: Vec<(u32, u64)> = side
+            .progress()
+            .iter()
+            .filter(|p| p.role == Role::Receiver)
+            .filter_map(|p| expected.get(&p.id).map(|n| (p.id, *n)))
+            .collect();
+        side.peer_senders_done(&totals);
+    }
+    // With -O the client's counts exclude the warm-up: wait for quiet instead.
+    let exact = config.omit_s == 0.0;
+    let deadline = Instant::now() + if udp { Duration::from_secs(1) } else { Duration::from_secs(3) };
+    let mut last_total = u64::MAX;
+    let mut quiet_since = Instant::now();
+    while Instant::now() < deadline {
+        let progress = side.progress();
+        let receivers_done = progress.iter().filter(|p| p.role == Role::Receiver).all(|p| {
+            if p.finished {
+                return true;
+            }
+            match (exact, expected.get(&p.id)) {
+                (true, Some(&want)) if udp => p.packets >= want,
+                (true, Some(&want)) => p.bytes >= want,
+                _ => false,
+            }
+        });
+        let total: u64 = progress.iter().map(|p| p.bytes).sum();
+        if total != last_total {
+            last_total = total;
+            quiet_since = Instant::now();
+        }
+        let quiet = !exact && quiet_since.elapsed() > Duration::from_millis(100);
+        let senders_done = progress.iter().zip(tcp_handles).all(|(p, h)| {
+            p.role == Role::Receiver
+                || p.finished
+                || h.as_ref().is_some_and(super::tcp_sender_drained)
+        });
+        if (receivers_done || quiet) && senders_done {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    side.abort();
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < deadline {
+        match events.recv_timeout(Duration::from_millis(100)) {
+            Ok(Event::Side(SideEvent::AllDone)) => break,
+            Ok(Event::Side(SideEvent::Interval(v))) => intervals.push(v),
+            _ => {}
+        }
+    }
+    side.finish()
+}
+
+fn bind_udp_listener(addr: SocketAddr, config: &TestConfig) -> Result<UdpSocket, String> {
+    let domain = if addr.is_ipv6() {
+        Domain::IPV6
+    } else {
+        Domain::IPV4
+    };
+    let sock = Socket::new(domain, Type::DGRAM, None).map_err(|e| format!("UDP socket: {e}"))?;
+    sock.set_reuse_address(true)
+        .map_err(|e| format!("SO_REUSEADDR: {e}"))?;
+    if config.rcvbuf.is_none() {
+        let _ = sock.set_recv_buffer_size(4 * 1024 * 1024);
+    }
+    sockopt::apply_buffers(&sock, config);
+    sockopt::apply_udp(&sock, config, addr.is_ipv6())?;
+    sock.bind(&addr.into())
+        .map_err(|e| format!("cannot bind UDP to {addr}: {e}"))?;
+    Ok(sock.into())
+}
+
+fn wait_udp_connect(sock: &UdpSocket, deadline: Instant) -> Result<SocketAddr, String> {
+    let mut buf = [0u8; 64 * 1024];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err("no UDP connect datagram from the iperf3 client; is UDP blocked?".into());
+        }
+        let _ = sock.set_read_timeout(Some(left.min(Duration::from_millis(200))));
+        if let Ok((_, from)) = sock.recv_from(&mut buf) {
+            // iperf3 servers take any first datagram as the connect message.
+            let _ = sock.set_read_timeout(None);
+            return Ok(from);
+        }
+    }
+}
+
+/// The server's part of the test in iperf3's text layout (--get-server-output).
+fn server_output(
+    config: &TestConfig,
+    peer: &SocketAddr,
+    connected: &[String],
+    intervals: &[Vec<StreamInterval>],
+    result: &SideResult,
+) -> String {
+    let udp = config.protocol == Protocol::Udp;
+    let mut out = format!(
+        "Accepted connection from {}, port {}\n",
+        canonical(peer.ip()),
+        peer.port()
+    );
+    for c in connected {
+        out.push_str(c);
+    }
+    let head = if udp {
+        "[ ID] Interval           Transfer     Bitrate         Jitter    Lost/Total Datagrams\n"
+    } else {
+        "[ ID] Interval           Transfer     Bitrate\n"
+    };
+    let line = |id: u32, start: f64, end: f64, bytes: u64, u: Option<&linkperf_proto::results::UdpStats>, role: &str| {
+        let secs = (end - start).max(1e-9);
+        let mut l = format!(
+            "[{:>3}] {:>6.2}-{:<6.2} sec  {}  {}",
+            id + 5,
+            start,
+            end,
+            iperf3_bytes(bytes as f64),
+            iperf3_rate(bytes as f64 * 8.0 / secs)
+        );
+        if let Some(u) = u {
+            let total = u.packets + u.lost_packets;
+            l.push_str(&format!(
+                "  {:.3} ms  {}/{} ({:.2}%)",
+                u.jitter_ms,
+                u.lost_packets,
+                total,
+                if total > 0 { 100.0 * u.lost_packets as f64 / total as f64 } else { 0.0 }
+            ));
+        }
+        format!("{l}  {role}\n")
+    };
+    out.push_str(head);
+    for iv in intervals {
+        for s in iv {
+            out.push_str(&line(s.id, s.start, s.end, s.bytes, s.udp.as_ref(), if s.omitted { "(omitted)" } else { "" }));
+        }
+    }
+    out.push_str("- - - - - - - - - - - - - - - - - - - - - - - - -\n");
+    out.push_str(head);
+    for s in &result.streams {
+        let role = if s.role == Role::Sender { "sender" } else { "receiver" };
+        out.push_str(&line(s.id, 0.0, s.seconds, s.bytes, s.udp.as_ref(), role));
+    }
+    out
+}

@@ -1,0 +1,352 @@
+//! The server side of `linkperf rr`, reached from `linkperf server` through
+//! the `LPR1` preamble. A session (Hello) owns a cookie, counters and, for
+//! UDP, a socket answered by its own thread; TCP data connections (Join) find
+//! their session by cookie and answer requests until the client closes. A
+//! client that vanishes ends only its own session.
+
+use crate::data;
+use crate::server::ServerOptions;
+use linkperf_proto::rr::{
+    self, RrClientMessage, RrServerMessage, RrServerSession, RR_VERSION, UDP_HEADER_LEN,
+};
+use linkperf_proto::{udp, Protocol, TestConfig};
+use std::collections::HashMap;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// What a session has served so far; written by its data threads.
+#[derive(Default)]
+struct Counters {
+    requests: AtomicU64,
+    transactions: AtomicU64,
+    connections: AtomicU64,
+}
+
+fn sessions() -> &'static Mutex<HashMap<u64, Arc<Counters>>> {
+    static SESSIONS: OnceLock<Mutex<HashMap<u64, Arc<Counters>>>> = OnceLock::new();
+    SESSIONS.get_or_init(Mutex::default)
+}
+
+/// How long a client may take to say what it wants, and to open its UDP flow.
+const SETUP_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Serves one rr connection (the preamble is already read). Returns true when
+/// it was a session that ran to its end (for `linkperf server --once`).
+pub fn handle(mut stream: TcpStream, options: &ServerOptions) -> bool {
+    let _ = stream.set_read_timeout(Some(SETUP_TIMEOUT));
+    let _ = stream.set_nodelay(true);
+    let mut session = RrServerSession::new();
+    let first = match read_message(&mut stream, &mut session) {
+        Ok(m) => m,
+        Err(why) => {
+            if let Some(message) = why.strip_prefix("refuse: ") {
+                send(&mut stream, &mut session, &RrServerMessage::Error {
+                    message: message.into(),
+                });
+                if options.verbose {
+                    eprintln!("rr client {}: {message}", peer(&stream));
+                }
+            }
+            return false;
+        }
+    };
+    match first {
+        RrClientMessage::Join {
+            cookie,
+            request,
+            response,
+        } => {
+            serve_tcp(stream, cookie, request, response);
+            false
+        }
+        RrClientMessage::Hello { protocol, .. } => {
+            let who = peer(&stream);
+            match run_session(stream, session, protocol) {
+                Ok(line) => {
+                    if options.verbose {
+                        println!("client {who}: {line}");
+                    }
+                }
+                Err(why) => {
+                    if options.verbose {
+                        eprintln!("rr client {who}: {why}");
+                    }
+                }
+            }
+            true
+        }
+        RrClientMessage::Finish => false,
+    }
+}
+
+fn peer(stream: &TcpStream) -> String {
+    stream
+        .peer_addr()
+        .map(|p| p.to_string())
+        .unwrap_or_else(|_| "?".into())
+}
+
+/// Reads exactly one frame (never bytes past it: raw requests may follow).
+fn read_message(
+    stream: &mut TcpStream,
+    session: &mut RrServerSession,
+) -> Result<RrClientMessage, String> {
+    let mut buf = vec![0u8; 4096];
+    loop {
+        let want = session.wanted().min(buf.len());
+        let n = match stream.read(&mut buf[..want]) {
+            Ok(0) => return Err("the client closed the connection".into()),
+            Ok(n) => n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                return Err("the client went silent".into())
+            }
+            Err(e) => return Err(format!("connection failed: {e}")),
+        };
+        match session.receive(&buf[..n]) {
+            Ok(mut messages) if !messages.is_empty() => return Ok(messages.remove(0)),
+            Ok(_) => {}
+            Err(e @ rr::RrError::Version { .. }) => return Err(format!("refuse: {e}")),
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+}
+
+fn send(stream: &mut TcpStream, session: &mut RrServerSession, m: &RrServerMessage) -> bool {
+    match session.send(m) {
+        Ok(bytes) => stream.write_all(&bytes).is_ok(),
+        Err(_) => false,
+    }
+}
+
+fn new_cookie() -> u64 {
+    let mut bytes = [0u8; 8];
+    // SAFETY: getrandom writes at most `len` bytes into the buffer we own.
+    let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+    if n == bytes.len() as isize {
+        return u64::from_ne_bytes(bytes);
+    }
+    let t = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    t ^ (std::process::id() as u64).rotate_left(40)
+}
+
+/// The kernel's boot id: equal on both ends means one kernel, hence one
+/// wall clock (the same host, or network namespaces on it).
+pub fn boot_id() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+#[inline]
+fn wall_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+/// Removes the session from the registry and stops its UDP thread when the
+/// control connection ends, however it ends.
+struct SessionGuard {
+    cookie: u64,
+    stop: Arc<AtomicBool>,
+}
+
+impl Drop for SessionGuard {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Ok(mut s) = sessions().lock() {
+            s.remove(&self.cookie);
+        }
+    }
+}
+
+fn run_session(
+    mut stream: TcpStream,
+    mut session: RrServerSession,
+    protocol: Protocol,
+) -> Result<String, String> {
+    linkperf_engine::sockopt::apply_liveness(&socket2::SockRef::from(&stream));
+    let local = stream.local_addr().map_err(|e| e.to_string())?;
+    let cookie = new_cookie();
+    let counters = Arc::new(Counters::default());
+    if let Ok(mut s) = sessions().lock() {
+        s.insert(cookie, counters.clone());
+    }
+    let guard = SessionGuard {
+        cookie,
+        stop: Arc::new(AtomicBool::new(false)),
+    };
+    let udp_port = if protocol == Protocol::Udp {
+        let config = TestConfig {
+            protocol: Protocol::Udp,
+            ..Default::default()
+        };
+        let sock = match data::bind_udp(SocketAddr::new(local.ip(), 0), &config) {
+            Ok(s) => s,
+            Err(e) => {
+                send(&mut stream, &mut session, &RrServerMessage::Error {
+                    message: e.clone(),
+                });
+                return Err(e);
+            }
+        };
+        let port = sock.local_addr().map_err(|e| e.to_string())?.port();
+        let (counters, stop) = (counters.clone(), guard.stop.clone());
+        std::thread::Builder::new()
+            .name("lp-rr-udp".into())
+            .spawn(move || serve_udp(sock, cookie, &counters, &stop))
+            .map_err(|e| e.to_string())?;
+        Some(port)
+    } else {
+        None
+    };
+    let welcome = RrServerMessage::Welcome {
+        version: RR_VERSION,
+        software: crate::SOFTWARE.into(),
+        cookie,
+        udp_port,
+        boot_id: boot_id(),
+    };
+    if !send(&mut stream, &mut session, &welcome) {
+        return Err("could not answer the client".into());
+    }
+    // The test may idle for long (--cold --idle): no read timeout; keepalive
+    // notices a vanished client.
+    let _ = stream.set_read_timeout(None);
+    match read_message(&mut stream, &mut session)? {
+        RrClientMessage::Finish => {}
+        _ => return Err("expected finish".into()),
+    }
+    let done = RrServerMessage::Done {
+        requests: counters.requests.load(Ordering::Acquire),
+        transactions: counters.transactions.load(Ordering::Acquire),
+        connections: counters.connections.load(Ordering::Acquire),
+    };
+    let _ = send(&mut stream, &mut session, &done);
+    drop(guard);
+    let connections = counters.connections.load(Ordering::Acquire);
+    Ok(format!(
+        "rr {}: {} transactions{}",
+        if protocol == Protocol::Udp {
+            "UDP"
+        } else {
+            "TCP"
+        },
+        counters.transactions.load(Ordering::Acquire),
+        if connections > 1 {
+            format!(" on {connections} connections")
+        } else {
+            String::new()
+        }
+    ))
+}
+
+/// A TCP data connection: fixed-size requests answered by fixed-size
+/// responses, stamped with the receive time, until the client closes.
+fn serve_tcp(mut stream: TcpStream, cookie: u64, request: u32, response: u32) {
+    let counters = sessions()
+        .lock()
+        .ok()
+        .and_then(|s| s.get(&cookie).cloned());
+    let Some(counters) = counters else {
+        return; // unknown or finished session: close
+    };
+    if request == 0
+        || response == 0
+        || request > rr::MAX_TCP_MESSAGE
+        || response > rr::MAX_TCP_MESSAGE
+    {
+        return;
+    }
+    counters.connections.fetch_add(1, Ordering::AcqRel);
+    let _ = stream.set_read_timeout(None);
+    let mut req = vec![0u8; request as usize];
+    let mut resp = vec![0u8; response as usize];
+    loop {
+        if read_full(&mut stream, &mut req).is_err() {
+            return;
+        }
+        rr::write_tcp_stamp(&mut resp, wall_ns());
+        counters.requests.fetch_add(1, Ordering::Relaxed);
+        // Counted before the answer leaves, so the client never sees a
+        // response the count at Finish does not include.
+        counters.transactions.fetch_add(1, Ordering::Release);
+        if stream.write_all(&resp).is_err() {
+            return;
+        }
+    }
+}
+
+/// `read_exact` that reports a clean close as an error without allocating.
+fn read_full(stream: &mut TcpStream, buf: &mut [u8]) -> Result<(), ()> {
+    let mut got = 0;
+    while got < buf.len() {
+        match stream.read(&mut buf[got..]) {
+            Ok(0) => return Err(()),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) => return Err(()),
+        }
+    }
+    Ok(())
+}
+
+/// A session's UDP flow: waits for the client's hello, then answers every
+/// request with a response of the size it asks for, until the session ends.
+fn serve_udp(sock: UdpSocket, cookie: u64, counters: &Counters, stop: &AtomicBool) {
+    let deadline = Instant::now() + SETUP_TIMEOUT;
+    if data::accept_udp(&sock, cookie, 0, deadline).is_err() {
+        return;
+    }
+    // Wake up now and then to notice the end of the session.
+    let _ = sock.set_read_timeout(Some(Duration::from_millis(200)));
+    let mut req = vec![0u8; 65_536];
+    let mut resp = vec![0u8; rr::MAX_UDP_MESSAGE as usize];
+    loop {
+        match sock.recv(&mut req) {
+            Ok(n) => {
+                let rx = wall_ns();
+                let Some((seq, size)) = rr::parse_udp_request(&req[..n]) else {
+                    if udp::parse_hello(&req[..n]) == Some((cookie, 0)) {
+                        let _ = sock.send(&udp::HELLO_ACK);
+                    }
+                    continue;
+                };
+                // A client that keeps sending after its session ended must not
+                // keep this thread forever.
+                if seq & 1023 == 1023 && stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                counters.requests.fetch_add(1, Ordering::Relaxed);
+                rr::write_udp_response(&mut resp[..UDP_HEADER_LEN], seq, rx);
+                counters.transactions.fetch_add(1, Ordering::Release);
+                let _ = sock.send(&resp[..size as usize]);
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) =>
+            {
+                if stop.load(Ordering::Acquire) {
+                    return;
+                }
+            }
+            // ICMP port unreachable from a vanished client, and the like.
+            Err(_) => {
+                if stop.load(Ordering::Acquire) {
+                    return;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,269 @@
+//! Acceptance of the emulated testbed with the real engine: `linkperf server` and
+//! `linkperf client` run inside testbed hosts (`linkperf testbed exec`) across emulated links,
+//! and what linkperf measures is compared with what the link was configured to do and with
+//! the emulator's own counters.
+//!
+//! They need root (namespaces, TAP devices) and are skipped with a message otherwise. They run
+//! one at a time (a lock), since two tests sharing the CPUs would disturb each other's rates.
+
+use linkperf_testbed::{CounterValues, Testbed};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_linkperf")
+}
+
+/// Takes the test lock, or None (with a message) when not root.
+fn start(test: &str) -> Option<std::sync::MutexGuard<'static, ()>> {
+    if linkperf_testbed::require_root().is_err() {
+        eprintln!("SKIPPED {test}: testbed tests need root (namespaces, TAP devices); CI runs them as root");
+        return None;
+    }
+    Some(ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// A testbed built by `linkperf testbed up` from a topology text, with a `linkperf server`
+/// in host `b`; both are removed when dropped.
+struct Bed {
+    name: String,
+    file: PathBuf,
+    server: Option<Child>,
+}
+
+impl Bed {
+    fn up(name: &str, links: &str) -> Bed {
+        let _ = Command::new(bin())
+            .args(["testbed", "down", name])
+            .output();
+        let file = std::env::temp_dir().join(format!("{name}.toml"));
+        let topology = format!(
+            "name = \"{name}\"\nseed = 1\n[[host]]\nname = \"a\"\naddress = \"10.77.0.1/24\"\n\
+             [[host]]\nname = \"b\"\naddress = \"10.77.0.2/24\"\n[[link]]\nends = [\"a\", \"b\"]\n{links}\n"
+        );
+        std::fs::write(&file, topology).unwrap();
+        let out = Command::new(bin())
+            .args(["testbed", "up"])
+            .arg(&file)
+            .output()
+            .expect("run linkperf testbed up");
+        assert!(
+            out.status.success(),
+            "testbed up failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut bed = Bed {
+            name: name.to_string(),
+            file,
+            server: None,
+        };
+        let server = Command::new(bin())
+            .args(["testbed", "exec", "--testbed", name, "b", "--"])
+            .args([bin(), "server", "-q"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start linkperf server in host b");
+        bed.server = Some(server);
+        bed.wait_for_server();
+        bed
+    }
+
+    fn wait_for_server(&self) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            let out = Command::new("ip")
+                .args(["netns", "exec", &format!("lp-{}-b", self.name)])
+                .args(["ss", "-Htln", "sport", "= :5211"])
+                .output()
+                .expect("run ss");
+            if !String::from_utf8_lossy(&out.stdout).trim().is_empty() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("linkperf server did not start listening in host b");
+    }
+
+    /// Runs `linkperf client 10.77.0.2 -J ARGS...` in host a and returns its JSON document.
+    fn client(&self, args: &[&str]) -> Value {
+        let out = Command::new(bin())
+            .args(["testbed", "exec", "--testbed", &self.name, "a", "--"])
+            .args([bin(), "client", "10.77.0.2", "-J", "-i", "0"])
+            .args(args)
+            .output()
+            .expect("run linkperf client in host a");
+        assert!(
+            out.status.success(),
+            "client {args:?} failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("client JSON")
+    }
+
+    /// Counters of link 0, direction a -> b.
+    fn a_to_b(&self) -> CounterValues {
+        Testbed::attach(&self.name)
+            .unwrap()
+            .counters()
+            .unwrap()
+            .into_iter()
+            .find(|c| c.link == 0 && c.direction == "a_to_b")
+            .unwrap()
+            .values
+    }
+}
+
+impl Drop for Bed {
+    fn drop(&mut self) {
+        if let Some(mut s) = self.server.take() {
+            let _ = s.kill();
+            let _ = s.wait();
+        }
+        let _ = Command::new(bin())
+            .args(["testbed", "down", &self.name])
+            .output();
+        let _ = std::fs::remove_file(&self.file);
+    }
+}
+
+fn f64_at(doc: &Value, path: &str) -> f64 {
+    doc.pointer(path)
+        .and_then(Value::as_f64)
+        .unwrap_or_else(|| panic!("{path} missing in {doc}"))
+}
+
+/// Receiver-side TCP goodput in bits/s.
+fn goodput(doc: &Value) -> f64 {
+    f64_at(doc, "/summary/received/bits_per_second")
+}
+
+/// Ethernet wire bytes of one UDP/IPv4 datagram of `payload` bytes (UDP 8 + IP 20 + 38).
+fn ethernet_wire_bytes(payload: f64) -> f64 {
+    payload + 8.0 + 20.0 + 38.0
+}
+
+#[test]
+fn udp_above_the_link_rate_is_received_at_the_rate() {
+    let Some(_lock) = start("udp_above_the_link_rate_is_received_at_the_rate") else {
+        return;
+    };
+    let bed = Bed::up("lpacc-udp", "rate = \"50M\"\ndelay = \"1ms\"\nqueue = \"100K\"");
+    let doc = bed.client(&["-u", "-b", "80M", "-l", "1400", "-t", "2"]);
+    let payload_bps = f64_at(&doc, "/summary/received/bits_per_second");
+    let wire_bps = payload_bps * ethernet_wire_bytes(1400.0) / 1400.0;
+    eprintln!(
+        "  offered 80 Mbit/s to a 50 Mbit/s link: received {:.2} Mbit/s payload = {:.2} Mbit/s on the wire",
+        payload_bps / 1e6,
+        wire_bps / 1e6
+    );
+    assert!(
+        (wire_bps / 50e6 - 1.0).abs() <= 0.02,
+        "wire rate {wire_bps} not within 2% of 50 Mbit/s"
+    );
+    let c = bed.a_to_b();
+    assert!(c.dropped_queue > 0, "the queue must have overflowed: {c:?}");
+}
+
+#[test]
+fn tcp_on_a_clean_link_reaches_90_percent_of_the_payload_rate() {
+    let Some(_lock) = start("tcp_on_a_clean_link_reaches_90_percent_of_the_payload_rate") else {
+        return;
+    };
+    let bed = Bed::up("lpacc-tcp", "rate = \"100M\"\ndelay = \"2ms\"\nqueue = \"256K\"");
+    let doc = bed.client(&["-t", "2"]);
+    // 1448 bytes of payload (MSS with timestamps) per 1538 bytes on the wire.
+    let theoretical = 100e6 * 1448.0 / 1538.0;
+    let got = goodput(&doc);
+    eprintln!(
+        "  TCP over 100 Mbit/s Ethernet: {:.2} Mbit/s, {:.1}% of {:.2}",
+        got / 1e6,
+        got / theoretical * 100.0,
+        theoretical / 1e6
+    );
+    assert!(got >= 0.9 * theoretical, "goodput {got}");
+    assert!(got <= 1.01 * theoretical, "goodput {got} above the link");
+}
+
+#[test]
+fn tcp_over_oc3c_atm_tops_out_at_the_cell_tax_ceiling() {
+    let Some(_lock) = start("tcp_over_oc3c_atm_tops_out_at_the_cell_tax_ceiling") else {
+        return;
+    };
+    let bed = Bed::up("lpacc-oc3", "preset = \"oc3c-atm\"\nqueue = \"1M\"");
+    let doc = bed.client(&["-t", "2"]);
+    // 9128 payload bytes (MTU 9180 - 40 - 12) per 192 cells of 53 bytes at 149.76 Mbit/s.
+    let ceiling = 149.76e6 * 9128.0 / (192.0 * 53.0);
+    let got = goodput(&doc);
+    eprintln!(
+        "  TCP over OC-3c ATM: {:.2} Mbit/s, ceiling {:.2}",
+        got / 1e6,
+        ceiling / 1e6
+    );
+    assert!(got >= 0.95 * ceiling && got <= 1.01 * ceiling, "{got}");
+}
+
+#[test]
+fn wan_600km_window_limited_against_tuned() {
+    let Some(_lock) = start("wan_600km_window_limited_against_tuned") else {
+        return;
+    };
+    let bed = Bed::up("lpacc-wan", "preset = \"wan-600km\"");
+    let limited = goodput(&bed.client(&["-t", "1.2", "-w", "64K"]));
+    let tuned = goodput(&bed.client(&["-t", "1.2"]));
+    let window_over_rtt = 65536.0 * 8.0 / 8.8e-3;
+    let ceiling = 149.76e6 * 9128.0 / (192.0 * 53.0);
+    eprintln!(
+        "  wan-600km: -w 64K {:.1} Mbit/s (window/RTT {:.1}), tuned {:.1} Mbit/s (ceiling {:.1})",
+        limited / 1e6,
+        window_over_rtt / 1e6,
+        tuned / 1e6,
+        ceiling / 1e6
+    );
+    // Linux doubles SO_RCVBUF and advertises part of it, so "roughly" is ±50%.
+    assert!(
+        limited >= 0.7 * window_over_rtt && limited <= 1.5 * window_over_rtt,
+        "{limited}"
+    );
+    assert!(tuned >= 0.9 * ceiling, "{tuned}");
+    assert!(tuned >= 1.5 * limited);
+}
+
+#[test]
+fn udp_loss_matches_the_configured_probability_and_the_emulator() {
+    let Some(_lock) = start("udp_loss_matches_the_configured_probability_and_the_emulator") else {
+        return;
+    };
+    let p = 0.02;
+    let bed = Bed::up("lpacc-loss", "delay = \"1ms\"\n[link.a_to_b]\nloss = \"2%\"");
+    let doc = bed.client(&["-u", "-b", "40M", "-l", "500", "-t", "2"]);
+    let sent = f64_at(&doc, "/summary/sent/packets");
+    let lost = f64_at(&doc, "/summary/received/lost_packets");
+    let c = bed.a_to_b();
+    let half_width = 2.576 * (sent * p * (1.0 - p)).sqrt();
+    eprintln!(
+        "  {sent} datagrams, {lost} lost ({:.3}%), expected {:.0} ± {half_width:.0}; emulator: {} lost of {} frames",
+        lost / sent * 100.0,
+        sent * p,
+        c.dropped_loss,
+        c.packets_in
+    );
+    assert!(sent > 10_000.0, "{sent}");
+    assert!((lost - sent * p).abs() <= half_width, "{lost}");
+    // The emulator's count is linkperf's plus any frame of the control connection (TCP on the
+    // same link) that was lost: never less, and at most the control frames it carried.
+    let control_frames = c.packets_in - sent as u64;
+    assert!(
+        c.dropped_loss >= lost as u64 && c.dropped_loss <= lost as u64 + control_frames,
+        "emulator lost {} frames ({control_frames} control frames), linkperf counted {lost}",
+        c.dropped_loss
+    );
+    assert_eq!(c.dropped_queue + c.dropped_ber + c.write_errors, 0);
+}

@@ -1,0 +1,154 @@
+//! Normalised columns and samples taken from a `linkperf client -J` document
+//! (schema `linkperf/1`), so queries need not parse the stored JSON.
+
+use crate::{NewRun, RunMetrics, Sample};
+use serde_json::Value;
+
+fn f(v: &Value, pointer: &str) -> Option<f64> {
+    v.pointer(pointer).and_then(Value::as_f64)
+}
+fn i(v: &Value, pointer: &str) -> Option<i64> {
+    v.pointer(pointer)
+        .and_then(Value::as_u64)
+        .map(|x| x.min(i64::MAX as u64) as i64)
+}
+fn s(v: &Value, pointer: &str) -> Option<String> {
+    v.pointer(pointer).and_then(Value::as_str).map(String::from)
+}
+
+/// Builds the stored form of a throughput test report.
+pub fn test_run(report: Value) -> NewRun {
+    let metrics = RunMetrics {
+        protocol: s(&report, "/test/protocol"),
+        direction: s(&report, "/test/direction"),
+        sent_bps: f(&report, "/summary/sent/bits_per_second"),
+        received_bps: f(&report, "/summary/received/bits_per_second"),
+        loss_percent: f(&report, "/summary/received/loss_percent"),
+        rtt_mean_ms: f(&report, "/summary/tcp/rtt_ms/mean"),
+        cpu_local_percent: f(&report, "/summary/cpu/local/total_percent"),
+        cpu_remote_percent: f(&report, "/summary/cpu/remote/total_percent"),
+        duration_s: f(&report, "/summary/sent/seconds"),
+        interrupted: report
+            .get("interrupted")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+    };
+    let mut samples = Vec::new();
+    if let Some(intervals) = report.get("intervals").and_then(Value::as_array) {
+        let forward_name = if metrics.direction.as_deref() == Some("reverse") {
+            "server_to_client"
+        } else {
+            "client_to_server"
+        };
+        for (k, iv) in intervals.iter().enumerate() {
+            let k = k as i64;
+            let (start, end) = (f(iv, "/start"), f(iv, "/end"));
+            let omitted = iv.get("omitted").and_then(Value::as_bool).unwrap_or(false);
+            for (key, dir) in [("sum", forward_name), ("sum_reverse", "server_to_client")] {
+                if let Some(sum) = iv.get(key).filter(|v| !v.is_null()) {
+                    samples.push(Sample {
+                        interval_idx: k,
+                        stream_id: -1,
+                        direction: dir.into(),
+                        start_s: start,
+                        end_s: end,
+                        omitted,
+                        sent_bytes: i(sum, "/sent_bytes"),
+                        sent_bps: f(sum, "/sent_bits_per_second"),
+                        received_bytes: i(sum, "/received_bytes"),
+                        received_bps: f(sum, "/received_bits_per_second"),
+                        retransmits: i(sum, "/retransmits"),
+                        rtt_ms: None,
+                        cwnd_bytes: None,
+                        lost_packets: i(sum, "/lost_packets"),
+                        jitter_ms: f(sum, "/jitter_ms"),
+                    });
+                }
+            }
+            for st in iv
+                .get("streams")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                samples.push(Sample {
+                    interval_idx: k,
+                    stream_id: i(st, "/id").unwrap_or(0),
+                    direction: s(st, "/direction").unwrap_or_else(|| forward_name.into()),
+                    start_s: f(st, "/sender/start").or(f(st, "/receiver/start")).or(start),
+                    end_s: f(st, "/sender/end").or(f(st, "/receiver/end")).or(end),
+                    omitted,
+                    sent_bytes: i(st, "/sender/bytes"),
+                    sent_bps: f(st, "/sender/bits_per_second"),
+                    received_bytes: i(st, "/receiver/bytes"),
+                    received_bps: f(st, "/receiver/bits_per_second"),
+                    retransmits: i(st, "/sender/tcp/retransmits"),
+                    rtt_ms: f(st, "/sender/tcp/rtt_ms"),
+                    cwnd_bytes: i(st, "/sender/tcp/cwnd_bytes"),
+                    lost_packets: i(st, "/receiver/udp/lost_packets"),
+                    jitter_ms: f(st, "/receiver/udp/jitter_ms"),
+                });
+            }
+        }
+    }
+    // Whole-test rows: interval_idx -1, per stream and their sum.
+    for key in ["summary", "summary_reverse"] {
+        let Some(sum) = report.get(key).filter(|v| !v.is_null()) else {
+            continue;
+        };
+        let dir = s(sum, "/direction").unwrap_or_default();
+        samples.push(Sample {
+            interval_idx: -1,
+            stream_id: -1,
+            direction: dir.clone(),
+            start_s: Some(0.0),
+            end_s: f(sum, "/sent/seconds"),
+            omitted: false,
+            sent_bytes: i(sum, "/sent/bytes"),
+            sent_bps: f(sum, "/sent/bits_per_second"),
+            received_bytes: i(sum, "/received/bytes"),
+            received_bps: f(sum, "/received/bits_per_second"),
+            retransmits: i(sum, "/sent/retransmits"),
+            rtt_ms: f(sum, "/tcp/rtt_ms/mean"),
+            cwnd_bytes: i(sum, "/tcp/cwnd_bytes"),
+            lost_packets: i(sum, "/received/lost_packets"),
+            jitter_ms: f(sum, "/received/jitter_ms"),
+        });
+        for st in sum
+            .get("streams")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            samples.push(Sample {
+                interval_idx: -1,
+                stream_id: i(st, "/id").unwrap_or(0),
+                direction: dir.clone(),
+                start_s: Some(0.0),
+                end_s: f(st, "/sender/seconds"),
+                omitted: false,
+                sent_bytes: i(st, "/sender/bytes"),
+                sent_bps: f(st, "/sender/bits_per_second"),
+                received_bytes: i(st, "/receiver/bytes"),
+                received_bps: f(st, "/receiver/bits_per_second"),
+                retransmits: i(st, "/sender/tcp/retransmits"),
+                rtt_ms: f(st, "/sender/tcp/rtt_ms"),
+                cwnd_bytes: i(st, "/sender/tcp/cwnd_bytes"),
+                lost_packets: i(st, "/receiver/udp/lost_packets"),
+                jitter_ms: f(st, "/receiver/udp/jitter_ms"),
+            });
+        }
+    }
+    NewRun {
+        kind: "test".into(),
+        started_unix_ms: i(&report, "/start/timestamp_unix_ms").unwrap_or_else(crate::now_ms),
+        host: s(&report, "/test/server").unwrap_or_default(),
+        slot: None,
+        config: report.get("test").cloned(),
+        local_facts: report.pointer("/start/local").cloned(),
+        remote_facts: report.pointer("/start/remote").cloned(),
+        metrics,
+        samples,
+        report,
+    }
+}

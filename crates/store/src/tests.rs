@@ -1,0 +1,264 @@
+use super::*;
+use serde_json::json;
+
+/// A trimmed `linkperf client -J` document: two intervals, one stream.
+pub(crate) fn sample_report(server: &str, received: f64) -> Value {
+    json!({
+        "schema": "linkperf/1",
+        "software": "linkperf 0.1.0",
+        "test": {"server": server, "port": 5211, "protocol": "tcp", "direction": "forward",
+                 "duration_s": 1.0, "parallel": 1, "length": 131072},
+        "start": {"timestamp_unix_ms": 1_700_000_000_000u64,
+                  "local": {"hostname": "a", "cpus": 2}, "remote": {"hostname": "b", "cpus": 2},
+                  "clock": "shared", "streams": []},
+        "intervals": [
+            {"start": 0.0, "end": 0.5, "omitted": false,
+             "sum": {"bits_per_second": received, "sent_bytes": 1000, "sent_bits_per_second": received,
+                     "received_bytes": 1000, "received_bits_per_second": received, "retransmits": 0},
+             "streams": [{"id": 0, "direction": "client_to_server",
+                          "sender": {"id": 0, "role": "sender", "start": 0.0, "end": 0.5, "bytes": 1000,
+                                     "bits_per_second": received, "omitted": false,
+                                     "tcp": {"retransmits": 0, "rtt_ms": 0.05, "cwnd_bytes": 65536}},
+                          "receiver": {"id": 0, "role": "receiver", "start": 0.0, "end": 0.5, "bytes": 1000,
+                                       "bits_per_second": received, "omitted": false}}]},
+            {"start": 0.5, "end": 1.0, "omitted": false,
+             "sum": {"bits_per_second": received, "sent_bytes": 1000, "sent_bits_per_second": received,
+                     "received_bytes": 1000, "received_bits_per_second": received, "retransmits": 1},
+             "streams": []}
+        ],
+        "summary": {"direction": "client_to_server",
+                    "sent": {"bytes": 2000, "bits_per_second": received * 1.01, "seconds": 1.0, "retransmits": 1},
+                    "received": {"bytes": 2000, "bits_per_second": received, "seconds": 1.0},
+                    "tcp": {"rtt_ms": {"mean": 0.05}},
+                    "cpu": {"local": {"total_percent": 12.5}, "remote": {"total_percent": 30.0}},
+                    "streams": [{"id": 0, "sender": {"bytes": 2000, "bits_per_second": received * 1.01,
+                                                     "seconds": 1.0},
+                                 "receiver": {"bytes": 2000, "bits_per_second": received}}]},
+        "warnings": [], "errors": [], "interrupted": false
+    })
+}
+
+fn memory() -> Store {
+    Store::open_at(Location::Memory).unwrap()
+}
+
+#[test]
+fn run_round_trip_keeps_columns_samples_and_json() {
+    let mut s = memory();
+    let report = sample_report("10.0.0.1", 1e9);
+    let id = s
+        .insert_run(&NewRun::from_test_report(report.clone()))
+        .unwrap();
+    let row = s.run(id, true).unwrap().unwrap();
+    assert_eq!(row.kind, "test");
+    assert_eq!(row.host, "10.0.0.1");
+    assert_eq!(row.started_unix_ms, 1_700_000_000_000);
+    assert_eq!(row.metrics.received_bps, Some(1e9));
+    assert_eq!(row.metrics.sent_bps, Some(1.01e9));
+    assert_eq!(row.metrics.cpu_local_percent, Some(12.5));
+    assert_eq!(row.metrics.cpu_remote_percent, Some(30.0));
+    assert_eq!(row.metrics.rtt_mean_ms, Some(0.05));
+    assert_eq!(row.metrics.protocol.as_deref(), Some("tcp"));
+    assert_eq!(row.report, Some(report));
+    let samples = s.samples(id).unwrap();
+    // 2 interval sums + 1 interval stream + summary sum + summary stream.
+    assert_eq!(samples.len(), 5);
+    assert_eq!(samples[0].interval_idx, -1);
+    assert_eq!(samples[0].stream_id, -1);
+    let iv1: Vec<_> = samples.iter().filter(|x| x.interval_idx == 1).collect();
+    assert_eq!(iv1[0].retransmits, Some(1));
+    let st = samples
+        .iter()
+        .find(|x| x.interval_idx == 0 && x.stream_id == 0)
+        .unwrap();
+    assert_eq!(st.cwnd_bytes, Some(65536));
+    assert_eq!(st.received_bytes, Some(1000));
+}
+
+#[test]
+fn ids_are_shared_and_list_is_newest_first() {
+    let mut s = memory();
+    let a = s
+        .insert_run(&NewRun::from_test_report(sample_report("h1", 1.0)))
+        .unwrap();
+    let sweep = s
+        .create_sweep(&NewSweep {
+            host: "h2".into(),
+            created_unix_ms: 5,
+            spec: json!({"repeat": 2}),
+            points: vec![json!({"window": "4K"})],
+            planned_runs: 2,
+        })
+        .unwrap();
+    let slot = SweepSlot {
+        sweep_id: sweep,
+        point: 0,
+        repetition: 0,
+    };
+    let b = s
+        .insert_run(&NewRun::from_test_report(sample_report("h2", 2.0)).in_sweep(slot))
+        .unwrap();
+    let c = s
+        .insert_run(&NewRun::other("rr", "h3", 7, json!({"rr": true})))
+        .unwrap();
+    assert!(a < sweep && sweep < b && b < c);
+    assert_eq!(s.entry_kind(sweep).unwrap(), Some(EntryKind::Sweep));
+    assert_eq!(s.entry_kind(c).unwrap(), Some(EntryKind::Run("rr".into())));
+    assert_eq!(s.entry_kind(999).unwrap(), None);
+
+    let top = s
+        .list(&ListFilter {
+            limit: 10,
+            ..Default::default()
+        })
+        .unwrap();
+    let ids: Vec<i64> = top.iter().map(|e| e.id).collect();
+    assert_eq!(ids, vec![c, sweep, a], "sweep members are folded into the sweep");
+    assert_eq!(top[1].sweep_runs, Some(1));
+    assert_eq!(top[1].sweep_status.as_deref(), Some("partial"));
+    let all = s
+        .list(&ListFilter {
+            limit: 10,
+            all: true,
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(all.len(), 4);
+    let page = s
+        .list(&ListFilter {
+            limit: 1,
+            before: Some(sweep),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(page[0].id, a);
+    assert_eq!(s.count(false).unwrap(), 3);
+
+    // The same point and repetition cannot be stored twice.
+    let dup = s.insert_run(&NewRun::from_test_report(sample_report("h2", 3.0)).in_sweep(slot));
+    assert!(dup.unwrap_err().message.contains("already stored"));
+    assert_eq!(s.sweep_runs(sweep, false).unwrap().len(), 1);
+}
+
+#[test]
+fn a_failed_batch_stores_nothing() {
+    let mut s = memory();
+    let sweep = s
+        .create_sweep(&NewSweep {
+            host: "h".into(),
+            created_unix_ms: 1,
+            spec: json!({}),
+            points: vec![json!({})],
+            planned_runs: 1,
+        })
+        .unwrap();
+    let slot = SweepSlot {
+        sweep_id: sweep,
+        point: 0,
+        repetition: 0,
+    };
+    let run = NewRun::from_test_report(sample_report("h", 1.0)).in_sweep(slot);
+    assert!(s.insert_runs(&[run.clone(), run]).is_err());
+    assert_eq!(s.count(true).unwrap(), 1, "only the sweep itself");
+    assert_eq!(s.sweep_runs(sweep, false).unwrap().len(), 0);
+}
+
+#[test]
+fn newer_schema_is_refused_with_one_line() {
+    let dir = std::env::temp_dir().join(format!("linkperf-store-test-{}", std::process::id()));
+    let path = dir.join("a.db");
+    let _ = std::fs::remove_file(&path);
+    {
+        let mut s = Store::open_at(Location::Sqlite(path.clone())).unwrap();
+        assert_eq!(s.schema_version().unwrap(), SCHEMA_VERSION);
+        s.set_schema_version(SCHEMA_VERSION + 1).unwrap();
+    }
+    let e = Store::open_at(Location::Sqlite(path.clone()))
+        .err()
+        .unwrap();
+    assert!(e.message.contains("newer"), "{e}");
+    assert!(e.message.contains(&path.display().to_string()), "{e}");
+    assert!(!e.message.contains('\n'));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_locations_fail_clearly() {
+    assert!(Location::parse("").is_err());
+    assert!(Location::parse("mysql://x").is_err());
+    assert_eq!(
+        Location::parse("postgres://u:secret@h/db")
+            .unwrap()
+            .describe(),
+        "postgres://u@h/db"
+    );
+    let e = Store::open_at(Location::Sqlite("/proc/no/such/dir/a.db".into()))
+        .err()
+        .unwrap();
+    assert!(e.message.contains("/proc/no/such/dir"), "{e}");
+    let dir = std::env::temp_dir();
+    let e = Store::open_at(Location::Sqlite(dir.clone())).err().unwrap();
+    assert!(e.message.contains("directory"), "{e}");
+    let junk = dir.join(format!("linkperf-junk-{}.db", std::process::id()));
+    std::fs::write(&junk, vec![b'x'; 4096]).unwrap();
+    let e = Store::open_at(Location::Sqlite(junk.clone())).err().unwrap();
+    assert!(e.message.contains("not a database"), "{e}");
+    let _ = std::fs::remove_file(&junk);
+}
+
+#[test]
+fn postgres_backend_matches_sqlite() {
+    let Some(url) = std::env::var("LINKPERF_TEST_PG").ok().filter(|u| !u.is_empty()) else {
+        eprintln!("skipped: set LINKPERF_TEST_PG=postgres://... to test the PostgreSQL backend");
+        return;
+    };
+    let schema = format!("lp_store_unit_{}", std::process::id());
+    let url = postgres_schema_url(&url, &schema);
+    create_postgres_schema(&url, &schema).unwrap();
+    let mut pg = Store::open(Some(&url)).unwrap();
+    assert!(pg.is_postgres());
+    let mut lite = memory();
+    for s in [&mut pg, &mut lite] {
+        let sweep = s
+            .create_sweep(&NewSweep {
+                host: "h".into(),
+                created_unix_ms: 1,
+                spec: json!({"repeat": 2}),
+                points: vec![json!({"w": "4K"}), json!({"w": "8K"})],
+                planned_runs: 4,
+            })
+            .unwrap();
+        for p in 0..2 {
+            for r in 0..2 {
+                let slot = SweepSlot {
+                    sweep_id: sweep,
+                    point: p,
+                    repetition: r,
+                };
+                s.insert_run(
+                    &NewRun::from_test_report(sample_report("h", (p * 10 + r) as f64))
+                        .in_sweep(slot),
+                )
+                .unwrap();
+            }
+        }
+        s.set_sweep_status(sweep, "complete").unwrap();
+    }
+    let a = pg.sweep(1).unwrap().unwrap();
+    let b = lite.sweep(1).unwrap().unwrap();
+    assert_eq!(a, b);
+    let ra = pg.sweep_runs(1, true).unwrap();
+    let rb = lite.sweep_runs(1, true).unwrap();
+    assert_eq!(ra, rb);
+    assert_eq!(pg.samples(2).unwrap(), lite.samples(2).unwrap());
+    let f = ListFilter {
+        limit: 10,
+        all: true,
+        ..Default::default()
+    };
+    assert_eq!(pg.list(&f).unwrap(), lite.list(&f).unwrap());
+    pg.set_schema_version(SCHEMA_VERSION + 1).unwrap();
+    let e = Store::open(Some(&url)).err().unwrap();
+    assert!(e.message.contains("newer"), "{e}");
+    drop_postgres_schema(&url, &schema).unwrap();
+}
