@@ -35,6 +35,12 @@ pub enum Command {
     /// Emulated testbeds: hosts in namespaces joined by emulated WAN links.
     #[command(subcommand)]
     Testbed(linkperf_testbed::TestbedCommand),
+    /// Run a parameter study: every combination of --vary values, repeated, stored.
+    Sweep(crate::sweep::SweepArgs),
+    /// Browse the results archive: list, show, compare, export.
+    Results(crate::results::ResultsArgs),
+    /// Write one self-contained HTML report (plots and tables) of a run or sweep.
+    Report(crate::report_cmd::ReportArgs),
 }
 
 fn size(s: &str) -> Result<u64, String> {
@@ -78,7 +84,7 @@ pub struct ServerArgs {
     pub exclusive: bool,
 }
 
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Clone)]
 pub struct ClientArgs {
     /// Server to test against.
     pub host: Option<String>,
@@ -172,9 +178,37 @@ pub struct ClientArgs {
     /// Start at this wall-clock time (ms since the Unix epoch), for synchronised runs.
     #[arg(long, hide = true)]
     pub start_at: Option<u64>,
+    /// The server is a stock iperf3 server (implied by -p 5201 unless --no-iperf3).
+    #[arg(long, conflicts_with = "no_iperf3")]
+    pub iperf3: bool,
+    /// Speak linkperf's protocol even on port 5201.
+    #[arg(long)]
+    pub no_iperf3: bool,
+    /// Output: text, json (= -J), json-stream, or iperf3-json (iperf3's -J layout).
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub format: OutputFormat,
+    /// Results archive: a SQLite file or a postgres:// URL (default: the user's data directory).
+    #[arg(long, value_name = "PATH|URL")]
+    pub db: Option<String>,
+    /// Do not store the result in the archive.
+    #[arg(long, conflicts_with = "db")]
+    pub no_store: bool,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputFormat {
+    Text,
+    Json,
+    JsonStream,
+    Iperf3Json,
 }
 
 impl ClientArgs {
+    /// Whether to speak iperf3's protocol: --iperf3, or iperf3's port 5201.
+    pub fn iperf3_mode(&self) -> bool {
+        self.iperf3 || (self.port == linkperf_proto::iperf3::DEFAULT_PORT && !self.no_iperf3)
+    }
+
     pub fn host(&self) -> Result<String, String> {
         match (&self.host, &self.client) {
             (Some(_), Some(_)) => Err("give the server once: either HOST or -c HOST".into()),

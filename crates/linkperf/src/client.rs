@@ -512,15 +512,24 @@ fn drive(
 /// does it speak this protocol version?
 pub fn greet(host: &str, port: u16) -> Result<(), ClientError> {
     let addr = resolve(host, port, None)?;
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(3)).map_err(|e| connect_error(addr, e))?;
-    stream.write_all(&Preamble::Control.bytes()).map_err(|e| fail(e.to_string()))?;
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(3))
+        .map_err(|e| connect_error(addr, e))?;
+    stream
+        .write_all(&Preamble::Control.bytes())
+        .map_err(|e| fail(e.to_string()))?;
     let (tx, events) = mpsc::channel();
-    let control = Control::start(stream, ClientSession::new(), tx, Event::Server).map_err(|e| fail(e.to_string()))?;
+    let control = Control::start(stream, ClientSession::new(), tx, Event::Server)
+        .map_err(|e| fail(e.to_string()))?;
     control
-        .send(&ClientMessage::Hello { version: PROTOCOL_VERSION, software: crate::SOFTWARE.into() })
+        .send(&ClientMessage::Hello {
+            version: PROTOCOL_VERSION,
+            software: crate::SOFTWARE.into(),
+        })
         .map_err(fail)?;
     let result = wait_message(&events, Duration::from_secs(5), "greeting").map(|_| ());
-    let _ = control.send(&ClientMessage::Cancel { reason: "probe".into() });
+    let _ = control.send(&ClientMessage::Cancel {
+        reason: "probe".into(),
+    });
     control.shutdown();
     result
 }
@@ -538,13 +547,15 @@ pub fn run_third_party(
     cancel: Option<&AtomicBool>,
 ) -> Result<serde_json::Value, ClientError> {
     let agent = resolve(from.0, from.1, family)?;
-    let mut stream = TcpStream::connect_timeout(&agent, Duration::from_secs(5)).map_err(|e| connect_error(agent, e))?;
+    let mut stream = TcpStream::connect_timeout(&agent, Duration::from_secs(5))
+        .map_err(|e| connect_error(agent, e))?;
     linkperf_engine::sockopt::apply_liveness(&socket2::SockRef::from(&stream));
     stream
         .write_all(&Preamble::Control.bytes())
         .map_err(|e| fail(e.to_string()))?;
     let (tx, events) = mpsc::channel();
-    let control = Control::start(stream, ClientSession::new(), tx, Event::Server).map_err(|e| fail(e.to_string()))?;
+    let control = Control::start(stream, ClientSession::new(), tx, Event::Server)
+        .map_err(|e| fail(e.to_string()))?;
     let result = relay_loop(&control, &events, target, config, on_interval, cancel);
     control.shutdown();
     result
@@ -559,34 +570,54 @@ fn relay_loop(
     cancel: Option<&AtomicBool>,
 ) -> Result<serde_json::Value, ClientError> {
     control
-        .send(&ClientMessage::Hello { version: PROTOCOL_VERSION, software: crate::SOFTWARE.into() })
+        .send(&ClientMessage::Hello {
+            version: PROTOCOL_VERSION,
+            software: crate::SOFTWARE.into(),
+        })
         .map_err(fail)?;
     wait_message(events, Duration::from_secs(10), "greeting")?;
     control
-        .send(&ClientMessage::ThirdParty { target: target.0.to_string(), port: target.1, config: config.clone() })
+        .send(&ClientMessage::ThirdParty {
+            target: target.0.to_string(),
+            port: target.1,
+            config: config.clone(),
+        })
         .map_err(fail)?;
     let lead = config
         .start_at_unix_ms
         .map(|at| Duration::from_millis(at.saturating_sub(unix_ms())))
         .unwrap_or_default();
-    let limit = lead + Duration::from_secs_f64(config.duration_s.min(86_400.0)) + Duration::from_secs(60);
+    let limit =
+        lead + Duration::from_secs_f64(config.duration_s.min(86_400.0)) + Duration::from_secs(60);
     let deadline = Instant::now() + limit;
     let mut cancelled = false;
     loop {
         if let (Some(flag), false) = (cancel, cancelled) {
             if flag.load(Ordering::Relaxed) {
                 cancelled = true;
-                let _ = control.send(&ClientMessage::Cancel { reason: "interrupted".into() });
+                let _ = control.send(&ClientMessage::Cancel {
+                    reason: "interrupted".into(),
+                });
             }
         }
         match events.recv_timeout(Duration::from_millis(100)) {
-            Ok(Event::Server(Incoming::Message(ServerMessage::RelayInterval { interval }))) => on_interval(&interval),
-            Ok(Event::Server(Incoming::Message(ServerMessage::RelayReport { report }))) => return Ok(report),
-            Ok(Event::Server(Incoming::Message(ServerMessage::Error { message }))) => return Err(fail(message)),
-            Ok(Event::Server(Incoming::Message(other))) => {
-                return Err(fail(format!("unexpected message from the agent: {other:?}")))
+            Ok(Event::Server(Incoming::Message(ServerMessage::RelayInterval { interval }))) => {
+                on_interval(&interval)
             }
-            Ok(Event::Server(Incoming::Lost(why))) => return Err(fail(format!("lost the agent: {why}"))),
+            Ok(Event::Server(Incoming::Message(ServerMessage::RelayReport { report }))) => {
+                return Ok(report)
+            }
+            Ok(Event::Server(Incoming::Message(ServerMessage::Error { message }))) => {
+                return Err(fail(message))
+            }
+            Ok(Event::Server(Incoming::Message(other))) => {
+                return Err(fail(format!(
+                    "unexpected message from the agent: {other:?}"
+                )))
+            }
+            Ok(Event::Server(Incoming::Lost(why))) => {
+                return Err(fail(format!("lost the agent: {why}")))
+            }
             Ok(Event::Side(_)) => {}
             Err(RecvTimeoutError::Timeout) => {
                 if Instant::now() > deadline {
@@ -599,5 +630,8 @@ fn relay_loop(
 }
 
 fn unix_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }

@@ -28,9 +28,12 @@ mod demo;
 mod diagnose;
 mod iperf3;
 mod report;
+mod report_cmd;
+mod results;
 mod rr;
 mod server;
 mod signals;
+mod sweep;
 mod text;
 
 use clap::Parser;
@@ -64,6 +67,9 @@ fn main() -> ExitCode {
         Command::Server(args) => run_server(args),
         Command::Client(args) => run_client(args),
         Command::Demo => demo::run(),
+        Command::Sweep(args) => sweep::run::run(args),
+        Command::Results(args) => results::run(args),
+        Command::Report(args) => report_cmd::run(args),
         Command::Campaign(cmd) => campaign::run(cmd),
         Command::Rr(args) => rr::main(args),
         Command::Testbed(cmd) => match linkperf_testbed::run(cmd) {
@@ -132,7 +138,13 @@ fn run_client(args: ClientArgs) -> ExitCode {
     if let Some(from) = &args.from {
         return third_party(from, &options, &args);
     }
-    let human = !args.json && !args.json_stream;
+    let iperf3_json = args.format == cli::OutputFormat::Iperf3Json;
+    let args = ClientArgs {
+        json: args.json || args.format == cli::OutputFormat::Json,
+        json_stream: args.json_stream || args.format == cli::OutputFormat::JsonStream,
+        ..args
+    };
+    let human = !args.json && !args.json_stream && !iperf3_json;
     let udp = options.config.protocol == linkperf_proto::Protocol::Udp;
     let header = text::header(&options.config, &options.host, options.port);
     // Printed with the first result, so a failed connection prints only its error.
@@ -157,9 +169,31 @@ fn run_client(args: ClientArgs) -> ExitCode {
             say!("{line}");
         }
     };
-    match client::run(&options, &mut on_interval, Some(&signals::INTERRUPTED)) {
+    let outcome = if args.iperf3_mode() {
+        iperf3::client::run(&options, &mut on_interval, Some(&signals::INTERRUPTED))
+    } else {
+        client::run(&options, &mut on_interval, Some(&signals::INTERRUPTED))
+    };
+    match outcome {
         Ok(report) => {
-            if args.json {
+            // Stored before printing, so a slow archive cannot cut the output
+            // short on Ctrl-C; a failure to store is only a warning.
+            if !args.no_store {
+                let doc = serde_json::to_value(&report).expect("report serialises");
+                let run = linkperf_store::NewRun::from_test_report(doc);
+                if let Err(e) = linkperf_store::Store::open(args.db.as_deref())
+                    .and_then(|mut s| s.insert_run(&run))
+                {
+                    eprintln!("linkperf: warning: the result was not stored: {e}");
+                }
+            }
+            if iperf3_json {
+                say!(
+                    "{}",
+                    serde_json::to_string_pretty(&iperf3::json::to_iperf3_json(&report))
+                        .expect("report serialises")
+                );
+            } else if args.json {
                 say!(
                     "{}",
                     serde_json::to_string_pretty(&report).expect("report serialises")
@@ -183,6 +217,14 @@ fn run_client(args: ClientArgs) -> ExitCode {
             }
         }
         Err(e) => {
+            if iperf3_json {
+                // iperf3 -J writes the error into its document too.
+                let doc = serde_json::json!({"start": {}, "intervals": [], "end": {}, "error": e.message});
+                say!(
+                    "{}",
+                    serde_json::to_string_pretty(&doc).expect("error serialises")
+                );
+            }
             if args.json {
                 let doc = serde_json::json!({"schema": report::SCHEMA, "error": e.message});
                 say!(
@@ -230,14 +272,21 @@ fn third_party(from: &str, options: &client::ClientOptions, args: &ClientArgs) -
     match outcome {
         Ok(report) => {
             if args.json {
-                say!("{}", serde_json::to_string_pretty(&report).expect("report serialises"));
+                say!(
+                    "{}",
+                    serde_json::to_string_pretty(&report).expect("report serialises")
+                );
             } else {
                 let s = &report["summary"];
                 say!(
                     "{from} -> {}: sent {}, received {}",
                     options.host,
-                    linkperf_units::format_rate(s["sent"]["bits_per_second"].as_f64().unwrap_or(0.0)),
-                    linkperf_units::format_rate(s["received"]["bits_per_second"].as_f64().unwrap_or(0.0))
+                    linkperf_units::format_rate(
+                        s["sent"]["bits_per_second"].as_f64().unwrap_or(0.0)
+                    ),
+                    linkperf_units::format_rate(
+                        s["received"]["bits_per_second"].as_f64().unwrap_or(0.0)
+                    )
                 );
             }
             ExitCode::SUCCESS
@@ -245,7 +294,10 @@ fn third_party(from: &str, options: &client::ClientOptions, args: &ClientArgs) -
         Err(e) => {
             if args.json {
                 let doc = serde_json::json!({"schema": report::SCHEMA, "error": e.message});
-                say!("{}", serde_json::to_string_pretty(&doc).expect("error serialises"));
+                say!(
+                    "{}",
+                    serde_json::to_string_pretty(&doc).expect("error serialises")
+                );
             }
             eprintln!("linkperf: {}", e.message);
             ExitCode::from(e.exit_code as u8)

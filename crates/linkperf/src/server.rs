@@ -133,17 +133,19 @@ impl Server {
                         let registry = registry.clone();
                         let options = options.clone();
                         let finished = finished.clone();
-                        let _ = std::thread::Builder::new()
-                            .name("lp-conn".into())
-                            .spawn(move || {
-                                if handle_connection(stream, registry, &options) && options.once {
-                                    finished.store(true, Ordering::Release);
-                                    let _ = TcpStream::connect_timeout(
-                                        &loopback_of(wake),
-                                        Duration::from_secs(1),
-                                    );
-                                }
-                            });
+                        let _ =
+                            std::thread::Builder::new()
+                                .name("lp-conn".into())
+                                .spawn(move || {
+                                    if handle_connection(stream, registry, &options) && options.once
+                                    {
+                                        finished.store(true, Ordering::Release);
+                                        let _ = TcpStream::connect_timeout(
+                                            &loopback_of(wake),
+                                            Duration::from_secs(1),
+                                        );
+                                    }
+                                });
                     }
                 });
         }

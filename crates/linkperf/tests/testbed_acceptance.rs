@@ -38,9 +38,7 @@ struct Bed {
 
 impl Bed {
     fn up(name: &str, links: &str) -> Bed {
-        let _ = Command::new(bin())
-            .args(["testbed", "down", name])
-            .output();
+        let _ = Command::new(bin()).args(["testbed", "down", name]).output();
         let file = std::env::temp_dir().join(format!("{name}.toml"));
         let topology = format!(
             "name = \"{name}\"\nseed = 1\n[[host]]\nname = \"a\"\naddress = \"10.77.0.1/24\"\n\
@@ -155,7 +153,10 @@ fn udp_above_the_link_rate_is_received_at_the_rate() {
     let Some(_lock) = start("udp_above_the_link_rate_is_received_at_the_rate") else {
         return;
     };
-    let bed = Bed::up("lpacc-udp", "rate = \"50M\"\ndelay = \"1ms\"\nqueue = \"100K\"");
+    let bed = Bed::up(
+        "lpacc-udp",
+        "rate = \"50M\"\ndelay = \"1ms\"\nqueue = \"100K\"",
+    );
     let doc = bed.client(&["-u", "-b", "80M", "-l", "1400", "-t", "2"]);
     let payload_bps = f64_at(&doc, "/summary/received/bits_per_second");
     let wire_bps = payload_bps * ethernet_wire_bytes(1400.0) / 1400.0;
@@ -177,7 +178,10 @@ fn tcp_on_a_clean_link_reaches_90_percent_of_the_payload_rate() {
     let Some(_lock) = start("tcp_on_a_clean_link_reaches_90_percent_of_the_payload_rate") else {
         return;
     };
-    let bed = Bed::up("lpacc-tcp", "rate = \"100M\"\ndelay = \"2ms\"\nqueue = \"256K\"");
+    let bed = Bed::up(
+        "lpacc-tcp",
+        "rate = \"100M\"\ndelay = \"2ms\"\nqueue = \"256K\"",
+    );
     let doc = bed.client(&["-t", "2"]);
     // 1448 bytes of payload (MSS with timestamps) per 1538 bytes on the wire.
     let theoretical = 100e6 * 1448.0 / 1538.0;
@@ -242,7 +246,10 @@ fn udp_loss_matches_the_configured_probability_and_the_emulator() {
         return;
     };
     let p = 0.02;
-    let bed = Bed::up("lpacc-loss", "delay = \"1ms\"\n[link.a_to_b]\nloss = \"2%\"");
+    let bed = Bed::up(
+        "lpacc-loss",
+        "delay = \"1ms\"\n[link.a_to_b]\nloss = \"2%\"",
+    );
     let doc = bed.client(&["-u", "-b", "40M", "-l", "500", "-t", "2"]);
     let sent = f64_at(&doc, "/summary/sent/packets");
     let lost = f64_at(&doc, "/summary/received/lost_packets");

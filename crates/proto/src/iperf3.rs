@@ -174,7 +174,10 @@ pub enum Item {
     State(State),
     Json(Value),
     /// A server's error report: iperf3 error number and the OS errno.
-    ServerError { i_errno: i32, os_errno: i32 },
+    ServerError {
+        i_errno: i32,
+        os_errno: i32,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -238,8 +241,10 @@ impl Decoder {
             Next::State => 1,
             Next::ErrorNumbers => 8,
             Next::Json if self.buf.len() < 4 => 4,
-            Next::Json => 4 + u32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]])
-                as usize,
+            Next::Json => {
+                4 + u32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]])
+                    as usize
+            }
         };
         need.saturating_sub(self.buf.len()).max(1)
     }
@@ -529,10 +534,9 @@ impl Results {
             cpu_util_total: num("cpu_util_total")?,
             cpu_util_user: num("cpu_util_user")?,
             cpu_util_system: num("cpu_util_system")?,
-            sender_has_retransmits: v
-                .get("sender_has_retransmits")
-                .map(signed)
-                .ok_or_else(|| DecodeError::BadJson("results without sender_has_retransmits".into()))?,
+            sender_has_retransmits: v.get("sender_has_retransmits").map(signed).ok_or_else(
+                || DecodeError::BadJson("results without sender_has_retransmits".into()),
+            )?,
             congestion_used: v
                 .get("congestion_used")
                 .and_then(Value::as_str)
@@ -819,7 +823,10 @@ mod tests {
         let p = Params::from_json(&v).unwrap();
         assert!(p.udp && p.bidirectional && p.udp_counters_64bit && p.dont_fragment);
         assert!(p.repeating_payload);
-        assert_eq!((p.bytes, p.window, p.len, p.burst, p.tos), (1 << 20, 262_144, 1400, 5, 16));
+        assert_eq!(
+            (p.bytes, p.window, p.len, p.burst, p.tos),
+            (1 << 20, 262_144, 1400, 5, 16)
+        );
         assert_eq!(p.bandwidth, 100_000_000);
         assert!(p.other.is_empty());
         let back = Params::from_json(&p.to_json()).unwrap();
@@ -871,7 +878,10 @@ mod tests {
     fn udp_header_32_and_64_bit() {
         let mut b = [0u8; 20];
         write_udp_header(&mut b, 1_700_000_000_123_456_789, 5, false);
-        assert_eq!(&b[..12], &[0x65, 0x53, 0xf1, 0x00, 0x00, 0x01, 0xe2, 0x40, 0, 0, 0, 5]);
+        assert_eq!(
+            &b[..12],
+            &[0x65, 0x53, 0xf1, 0x00, 0x00, 0x01, 0xe2, 0x40, 0, 0, 0, 5]
+        );
         assert_eq!(
             parse_udp_header(&b, false),
             Some((1_700_000_000_123_456_000, 5))

@@ -408,9 +408,9 @@ pub fn check_size(what: &str, size: u64, protocol: Protocol) -> Result<u32, Stri
             Protocol::Udp => format!(
                 "{what} of {size} bytes does not fit in one UDP datagram (at most {max} bytes)"
             ),
-            Protocol::Tcp => format!(
-                "{what} of {size} bytes exceeds the {max}-byte limit for a TCP transaction"
-            ),
+            Protocol::Tcp => {
+                format!("{what} of {size} bytes exceeds the {max}-byte limit for a TCP transaction")
+            }
         });
     }
     Ok(size as u32)
@@ -470,7 +470,9 @@ mod tests {
             .unwrap();
         assert_eq!(
             welcome,
-            frame(r#"{"type":"welcome","version":1,"software":"s","cookie":7,"udp_port":null,"boot_id":"b"}"#)
+            frame(
+                r#"{"type":"welcome","version":1,"software":"s","cookie":7,"udp_port":null,"boot_id":"b"}"#
+            )
         );
         assert_eq!(s.phase(), RrPhase::Running);
         // A second hello is a protocol error, not a new session.
@@ -515,7 +517,10 @@ mod tests {
             protocol: Protocol::Tcp,
         })
         .unwrap();
-        assert!(c.send(&RrClientMessage::Finish).is_err(), "finish before welcome");
+        assert!(
+            c.send(&RrClientMessage::Finish).is_err(),
+            "finish before welcome"
+        );
         let w = c
             .receive(&frame(
                 r#"{"type":"welcome","version":1,"software":"s","cookie":7,"udp_port":null}"#,
@@ -602,10 +607,7 @@ mod tests {
     fn udp_request_and_response_layout() {
         let mut b = [0xAAu8; 20];
         write_udp_request(&mut b, 0x0102030405060708, 64);
-        assert_eq!(
-            &b[..16],
-            &[1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 64, 0, 0, 0, 0]
-        );
+        assert_eq!(&b[..16], &[1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 64, 0, 0, 0, 0]);
         assert_eq!(parse_udp_request(&b), Some((0x0102030405060708, 64)));
         assert_eq!(parse_udp_request(&b[..15]), None);
         write_udp_request(&mut b, 1, 8);

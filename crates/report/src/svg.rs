@@ -87,6 +87,8 @@ pub struct Text<'a> {
     pub fill: &'a str,
     /// Degrees, clockwise, about the anchor point.
     pub rotate: f64,
+    /// A white outline behind the glyphs, for text drawn over data.
+    pub halo: bool,
 }
 
 impl Text<'_> {
@@ -97,6 +99,7 @@ impl Text<'_> {
             bold: false,
             fill: "#222",
             rotate: 0.0,
+            halo: false,
         }
     }
     pub fn anchor(mut self, anchor: Anchor) -> Self {
@@ -150,8 +153,6 @@ impl<'a> Stroke<'a> {
 /// An SVG document under construction.
 #[derive(Debug)]
 pub struct Svg {
-    width: f64,
-    height: f64,
     out: String,
 }
 
@@ -174,15 +175,7 @@ impl Svg {
             num(width),
             num(height)
         );
-        Svg { width, height, out }
-    }
-
-    pub fn width(&self) -> f64 {
-        self.width
-    }
-
-    pub fn height(&self) -> f64 {
-        self.height
+        Svg { out }
     }
 
     pub fn line(&mut self, x1: f64, y1: f64, x2: f64, y2: f64, stroke: Stroke) {
@@ -353,6 +346,11 @@ impl Svg {
         );
         if style.bold {
             self.out.push_str(" font-weight=\"bold\"");
+        }
+        if style.halo {
+            self.out.push_str(
+                " stroke=\"#fff\" stroke-width=\"3\" stroke-linejoin=\"round\" paint-order=\"stroke\"",
+            );
         }
         if style.rotate != 0.0 {
             let _ = write!(

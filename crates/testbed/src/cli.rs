@@ -247,6 +247,7 @@ fn status_json(tb: &Testbed) -> serde_json::Value {
                 "devices": [lp.ends[0].device, lp.ends[1].device],
                 "preset": l.preset,
                 "mtu": l.mtu,
+                "offload": l.offload,
                 "a_to_b": dir("a_to_b", &l.a_to_b),
                 "b_to_a": dir("b_to_a", &l.b_to_a),
             })
@@ -310,9 +311,10 @@ fn describe(tb: &Testbed, counters: bool) -> String {
             .as_deref()
             .map(|p| format!(" preset {p}"))
             .unwrap_or_default();
+        let offload = if l.offload { "" } else { " offload off" };
         let _ = writeln!(
             s,
-            "  link {i}: {} <-> {} mtu {}{preset}",
+            "  link {i}: {} <-> {} mtu {}{preset}{offload}",
             l.ends[0], l.ends[1], l.mtu
         );
         for (name, from, to, p) in [

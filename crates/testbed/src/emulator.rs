@@ -1,11 +1,13 @@
 //! The emulator process: owns every TAP device of a testbed and runs one forwarding thread per
-//! link direction. Each thread reads frames from its ingress TAP, runs them through its
-//! [`Scheduler`], and sleeps in ppoll(2) until the next frame is due or another arrives, then
-//! releases every due frame at once. A reporter thread snapshots the counters to the state dir.
+//! link direction. Each thread reads frames from its ingress TAP, runs them segment by segment
+//! through its [`Scheduler`] (a TCP super-packet is one read but many segments, see
+//! [`crate::gso`]), and sleeps in ppoll(2) until the next segment is due or another frame
+//! arrives, then releases every due segment at once, merging what can go in one write.
+//! A reporter thread snapshots the counters to the state dir.
 
 use crate::counters::{DirectionCounters, LinkCounters};
 use crate::error::TestbedError;
-use crate::gso::{Segmentation, VnetHeader, VNET_HDR_LEN};
+use crate::gso::{Segmentation, TcpPacket, VnetHeader, VNET_HDR_LEN};
 use crate::netns::in_netns;
 use crate::scheduler::Scheduler;
 use crate::state::{
@@ -24,6 +26,8 @@ pub const COUNTER_PERIOD: Duration = Duration::from_millis(100);
 const READ_BATCH: usize = 64;
 /// Free buffers kept for reuse per direction, of each size.
 const POOL_LIMIT: usize = 4096;
+/// Most packets merged into one write (GRO's own limit is 64 segments).
+const TRAIN_LIMIT: usize = 64;
 /// Room for the largest frame a TAP hands over: a 64 KiB TCP super-packet with its
 /// Ethernet and virtio-net headers.
 const BIG_BUFFER: usize = VNET_HDR_LEN + 14 + 65535 + 64;
@@ -211,6 +215,8 @@ struct Packet {
     vnet: VnetHeader,
     /// The geometry of a TCP super-packet; None for a frame that is one packet.
     gso: Option<Segmentation>,
+    /// A plain TCP data packet, which may join a train of them when written.
+    tcp: Option<TcpPacket>,
 }
 
 impl Packet {
@@ -225,11 +231,61 @@ struct Segment {
     index: usize,
 }
 
-/// Consecutive segments of one packet released together, written with one system call.
+/// Packets released together and written with one system call: consecutive segments of one
+/// super-packet, or a train of consecutive TCP packets of one flow merged into a super-packet
+/// (what GRO in the receiving host's NIC would make of them).
 struct Run {
     packet: Rc<Packet>,
     first: usize,
     count: usize,
+    /// Packets following `packet` (a plain TCP packet) in a train.
+    train: Vec<Rc<Packet>>,
+    /// Payload bytes of `packet` and the train.
+    train_payload: usize,
+}
+
+impl Run {
+    fn new(segment: Segment, mut train: Vec<Rc<Packet>>) -> Run {
+        train.clear();
+        Run {
+            train_payload: segment.packet.tcp.map_or(0, |t| t.payload()),
+            packet: segment.packet,
+            first: segment.index,
+            count: 1,
+            train,
+        }
+    }
+
+    /// Takes `segment` into the run if it can be written with it; gives it back otherwise.
+    fn absorb(&mut self, segment: Segment) -> Result<(), Segment> {
+        if self.train.is_empty()
+            && Rc::ptr_eq(&self.packet, &segment.packet)
+            && self.first + self.count == segment.index
+        {
+            self.count += 1;
+            return Ok(());
+        }
+        let (Some(head), Some(next)) = (self.packet.tcp, segment.packet.tcp) else {
+            return Err(segment);
+        };
+        let last = self.train.last().unwrap_or(&self.packet);
+        let joins = self.train.len() + 1 < TRAIN_LIMIT
+            && last.tcp.is_some_and(|last| {
+                head.continues(
+                    self.packet.frame(),
+                    &last,
+                    self.train_payload,
+                    &next,
+                    segment.packet.frame(),
+                )
+            });
+        if !joins {
+            return Err(segment);
+        }
+        self.train_payload += next.payload();
+        self.train.push(segment.packet);
+        Ok(())
+    }
 }
 
 /// The forwarding loop of one direction. Runs until its ingress device disappears.
@@ -246,8 +302,10 @@ struct Forwarder {
     big_pool: Vec<Vec<u8>>,
     /// Where the next frame is read: big enough for any frame, so none is ever truncated.
     scratch: Vec<u8>,
-    /// Headers of a partial run of segments, built before it is written.
+    /// Headers of a partial run of segments or of a train, built before it is written.
     run_headers: Vec<u8>,
+    iovecs: Vec<libc::iovec>,
+    spare_train: Vec<Rc<Packet>>,
     name: String,
 }
 
@@ -272,6 +330,8 @@ impl Forwarder {
             big_pool: Vec::new(),
             scratch: vec![0; BIG_BUFFER],
             run_headers: Vec::with_capacity(256),
+            iovecs: Vec::with_capacity(TRAIN_LIMIT + 1),
+            spare_train: Vec::with_capacity(TRAIN_LIMIT),
             name,
         }
     }
@@ -350,21 +410,21 @@ impl Forwarder {
             small[..len].copy_from_slice(&self.scratch[..len]);
             small
         } else {
-            let fresh = self
-                .big_pool
-                .pop()
-                .unwrap_or_else(|| vec![0; BIG_BUFFER]);
+            let fresh = self.big_pool.pop().unwrap_or_else(|| vec![0; BIG_BUFFER]);
             std::mem::replace(&mut self.scratch, fresh)
         };
-        let gso = vnet
-            .is_gso()
-            .then(|| Segmentation::parse(&vnet, &buf[VNET_HDR_LEN..len]))
-            .flatten();
+        let frame = &buf[VNET_HDR_LEN..len];
+        let (gso, tcp) = if vnet.is_gso() {
+            (Segmentation::parse(&vnet, frame), None)
+        } else {
+            (None, TcpPacket::parse(frame))
+        };
         let packet = Rc::new(Packet {
             buf,
             len,
             vnet,
             gso,
+            tcp,
         });
         let now = now_ns(self.epoch);
         match gso {
@@ -385,28 +445,21 @@ impl Forwarder {
         Ok(true)
     }
 
-    /// Writes every due segment, consecutive segments of one packet with one system call.
+    /// Writes every due segment, those that can go together with one system call.
     fn release_due(&mut self) {
         let now = now_ns(self.epoch);
         let mut run: Option<Run> = None;
         while let Some((segment, _)) = self.scheduler.pop_due(now) {
-            match &mut run {
-                Some(r)
-                    if Rc::ptr_eq(&r.packet, &segment.packet)
-                        && r.first + r.count == segment.index =>
-                {
-                    r.count += 1
-                }
-                _ => {
-                    let next = Run {
-                        packet: segment.packet,
-                        first: segment.index,
-                        count: 1,
-                    };
-                    if let Some(done) = run.replace(next) {
-                        self.write_run(done);
-                    }
-                }
+            let segment = match &mut run {
+                Some(r) => match r.absorb(segment) {
+                    Ok(()) => continue,
+                    Err(segment) => segment,
+                },
+                None => segment,
+            };
+            let next = Run::new(segment, std::mem::take(&mut self.spare_train));
+            if let Some(done) = run.replace(next) {
+                self.write_run(done);
             }
         }
         if let Some(done) = run {
@@ -414,11 +467,16 @@ impl Forwarder {
         }
     }
 
-    fn write_run(&mut self, run: Run) {
+    fn write_run(&mut self, mut run: Run) {
         let packet = &run.packet;
         let fd = self.egress.as_raw_fd();
-        let (written, expected, frame_bytes) = match &packet.gso {
-            Some(g) if run.count < g.segments() => {
+        self.iovecs.clear();
+        let iovec = |bytes: &[u8]| libc::iovec {
+            iov_base: bytes.as_ptr() as *mut libc::c_void,
+            iov_len: bytes.len(),
+        };
+        let (packets, frame_bytes) = match (&packet.gso, &packet.tcp) {
+            (Some(g), _) if run.count < g.segments() => {
                 let payload = g.run_headers(
                     &packet.vnet,
                     packet.frame(),
@@ -426,42 +484,59 @@ impl Forwarder {
                     run.count,
                     &mut self.run_headers,
                 );
-                let body = &packet.frame()[payload];
-                let iov = [
-                    libc::iovec {
-                        iov_base: self.run_headers.as_ptr() as *mut libc::c_void,
-                        iov_len: self.run_headers.len(),
-                    },
-                    libc::iovec {
-                        iov_base: body.as_ptr() as *mut libc::c_void,
-                        iov_len: body.len(),
-                    },
-                ];
-                // SAFETY: two iovecs over buffers we own that outlive the call; the kernel
-                // only reads them.
-                let rc = unsafe { libc::writev(fd, iov.as_ptr(), 2) };
+                self.iovecs.push(iovec(&self.run_headers));
+                self.iovecs.push(iovec(&packet.frame()[payload]));
                 let frame_bytes = (run.first..run.first + run.count)
                     .map(|i| g.segment_bytes(i) as u64)
                     .sum();
-                (rc, self.run_headers.len() + body.len(), frame_bytes)
+                (run.count, frame_bytes)
+            }
+            (None, Some(head)) if !run.train.is_empty() => {
+                let last_flags = run
+                    .train
+                    .last()
+                    .and_then(|p| p.tcp)
+                    .map_or(0, |t| t.flags());
+                head.train_headers(
+                    packet.frame(),
+                    run.train.len() + 1,
+                    run.train_payload,
+                    last_flags,
+                    &mut self.run_headers,
+                );
+                self.iovecs.push(iovec(&self.run_headers));
+                let mut frame_bytes = 0;
+                for p in std::iter::once(packet).chain(&run.train) {
+                    self.iovecs.push(iovec(&p.frame()[head.headers()..]));
+                    frame_bytes += p.frame().len() as u64;
+                }
+                (run.train.len() + 1, frame_bytes)
             }
             _ => {
-                // SAFETY: writing `len` initialised bytes of the packet's buffer.
-                let rc = unsafe { libc::write(fd, packet.buf.as_ptr().cast(), packet.len) };
+                self.iovecs.push(iovec(&packet.buf[..packet.len]));
                 let frame_bytes = match &packet.gso {
                     Some(g) => (0..g.segments()).map(|i| g.segment_bytes(i) as u64).sum(),
                     None => (packet.len - VNET_HDR_LEN) as u64,
                 };
-                (rc, packet.len, frame_bytes)
+                (run.count, frame_bytes)
             }
         };
+        let expected: usize = self.iovecs.iter().map(|v| v.iov_len).sum();
+        // SAFETY: the iovecs point into buffers owned by `run` and `self.run_headers`, alive
+        // and unchanged until the call returns; the kernel only reads them.
+        let written = unsafe { libc::writev(fd, self.iovecs.as_ptr(), self.iovecs.len() as _) };
+        self.iovecs.clear();
         let c = &self.counters;
         if written == expected as isize {
-            DirectionCounters::add(&c.packets_forwarded, run.count as u64);
+            DirectionCounters::add(&c.packets_forwarded, packets as u64);
             DirectionCounters::add(&c.bytes_forwarded, frame_bytes);
         } else {
-            DirectionCounters::add(&c.write_errors, run.count as u64);
+            DirectionCounters::add(&c.write_errors, packets as u64);
         }
+        for p in run.train.drain(..) {
+            self.recycle(p);
+        }
+        self.spare_train = std::mem::take(&mut run.train);
         self.recycle(run.packet);
     }
 

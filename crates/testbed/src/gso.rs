@@ -163,25 +163,7 @@ impl Segmentation {
         let base = out.len();
         out.extend_from_slice(&frame[..self.headers]);
         let h = &mut out[base..];
-        let tcp_len = self.headers - self.l4 + payload;
-        let l3 = ETH_HEADER;
-        let pseudo = if self.ipv6 {
-            put_u16(h, l3 + 4, (tcp_len) as u16);
-            pseudo_header_sum(&h[l3 + 8..l3 + 24], &h[l3 + 24..l3 + 40], tcp_len)
-        } else {
-            put_u16(h, l3 + 2, (self.l4 - l3 + tcp_len) as u16);
-            // Linux TSO numbers the segments' IP ids consecutively.
-            let id = get_u16(h, l3 + 4).wrapping_add(first as u16);
-            put_u16(h, l3 + 4, id);
-            put_u16(h, l3 + 10, 0);
-            let check = !fold(sum16(&h[l3..self.l4], 0));
-            put_u16(h, l3 + 10, check);
-            pseudo_header_sum(&h[l3 + 12..l3 + 16], &h[l3 + 16..l3 + 20], tcp_len)
-        };
         let t = self.l4;
-        let seq = u32::from_be_bytes([h[t + 4], h[t + 5], h[t + 6], h[t + 7]])
-            .wrapping_add((first * self.mss) as u32);
-        h[t + 4..t + 8].copy_from_slice(&seq.to_be_bytes());
         // As the kernel's segmentation does: CWR on the first segment only, FIN and PSH on
         // the last only.
         if first > 0 {
@@ -190,9 +172,187 @@ impl Segmentation {
         if last + 1 < self.segments() {
             h[t + 13] &= !(TCP_FIN | TCP_PSH);
         }
-        put_u16(h, t + TCP_CHECK_OFFSET, pseudo);
+        // Linux TSO numbers the segments' IP ids consecutively.
+        let tcp_len = self.headers - self.l4 + payload;
+        rewrite_headers(
+            h,
+            self.ipv6,
+            t,
+            tcp_len,
+            first as u16,
+            (first * self.mss) as u32,
+        );
         start..start + payload
     }
+}
+
+/// A TCP packet that is not a super-packet: the receiving end may merge a train of them
+/// into one super-packet, as GRO in a NIC would.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcpPacket {
+    ipv6: bool,
+    l4: usize,
+    headers: usize,
+    payload: usize,
+    seq: u32,
+    flags: u8,
+}
+
+impl TcpPacket {
+    /// The TCP packet in `frame` if it carries data and could be merged: TCP over IPv4
+    /// without options or fragmentation, or over IPv6 without extension headers.
+    pub fn parse(frame: &[u8]) -> Option<TcpPacket> {
+        let ethertype = u16::from_be_bytes([*frame.get(12)?, *frame.get(13)?]);
+        let (ipv6, l4, ip_end) = match ethertype {
+            ETHERTYPE_IPV4 => {
+                let ip = frame.get(ETH_HEADER..ETH_HEADER + 20)?;
+                let fragmented = get_u16(ip, 6) & 0x3fff != 0;
+                if ip[0] != 0x45 || ip[9] != PROTO_TCP || fragmented {
+                    return None;
+                }
+                (false, ETH_HEADER + 20, ETH_HEADER + get_u16(ip, 2) as usize)
+            }
+            ETHERTYPE_IPV6 => {
+                let ip = frame.get(ETH_HEADER..ETH_HEADER + 40)?;
+                if ip[6] != PROTO_TCP {
+                    return None;
+                }
+                (
+                    true,
+                    ETH_HEADER + 40,
+                    ETH_HEADER + 40 + get_u16(ip, 4) as usize,
+                )
+            }
+            _ => return None,
+        };
+        let doff = (*frame.get(l4 + 12)? >> 4) as usize * 4;
+        let headers = l4 + doff;
+        if doff < 20 || ip_end != frame.len() || frame.len() <= headers {
+            return None;
+        }
+        Some(TcpPacket {
+            ipv6,
+            l4,
+            headers,
+            payload: frame.len() - headers,
+            seq: u32::from_be_bytes(frame[l4 + 4..l4 + 8].try_into().ok()?),
+            flags: frame[l4 + 13],
+        })
+    }
+
+    /// Whether `next` continues a train that starts with `self` and ends with `last`,
+    /// carrying `train_payload` bytes so far: the same flow and headers (timestamps
+    /// included), the next sequence number, only ACK flags before the end (PSH may end it),
+    /// every packet but the final one as long as the first.
+    pub fn continues(
+        &self,
+        head_frame: &[u8],
+        last: &TcpPacket,
+        train_payload: usize,
+        next: &TcpPacket,
+        next_frame: &[u8],
+    ) -> bool {
+        const ACK: u8 = 0x10;
+        let max_payload = 65535 - (self.headers - ETH_HEADER);
+        if next.ipv6 != self.ipv6
+            || next.headers != self.headers
+            || last.flags != ACK
+            || next.flags & !TCP_PSH != ACK
+            || last.payload != self.payload
+            || next.payload > self.payload
+            || train_payload + next.payload > max_payload
+            || next.seq != last.seq.wrapping_add(last.payload as u32)
+        {
+            return false;
+        }
+        // Everything but lengths, IP id, checksums, sequence number and flags must match.
+        let (a, b, t) = (head_frame, next_frame, self.l4);
+        let ip_same = if self.ipv6 {
+            a[..18] == b[..18] && a[20..t] == b[20..t]
+        } else {
+            a[..16] == b[..16] && a[20..24] == b[20..24] && a[26..t] == b[26..t]
+        };
+        ip_same
+            && a[t..t + 4] == b[t..t + 4]
+            && a[t + 8..t + 13] == b[t + 8..t + 13]
+            && a[t + 14..t + 16] == b[t + 14..t + 16]
+            && a[t + 18..self.headers] == b[t + 18..self.headers]
+    }
+
+    /// Builds in `out` the virtio-net header and frame headers of a train of `count` packets
+    /// headed by this one (`head_frame`), with `payload` bytes in all and final flags
+    /// `last_flags`; the payloads follow in order.
+    pub fn train_headers(
+        &self,
+        head_frame: &[u8],
+        count: usize,
+        payload: usize,
+        last_flags: u8,
+        out: &mut Vec<u8>,
+    ) {
+        let hdr = VnetHeader {
+            flags: F_NEEDS_CSUM,
+            gso_type: match (count > 1, self.ipv6) {
+                (false, _) => GSO_NONE,
+                (true, false) => GSO_TCPV4,
+                (true, true) => GSO_TCPV6,
+            },
+            hdr_len: self.headers as u16,
+            gso_size: if count > 1 { self.payload as u16 } else { 0 },
+            csum_start: self.l4 as u16,
+            csum_offset: TCP_CHECK_OFFSET as u16,
+        };
+        out.clear();
+        out.extend_from_slice(&hdr.to_bytes());
+        let base = out.len();
+        out.extend_from_slice(&head_frame[..self.headers]);
+        let h = &mut out[base..];
+        h[self.l4 + 13] |= last_flags & TCP_PSH;
+        let tcp_len = self.headers - self.l4 + payload;
+        rewrite_headers(h, self.ipv6, self.l4, tcp_len, 0, 0);
+    }
+
+    pub fn payload(&self) -> usize {
+        self.payload
+    }
+
+    pub fn flags(&self) -> u8 {
+        self.flags
+    }
+
+    pub fn headers(&self) -> usize {
+        self.headers
+    }
+}
+
+/// Sets the lengths of frame headers `h` for `tcp_len` bytes of TCP, adds `id_delta` to the
+/// IPv4 id and `seq_delta` to the sequence number, recomputes the IPv4 header checksum and
+/// puts the pseudo-header sum in the TCP checksum (NEEDS_CSUM: the rest is the receiver's).
+fn rewrite_headers(
+    h: &mut [u8],
+    ipv6: bool,
+    l4: usize,
+    tcp_len: usize,
+    id_delta: u16,
+    seq_delta: u32,
+) {
+    let l3 = ETH_HEADER;
+    let pseudo = if ipv6 {
+        put_u16(h, l3 + 4, tcp_len as u16);
+        pseudo_header_sum(&h[l3 + 8..l3 + 24], &h[l3 + 24..l3 + 40], tcp_len)
+    } else {
+        put_u16(h, l3 + 2, (l4 - l3 + tcp_len) as u16);
+        let id = get_u16(h, l3 + 4).wrapping_add(id_delta);
+        put_u16(h, l3 + 4, id);
+        put_u16(h, l3 + 10, 0);
+        let check = !fold(sum16(&h[l3..l4], 0));
+        put_u16(h, l3 + 10, check);
+        pseudo_header_sum(&h[l3 + 12..l3 + 16], &h[l3 + 16..l3 + 20], tcp_len)
+    };
+    let seq =
+        u32::from_be_bytes([h[l4 + 4], h[l4 + 5], h[l4 + 6], h[l4 + 7]]).wrapping_add(seq_delta);
+    h[l4 + 4..l4 + 8].copy_from_slice(&seq.to_be_bytes());
+    put_u16(h, l4 + TCP_CHECK_OFFSET, pseudo);
 }
 
 fn get_u16(b: &[u8], at: usize) -> u16 {
@@ -237,7 +397,7 @@ mod tests {
     /// An Ethernet frame with a TCP super-packet of `payload` bytes (timestamps option).
     fn super_packet(ipv6: bool, payload: usize, flags: u8) -> (VnetHeader, Vec<u8>) {
         let mut f = vec![0u8; 12];
-        let ip_len;
+        let ip_len = if ipv6 { 40 } else { 20 };
         if ipv6 {
             f.extend_from_slice(&ETHERTYPE_IPV6.to_be_bytes());
             let mut ip = vec![0x60, 0, 0, 0, 0, 0, PROTO_TCP, 64];
@@ -245,7 +405,6 @@ mod tests {
             ip.extend((0..16).map(|i| 0xfd - i as u8));
             ip.extend((0..16).map(|i| 0x20 + i as u8));
             f.extend_from_slice(&ip);
-            ip_len = 40;
         } else {
             f.extend_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
             let total = (20 + 32 + payload) as u16;
@@ -253,7 +412,6 @@ mod tests {
             ip[2..4].copy_from_slice(&total.to_be_bytes());
             ip.extend_from_slice(&[10, 60, 0, 1, 10, 60, 0, 2]);
             f.extend_from_slice(&ip);
-            ip_len = 20;
         }
         let mut tcp = vec![0u8; 32];
         tcp[0..4].copy_from_slice(&[0x9c, 0x40, 0x14, 0x5b]);
@@ -368,5 +526,81 @@ mod tests {
             }
             assert_eq!(rebuilt, frame[l4 + 32..]);
         }
+    }
+
+    #[test]
+    fn a_train_of_packets_merges_back_into_the_super_packet() {
+        for ipv6 in [false, true] {
+            let (hdr, frame) = super_packet(ipv6, 4 * MSS + 17, 0x18);
+            let s = Segmentation::parse(&hdr, &frame).unwrap();
+            let singles: Vec<Vec<u8>> = (0..5)
+                .map(|i| run_frame(&s, &hdr, &frame, i, 1).1)
+                .collect();
+            let parsed: Vec<TcpPacket> = singles
+                .iter()
+                .map(|f| TcpPacket::parse(f).unwrap())
+                .collect();
+            let head = &parsed[0];
+            let mut payload = head.payload();
+            for i in 1..5 {
+                assert!(head.continues(
+                    &singles[0],
+                    &parsed[i - 1],
+                    payload,
+                    &parsed[i],
+                    &singles[i]
+                ));
+                payload += parsed[i].payload();
+            }
+            assert_eq!(payload, 4 * MSS + 17);
+            let mut out = Vec::new();
+            head.train_headers(&singles[0], 5, payload, parsed[4].flags(), &mut out);
+            let h = VnetHeader::parse(&out);
+            assert_eq!(h.gso_type, hdr.gso_type);
+            assert_eq!(h.gso_size as usize, MSS);
+            let mut merged = out[VNET_HDR_LEN..].to_vec();
+            for (f, p) in singles.iter().zip(&parsed) {
+                merged.extend_from_slice(&f[p.headers()..]);
+            }
+            let l4 = if ipv6 { 54 } else { 34 };
+            assert!(tcp_checksum_validates(&merged, l4, ipv6));
+            // Identical to the original but for the checksums the original left blank.
+            let mut expected = frame.clone();
+            expected[l4 + 16..l4 + 18].copy_from_slice(&merged[l4 + 16..l4 + 18]);
+            if !ipv6 {
+                expected[24..26].copy_from_slice(&merged[24..26]);
+                assert_eq!(fold(sum16(&merged[14..34], 0)), 0xffff);
+            }
+            assert_eq!(merged, expected);
+        }
+    }
+
+    #[test]
+    fn trains_break_where_gro_would() {
+        let (hdr, frame) = super_packet(false, 3 * MSS, 0x10);
+        let s = Segmentation::parse(&hdr, &frame).unwrap();
+        let one = |i| run_frame(&s, &hdr, &frame, i, 1).1;
+        let (f0, f1, f2) = (one(0), one(1), one(2));
+        let p = |f: &Vec<u8>| TcpPacket::parse(f).unwrap();
+        assert!(p(&f0).continues(&f0, &p(&f0), MSS, &p(&f1), &f1));
+        // A gap in the sequence.
+        assert!(!p(&f0).continues(&f0, &p(&f0), MSS, &p(&f2), &f2));
+        // Another timestamp.
+        let mut g = f1.clone();
+        g[34 + 31] ^= 1;
+        assert!(!p(&f0).continues(&f0, &p(&f0), MSS, &p(&g), &g));
+        // PSH may end a train, not continue one.
+        let mut pushed = f0.clone();
+        pushed[34 + 13] |= TCP_PSH;
+        assert!(!p(&pushed).continues(&pushed, &p(&pushed), MSS, &p(&f1), &f1));
+        // Another flow.
+        let mut other = f1.clone();
+        other[34] ^= 1;
+        assert!(!p(&f0).continues(&f0, &p(&f0), MSS, &p(&other), &other));
+        // No payload: a pure ACK is never part of a train.
+        let mut ack = f0[..66].to_vec();
+        put_u16(&mut ack, 16, 52);
+        assert_eq!(TcpPacket::parse(&ack), None);
+        assert!(TcpPacket::parse(&f0).is_some());
     }
 }

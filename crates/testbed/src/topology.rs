@@ -818,6 +818,7 @@ name = "s1"
         assert_eq!(t.switches[0].name, "s1");
         let l = &t.links[0];
         assert_eq!(l.mtu, 1500);
+        assert!(l.offload, "offloads are on by default");
         for d in [&l.a_to_b, &l.b_to_a] {
             assert_eq!(d.rate_bps, 40_000_000);
             assert_eq!(d.delay_ns, 7_000_000);
@@ -901,6 +902,7 @@ name = "s1"
             [[link]]
             ends = ["a", "s"]
             mtu = 9000
+            offload = false
             rate = 1000000
             jitter = "1ms"
             jitter_distribution = "pareto"
@@ -914,6 +916,7 @@ name = "s1"
         assert_eq!(t.seed, Some(9));
         let d = &t.links[0].a_to_b;
         assert_eq!(t.links[0].mtu, 9000);
+        assert!(!t.links[0].offload);
         assert_eq!(d.rate_bps, 1_000_000);
         assert_eq!(d.jitter_ns, 1_000_000);
         assert_eq!(d.jitter_distribution, JitterDistribution::Pareto);

@@ -27,6 +27,10 @@ const TESTS: &[(&str, TestFn)] = &[
         tcp_goodput_reaches_90_percent_of_payload_rate,
     ),
     (
+        "tcp_segments_are_counted_one_by_one_with_and_without_offloads",
+        tcp_segments_are_counted_one_by_one_with_and_without_offloads,
+    ),
+    (
         "random_loss_within_binomial_interval",
         random_loss_within_binomial_interval,
     ),
@@ -285,6 +289,50 @@ fn tcp_goodput_reaches_90_percent_of_payload_rate() {
         goodput <= 1.01 * ceiling,
         "goodput {goodput} above the ceiling"
     );
+}
+
+/// With offloads on the emulator reads 64 KiB TCP super-packets; it must still charge, count
+/// and lose them per segment: the counters show MTU-sized packets, as with offloads off, and
+/// every lost segment is one counted drop that TCP repairs.
+fn tcp_segments_are_counted_one_by_one_with_and_without_offloads() {
+    for offload in [true, false] {
+        let name = if offload { "lpt-gso-on" } else { "lpt-gso-off" };
+        let tb = Guard::up(
+            name,
+            &format!(
+                "seed = 5\n{}",
+                pair(&format!(
+                    "offload = {offload}\nrate = \"200M\"\ndelay = \"1ms\"\nqueue = \"256K\"\n[link.a_to_b]\nloss = \"0.2%\""
+                ))
+            ),
+        );
+        let samples = tcp_bulk(
+            &ns(&tb, "a"),
+            &ns(&tb, "b"),
+            (tb.ipv4("b").unwrap(), 9003).into(),
+            Duration::from_millis(1500),
+        );
+        let received = samples.last().map_or(0, |s| s.1);
+        let ab = direction(&tb.counters().unwrap(), 0, "a_to_b").values;
+        let mean_frame = ab.bytes_forwarded as f64 / ab.packets_forwarded as f64;
+        let loss = ab.dropped_loss as f64 / ab.packets_in as f64;
+        println!(
+            "  offload {offload}: {:.1} MB received, {} packets forwarded, mean frame {mean_frame:.0} bytes, {} lost ({:.3}%)",
+            received as f64 / 1e6,
+            ab.packets_forwarded,
+            ab.dropped_loss,
+            loss * 100.0
+        );
+        // Every forwarded packet fits the 1500-byte MTU, and the payload needed that many.
+        assert!(mean_frame <= 1514.0, "{ab:?}");
+        assert!(
+            ab.packets_forwarded as f64 >= received as f64 / 1448.0,
+            "{ab:?}"
+        );
+        assert!(received > 10_000_000, "{received}");
+        let half = binomial_99(0.002, ab.packets_in);
+        assert!((loss - 0.002).abs() <= half, "loss {loss}");
+    }
 }
 
 /// Half-width of the 99% normal-approximation binomial interval for n trials.

@@ -128,7 +128,11 @@ fn u64_at(v: &Value, path: &[&str]) -> Option<u64> {
 
 /// The directions of a flow's report: `summary`, plus `summary_reverse` with bidir.
 fn summaries(report: &Value) -> Vec<&Value> {
-    ["summary", "summary_reverse"].iter().filter_map(|k| report.get(*k)).filter(|v| !v.is_null()).collect()
+    ["summary", "summary_reverse"]
+        .iter()
+        .filter_map(|k| report.get(*k))
+        .filter(|v| !v.is_null())
+        .collect()
 }
 
 fn interval_points(intervals: &[Value]) -> Vec<IntervalPoint> {
@@ -143,7 +147,8 @@ fn interval_points(intervals: &[Value]) -> Vec<IntervalPoint> {
             for key in ["sum", "sum_reverse"] {
                 if let Some(s) = i.get(key).filter(|s| !s.is_null()) {
                     p.sent_bits_per_second += f64_at(s, &["sent_bits_per_second"]).unwrap_or(0.0);
-                    p.received_bits_per_second += f64_at(s, &["received_bits_per_second"]).unwrap_or(0.0);
+                    p.received_bits_per_second +=
+                        f64_at(s, &["received_bits_per_second"]).unwrap_or(0.0);
                 }
             }
             p
@@ -181,14 +186,18 @@ pub fn flow_result(o: &FlowOutcome) -> FlowResult {
                 r.sent.bytes += u64_at(s, &["sent", "bytes"]).unwrap_or(0);
                 r.sent.bits_per_second += f64_at(s, &["sent", "bits_per_second"]).unwrap_or(0.0);
                 r.received.bytes += u64_at(s, &["received", "bytes"]).unwrap_or(0);
-                r.received.bits_per_second += f64_at(s, &["received", "bits_per_second"]).unwrap_or(0.0);
+                r.received.bits_per_second +=
+                    f64_at(s, &["received", "bits_per_second"]).unwrap_or(0.0);
                 if let Some(l) = u64_at(s, &["received", "lost_packets"]) {
                     *r.received.lost_packets.get_or_insert(0) += l;
                 }
                 if let Some(t) = u64_at(s, &["sent", "retransmits"]) {
                     *r.retransmits.get_or_insert(0) += t;
                 }
-                r.received.jitter_ms = r.received.jitter_ms.or(f64_at(s, &["received", "jitter_ms"]));
+                r.received.jitter_ms = r
+                    .received
+                    .jitter_ms
+                    .or(f64_at(s, &["received", "jitter_ms"]));
                 r.rtt_ms = r.rtt_ms.or(f64_at(s, &["tcp", "rtt_ms", "mean"]));
                 // The agent that ran the test is the local end of its report.
                 r.cpu_from_percent = f64_at(s, &["cpu", "local", "total_percent"]);
@@ -204,18 +213,34 @@ pub fn flow_result(o: &FlowOutcome) -> FlowResult {
                 }
             }
             if let Some(lost) = r.received.lost_packets {
-                let got: u64 = summaries(report).iter().filter_map(|s| u64_at(s, &["received", "packets"])).sum();
+                let got: u64 = summaries(report)
+                    .iter()
+                    .filter_map(|s| u64_at(s, &["received", "packets"]))
+                    .sum();
                 let expected = got + lost;
-                r.received.loss_percent = Some(if expected > 0 { 100.0 * lost as f64 / expected as f64 } else { 0.0 });
+                r.received.loss_percent = Some(if expected > 0 {
+                    100.0 * lost as f64 / expected as f64
+                } else {
+                    0.0
+                });
             }
         }
         None => {
             // A failed flow: what its intervals showed before it stopped.
             let secs: f64 = intervals.iter().map(|p| p.end - p.start).sum();
             if secs > 0.0 {
-                let bits_sent: f64 = intervals.iter().map(|p| p.sent_bits_per_second * (p.end - p.start)).sum();
-                let bits_recv: f64 = intervals.iter().map(|p| p.received_bits_per_second * (p.end - p.start)).sum();
-                r.sent = Totals { bytes: (bits_sent / 8.0) as u64, bits_per_second: bits_sent / secs };
+                let bits_sent: f64 = intervals
+                    .iter()
+                    .map(|p| p.sent_bits_per_second * (p.end - p.start))
+                    .sum();
+                let bits_recv: f64 = intervals
+                    .iter()
+                    .map(|p| p.received_bits_per_second * (p.end - p.start))
+                    .sum();
+                r.sent = Totals {
+                    bytes: (bits_sent / 8.0) as u64,
+                    bits_per_second: bits_sent / secs,
+                };
                 r.received.bytes = (bits_recv / 8.0) as u64;
                 r.received.bits_per_second = bits_recv / secs;
             }
@@ -251,7 +276,10 @@ pub fn aggregate(flows: &[FlowResult], interval_s: f64) -> Aggregate {
 
 /// Each host's sent and received rates, and how much less it received than its peers sent.
 pub fn hosts(flows: &[FlowResult], outcomes: &[FlowOutcome]) -> Vec<HostResult> {
-    let mut names: Vec<String> = outcomes.iter().flat_map(|o| [o.from.clone(), o.to.clone()]).collect();
+    let mut names: Vec<String> = outcomes
+        .iter()
+        .flat_map(|o| [o.from.clone(), o.to.clone()])
+        .collect();
     names.sort();
     names.dedup();
     names
@@ -268,7 +296,11 @@ pub fn hosts(flows: &[FlowResult], outcomes: &[FlowOutcome]) -> Vec<HostResult> 
                 if o.bidir {
                     continue; // both ends send and receive: no single direction to charge
                 }
-                let (sender, receiver) = if o.reverse { (&o.to, &o.from) } else { (&o.from, &o.to) };
+                let (sender, receiver) = if o.reverse {
+                    (&o.to, &o.from)
+                } else {
+                    (&o.from, &o.to)
+                };
                 if *sender == name {
                     h.sent_bits_per_second += f.sent.bits_per_second;
                 }
@@ -278,8 +310,9 @@ pub fn hosts(flows: &[FlowResult], outcomes: &[FlowOutcome]) -> Vec<HostResult> 
                 }
             }
             if h.peers_sent_bits_per_second > 0.0 {
-                h.shortfall_percent =
-                    100.0 * (h.peers_sent_bits_per_second - h.received_bits_per_second) / h.peers_sent_bits_per_second;
+                h.shortfall_percent = 100.0
+                    * (h.peers_sent_bits_per_second - h.received_bits_per_second)
+                    / h.peers_sent_bits_per_second;
             }
             h
         })
@@ -311,18 +344,24 @@ pub fn phase_flags(p: &PhaseResult, shortfall_percent: f64) -> Vec<Flag> {
                 subject.clone(),
                 format!(
                     "flow {subject} failed{}: {}",
-                    f.stopped_after_s.map(|s| format!(" after {s:.1} s")).unwrap_or_default(),
+                    f.stopped_after_s
+                        .map(|s| format!(" after {s:.1} s"))
+                        .unwrap_or_default(),
                     f.error.clone().unwrap_or_default()
                 ),
             )),
             "missing" => flags.push(flag(
                 "flow_missing",
                 subject.clone(),
-                format!("flow {subject} did not start: {}", f.error.clone().unwrap_or_default()),
+                format!(
+                    "flow {subject} did not start: {}",
+                    f.error.clone().unwrap_or_default()
+                ),
             )),
             _ => {
                 if f.sent.bits_per_second > 0.0 {
-                    let short = 100.0 * (f.sent.bits_per_second - f.received.bits_per_second) / f.sent.bits_per_second;
+                    let short = 100.0 * (f.sent.bits_per_second - f.received.bits_per_second)
+                        / f.sent.bits_per_second;
                     if short > shortfall_percent {
                         flags.push(flag(
                             "flow_short",
@@ -425,7 +464,10 @@ mod tests {
 
     #[test]
     fn aggregates_hosts_spread_and_flags() {
-        let outcomes = vec![outcome("a1", "b1", 100.0, 100.0, 1_000_000), outcome("a2", "b2", 100.0, 80.0, 1_400_000)];
+        let outcomes = vec![
+            outcome("a1", "b1", 100.0, 100.0, 1_000_000),
+            outcome("a2", "b2", 100.0, 80.0, 1_400_000),
+        ];
         let flows: Vec<FlowResult> = outcomes.iter().map(flow_result).collect();
         assert_eq!(flows[1].received.loss_percent, Some(10.0));
         let agg = aggregate(&flows, 1.0);
@@ -448,8 +490,12 @@ mod tests {
             flows,
         };
         let flags = phase_flags(&phase, 2.0);
-        assert!(flags.iter().any(|f| f.kind == "host_short" && f.subject == "b2"));
-        assert!(flags.iter().any(|f| f.kind == "flow_short" && f.subject == "a2 -> b2"));
+        assert!(flags
+            .iter()
+            .any(|f| f.kind == "host_short" && f.subject == "b2"));
+        assert!(flags
+            .iter()
+            .any(|f| f.kind == "flow_short" && f.subject == "a2 -> b2"));
         assert!(!flags.iter().any(|f| f.subject == "b1"));
     }
 
@@ -461,7 +507,10 @@ mod tests {
             started_unix_ms: 0,
             duration_s: 1.0,
             start_spread_ms: None,
-            aggregate: Aggregate { received_bits_per_second: rate, ..Default::default() },
+            aggregate: Aggregate {
+                received_bits_per_second: rate,
+                ..Default::default()
+            },
             hosts: vec![],
             flows: vec![],
         };

@@ -14,7 +14,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 pub fn unix_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 /// Connects to an agent and exchanges greetings: it is up and speaks our protocol.
@@ -54,7 +57,10 @@ pub fn run_phase(
         .collect();
     let mut running = 0;
     for (index, flow) in phase.flows.iter().enumerate() {
-        if let Some(missing) = [&flow.from, &flow.to].into_iter().find(|n| unreachable.contains(n)) {
+        if let Some(missing) = [&flow.from, &flow.to]
+            .into_iter()
+            .find(|n| unreachable.contains(n))
+        {
             outcomes[index].status = "missing";
             outcomes[index].error = Some(format!("agent '{missing}' was unreachable at the start"));
             continue;
@@ -63,7 +69,15 @@ pub fn run_phase(
             continue;
         };
         running += 1;
-        spawn_flow(index, flow, from.clone(), to.clone(), start_at, tx.clone(), cancel.clone());
+        spawn_flow(
+            index,
+            flow,
+            from.clone(),
+            to.clone(),
+            start_at,
+            tx.clone(),
+            cancel.clone(),
+        );
     }
     drop(tx);
     while running > 0 {
@@ -114,22 +128,24 @@ fn spawn_flow(
 ) {
     let mut config = flow.config.clone();
     config.start_at_unix_ms = Some(start_at);
-    let spawned = std::thread::Builder::new().name(format!("lp-flow-{index}")).spawn(move || {
-        let interval_tx = tx.clone();
-        let mut on_interval = |v: &Value| {
-            let _ = interval_tx.send((index, Ok(Value::Null), Some(v.clone())));
-        };
-        let result = client::run_third_party(
-            (&from.host, from.port),
-            (&to.host, to.port),
-            &config,
-            None,
-            &mut on_interval,
-            Some(&cancel),
-        )
-        .map_err(|e| format!("agent '{}': {}", from.name, e.message));
-        let _ = tx.send((index, result, None));
-    });
+    let spawned = std::thread::Builder::new()
+        .name(format!("lp-flow-{index}"))
+        .spawn(move || {
+            let interval_tx = tx.clone();
+            let mut on_interval = |v: &Value| {
+                let _ = interval_tx.send((index, Ok(Value::Null), Some(v.clone())));
+            };
+            let result = client::run_third_party(
+                (&from.host, from.port),
+                (&to.host, to.port),
+                &config,
+                None,
+                &mut on_interval,
+                Some(&cancel),
+            )
+            .map_err(|e| format!("agent '{}': {}", from.name, e.message));
+            let _ = tx.send((index, result, None));
+        });
     if spawned.is_err() {
         // Counted as failed by the caller when the channel closes early.
     }

@@ -47,6 +47,9 @@ pub struct AgentEntry {
     pub port: Option<u16>,
     /// `user@host`: start a temporary agent over OpenSSH.
     pub ssh: Option<Spanned<String>>,
+    /// Extra arguments for ssh and scp, e.g. `["-i", "~/.ssh/lab", "-p", "2222"]`.
+    #[serde(default)]
+    pub ssh_options: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -121,11 +124,20 @@ pub fn line_of(text: &str, offset: usize) -> usize {
 }
 
 /// A semantic error with its position.
-pub fn at(path: &str, text: &str, span: std::ops::Range<usize>, key: &str, message: &str) -> String {
+pub fn at(
+    path: &str,
+    text: &str,
+    span: std::ops::Range<usize>,
+    key: &str,
+    message: &str,
+) -> String {
     if span.start == 0 && span.end == 0 {
         format!("{path}: key '{key}': {message}")
     } else {
-        format!("{path}:{}: key '{key}': {message}", line_of(text, span.start))
+        format!(
+            "{path}:{}: key '{key}': {message}",
+            line_of(text, span.start)
+        )
     }
 }
 
@@ -133,7 +145,12 @@ pub fn at(path: &str, text: &str, span: std::ops::Range<usize>, key: &str, messa
 pub fn parse(path: &str, text: &str) -> Result<CampaignFile, String> {
     toml::from_str::<CampaignFile>(text).map_err(|e| {
         let line = e.span().map(|s| line_of(text, s.start));
-        let message = e.message().lines().next().unwrap_or("invalid campaign file").to_string();
+        let message = e
+            .message()
+            .lines()
+            .next()
+            .unwrap_or("invalid campaign file")
+            .to_string();
         match line {
             Some(l) => format!("{path}:{l}: {message}"),
             None => format!("{path}: {message}"),

@@ -72,9 +72,21 @@ pub fn run(cmd: CampaignCommand) -> ExitCode {
         CampaignCommand::Check(args) => match load(&args.file) {
             Ok(c) => {
                 for p in &c.phases {
-                    say!("phase {} ({} s): {} flow(s)", p.name, p.duration_s, p.flows.len());
+                    say!(
+                        "phase {} ({} s): {} flow(s)",
+                        p.name,
+                        p.duration_s,
+                        p.flows.len()
+                    );
                     for f in &p.flows {
-                        say!("  {} -> {} {:?} {:?} x{}", f.from, f.to, f.config.protocol, f.config.direction, f.config.parallel);
+                        say!(
+                            "  {} -> {} {:?} {:?} x{}",
+                            f.from,
+                            f.to,
+                            f.config.protocol,
+                            f.config.direction,
+                            f.config.parallel
+                        );
                     }
                 }
                 ExitCode::SUCCESS
@@ -88,7 +100,8 @@ pub fn run(cmd: CampaignCommand) -> ExitCode {
 }
 
 fn load(path: &str) -> Result<plan::Campaign, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read campaign file {path}: {e}"))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read campaign file {path}: {e}"))?;
     let parsed = file::parse(path, &text)?;
     let stem = std::path::Path::new(path)
         .file_stem()
@@ -128,7 +141,11 @@ fn run_file(args: &RunArgs) -> ExitCode {
     };
     let unreachable = probe_all(&campaign);
     if !unreachable.is_empty() {
-        let list = unreachable.iter().map(|(n, why)| format!("{n} ({why})")).collect::<Vec<_>>().join("; ");
+        let list = unreachable
+            .iter()
+            .map(|(n, why)| format!("{n} ({why})"))
+            .collect::<Vec<_>>()
+            .join("; ");
         if !args.keep_going {
             eprintln!("linkperf: unreachable agent(s), nothing was run: {list}; start `linkperf server --allow-third-party` there, or use --keep-going");
             return ExitCode::from(1);
@@ -159,11 +176,29 @@ fn run_file(args: &RunArgs) -> ExitCode {
                 if let Some(line) = live.add(*index, interval) {
                     if human {
                         let (start, end, agg, n) = line;
-                        say!("{}", text::progress_line(&phase.name, session, start, end, agg, n, phase.flows.len()));
+                        say!(
+                            "{}",
+                            text::progress_line(
+                                &phase.name,
+                                session,
+                                start,
+                                end,
+                                agg,
+                                n,
+                                phase.flows.len()
+                            )
+                        );
                     }
                 }
             };
-            let result = controller::run_phase(&campaign, phase, session, &unreachable, &cancel, &mut on_progress);
+            let result = controller::run_phase(
+                &campaign,
+                phase,
+                session,
+                &unreachable,
+                &cancel,
+                &mut on_progress,
+            );
             phases.push(result);
             let last = session + 1 == campaign.sessions && i + 1 == campaign.phases.len();
             if !last {
@@ -172,8 +207,14 @@ fn run_file(args: &RunArgs) -> ExitCode {
         }
     }
     ssh::stop_all(ssh_agents);
-    let mut flags: Vec<Flag> = phases.iter().flat_map(|p| analysis::phase_flags(p, campaign.shortfall_percent)).collect();
-    flags.extend(analysis::session_outliers(&phases, campaign.outlier_percent));
+    let mut flags: Vec<Flag> = phases
+        .iter()
+        .flat_map(|p| analysis::phase_flags(p, campaign.shortfall_percent))
+        .collect();
+    flags.extend(analysis::session_outliers(
+        &phases,
+        campaign.outlier_percent,
+    ));
     let mut phase_means: Vec<PhaseMean> = Vec::new();
     for p in &phases {
         match phase_means.iter_mut().find(|m| m.phase == p.name) {
@@ -201,11 +242,18 @@ fn run_file(args: &RunArgs) -> ExitCode {
         interrupted: cancel.load(Ordering::Relaxed),
     };
     if args.json {
-        say!("{}", serde_json::to_string_pretty(&result).expect("campaign result serialises"));
+        say!(
+            "{}",
+            serde_json::to_string_pretty(&result).expect("campaign result serialises")
+        );
     } else {
         say_raw!("{}", text::summary(&result));
     }
-    let failed = result.phases.iter().flat_map(|p| &p.flows).any(|f| f.status != "ok");
+    let failed = result
+        .phases
+        .iter()
+        .flat_map(|p| &p.flows)
+        .any(|f| f.status != "ok");
     if failed {
         ExitCode::from(1)
     } else {
@@ -239,10 +287,17 @@ struct LiveAggregate {
 
 impl LiveAggregate {
     fn new(flows: usize) -> Self {
-        LiveAggregate { flows, seen: Vec::new() }
+        LiveAggregate {
+            flows,
+            seen: Vec::new(),
+        }
     }
 
-    fn add(&mut self, _index: usize, interval: &serde_json::Value) -> Option<(f64, f64, f64, usize)> {
+    fn add(
+        &mut self,
+        _index: usize,
+        interval: &serde_json::Value,
+    ) -> Option<(f64, f64, f64, usize)> {
         let start = interval["start"].as_f64()?;
         let end = interval["end"].as_f64()?;
         let width = (end - start).max(1e-3);
@@ -250,9 +305,14 @@ impl LiveAggregate {
         if self.seen.len() <= k {
             self.seen.resize_with(k + 1, Vec::new);
         }
-        let mut rate = interval["sum"]["received_bits_per_second"].as_f64().unwrap_or(0.0);
-        rate += interval["sum_reverse"]["received_bits_per_second"].as_f64().unwrap_or(0.0);
+        let mut rate = interval["sum"]["received_bits_per_second"]
+            .as_f64()
+            .unwrap_or(0.0);
+        rate += interval["sum_reverse"]["received_bits_per_second"]
+            .as_f64()
+            .unwrap_or(0.0);
         self.seen[k].push(rate);
-        (self.seen[k].len() == self.flows).then(|| (start, end, self.seen[k].iter().sum(), self.seen[k].len()))
+        (self.seen[k].len() == self.flows)
+            .then(|| (start, end, self.seen[k].iter().sum(), self.seen[k].len()))
     }
 }

@@ -11,6 +11,7 @@ pub struct Agent {
     pub port: u16,
     /// `user@host` when linkperf starts the agent over OpenSSH.
     pub ssh: Option<String>,
+    pub ssh_options: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -66,17 +67,25 @@ fn size(v: &Option<toml::Value>, key: &str) -> Result<Option<u32>, String> {
     let Some(v) = v else { return Ok(None) };
     let text = value_text(v).ok_or_else(|| format!("key '{key}': expected a size such as 64K"))?;
     let bytes = linkperf_units::parse_size(&text).map_err(|e| format!("key '{key}': {e}"))?;
-    u32::try_from(bytes).map(Some).map_err(|_| format!("key '{key}': {text} is too large"))
+    u32::try_from(bytes)
+        .map(Some)
+        .map_err(|_| format!("key '{key}': {text} is too large"))
 }
 
 fn rate(v: &Option<toml::Value>, key: &str) -> Result<Option<u64>, String> {
     let Some(v) = v else { return Ok(None) };
     let text = value_text(v).ok_or_else(|| format!("key '{key}': expected a rate such as 950M"))?;
-    linkperf_units::parse_rate(&text).map(Some).map_err(|e| format!("key '{key}': {e}"))
+    linkperf_units::parse_rate(&text)
+        .map(Some)
+        .map_err(|e| format!("key '{key}': {e}"))
 }
 
 /// The test configuration of one flow of a phase.
-pub fn flow_config(o: &FlowOptions, duration_s: f64, interval_s: f64) -> Result<TestConfig, String> {
+pub fn flow_config(
+    o: &FlowOptions,
+    duration_s: f64,
+    interval_s: f64,
+) -> Result<TestConfig, String> {
     if let Some(k) = o.unknown.keys().next() {
         return Err(format!("unknown flow option '{k}'"));
     }
@@ -169,33 +178,67 @@ fn entry_span(entry: &FlowEntry) -> std::ops::Range<usize> {
         .unwrap_or(0..0)
 }
 
-pub fn build(path: &str, text: &str, file: CampaignFile, default_name: &str) -> Result<Campaign, String> {
+pub fn build(
+    path: &str,
+    text: &str,
+    file: CampaignFile,
+    default_name: &str,
+) -> Result<Campaign, String> {
     let default_port = file.port.unwrap_or(linkperf_proto::DEFAULT_PORT);
     let mut agents = Vec::new();
     let mut names = BTreeSet::new();
     for a in &file.agents {
         let name = a.name.get_ref().clone();
         if !names.insert(name.clone()) {
-            return Err(at(path, text, a.name.span(), "name", &format!("agent '{name}' is declared twice")));
+            return Err(at(
+                path,
+                text,
+                a.name.span(),
+                "name",
+                &format!("agent '{name}' is declared twice"),
+            ));
         }
         let (host, port) = match (&a.address, &a.ssh) {
             (Some(addr), None) => split_port(addr.get_ref(), a.port.unwrap_or(default_port))
                 .map_err(|m| at(path, text, addr.span(), "address", &m))?,
             (None, Some(ssh)) => {
-                let host = ssh.get_ref().rsplit('@').next().unwrap_or_default().to_string();
+                let host = ssh
+                    .get_ref()
+                    .rsplit('@')
+                    .next()
+                    .unwrap_or_default()
+                    .to_string();
                 if host.is_empty() {
                     return Err(at(path, text, ssh.span(), "ssh", "expected user@host"));
                 }
                 (host, a.port.unwrap_or(default_port))
             }
             (Some(addr), Some(_)) => {
-                return Err(at(path, text, addr.span(), "address", "give either 'address' or 'ssh', not both"))
+                return Err(at(
+                    path,
+                    text,
+                    addr.span(),
+                    "address",
+                    "give either 'address' or 'ssh', not both",
+                ))
             }
             (None, None) => {
-                return Err(at(path, text, a.name.span(), "name", &format!("agent '{name}' needs 'address' or 'ssh'")))
+                return Err(at(
+                    path,
+                    text,
+                    a.name.span(),
+                    "name",
+                    &format!("agent '{name}' needs 'address' or 'ssh'"),
+                ))
             }
         };
-        agents.push(Agent { name, host, port, ssh: a.ssh.as_ref().map(|s| s.get_ref().clone()) });
+        agents.push(Agent {
+            name,
+            host,
+            port,
+            ssh: a.ssh.as_ref().map(|s| s.get_ref().clone()),
+            ssh_options: a.ssh_options.clone(),
+        });
     }
     let interval_s = match &file.interval {
         Some(v) => seconds(path, text, v, "interval")?,
@@ -208,7 +251,13 @@ pub fn build(path: &str, text: &str, file: CampaignFile, default_name: &str) -> 
     for p in &file.phases {
         let duration_s = seconds(path, text, &p.duration, "duration")?;
         if duration_s <= 0.0 {
-            return Err(at(path, text, p.duration.span(), "duration", "must be positive"));
+            return Err(at(
+                path,
+                text,
+                p.duration.span(),
+                "duration",
+                "must be positive",
+            ));
         }
         let mut flows = Vec::new();
         for entry in &p.flows {
@@ -219,33 +268,68 @@ pub fn build(path: &str, text: &str, file: CampaignFile, default_name: &str) -> 
             for (from, to) in pairs {
                 for n in [&from, &to] {
                     if !names.contains(n) {
-                        return Err(at(path, text, span.clone(), "flow", &format!("no agent named '{n}'")));
+                        return Err(at(
+                            path,
+                            text,
+                            span.clone(),
+                            "flow",
+                            &format!("no agent named '{n}'"),
+                        ));
                     }
                 }
                 if from == to {
-                    return Err(at(path, text, span.clone(), "flow", &format!("'{from}' cannot test against itself")));
+                    return Err(at(
+                        path,
+                        text,
+                        span.clone(),
+                        "flow",
+                        &format!("'{from}' cannot test against itself"),
+                    ));
                 }
-                flows.push(Flow { from, to, config: config.clone() });
+                flows.push(Flow {
+                    from,
+                    to,
+                    config: config.clone(),
+                });
             }
         }
         if flows.is_empty() {
-            return Err(at(path, text, p.name.span(), "phase", "a phase needs at least one flow"));
+            return Err(at(
+                path,
+                text,
+                p.name.span(),
+                "phase",
+                "a phase needs at least one flow",
+            ));
         }
-        phases.push(Phase { name: p.name.get_ref().clone(), duration_s, flows });
+        phases.push(Phase {
+            name: p.name.get_ref().clone(),
+            duration_s,
+            flows,
+        });
     }
     if phases.is_empty() {
         return Err(format!("{path}: no [[phase]]: nothing to run"));
     }
     let sessions = *file.sessions.get_ref();
     if sessions == 0 {
-        return Err(at(path, text, file.sessions.span(), "sessions", "must be at least 1"));
+        return Err(at(
+            path,
+            text,
+            file.sessions.span(),
+            "sessions",
+            "must be at least 1",
+        ));
     }
     let opt_seconds = |v: &Option<toml::Spanned<String>>, key: &str, default: f64| match v {
         Some(v) => seconds(path, text, v, key),
         None => Ok(default),
     };
     Ok(Campaign {
-        name: file.name.clone().unwrap_or_else(|| default_name.to_string()),
+        name: file
+            .name
+            .clone()
+            .unwrap_or_else(|| default_name.to_string()),
         sessions,
         interval_s,
         start_delay_s: opt_seconds(&file.start_delay, "start_delay", 1.0)?,
@@ -268,9 +352,10 @@ fn split_port(address: &str, default: u16) -> Result<(String, u16), String> {
         return Ok((host.to_string(), port));
     }
     match address.rsplit_once(':') {
-        Some((host, port)) if !host.contains(':') => {
-            Ok((host.to_string(), port.parse().map_err(|_| format!("bad port '{port}'"))?))
-        }
+        Some((host, port)) if !host.contains(':') => Ok((
+            host.to_string(),
+            port.parse().map_err(|_| format!("bad port '{port}'"))?,
+        )),
         _ => Ok((address.to_string(), default)),
     }
 }

@@ -1,6 +1,6 @@
 //! Temporary agents over the user's own OpenSSH: `ssh = "user@host"` in the
 //! campaign file. linkperf uses the remote `linkperf` when there is one, or
-//! copies its own binary there; the agent runs for the campaign only, and is
+//! copies its own binary there (through ssh itself); the agent runs for the campaign only, and is
 //! stopped (and the copy removed) when the controller closes the session's
 //! standard input, which also happens if the controller dies.
 
@@ -15,11 +15,19 @@ pub struct SshAgent {
     stdin: Option<ChildStdin>,
 }
 
-const SSH_OPTIONS: [&str; 4] = ["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=accept-new"];
+const SSH_OPTIONS: [&str; 4] = [
+    "-o",
+    "BatchMode=yes",
+    "-o",
+    "StrictHostKeyChecking=accept-new",
+];
 
-fn ssh(target: &str, remote: &str) -> Command {
+fn ssh(agent: &Agent, target: &str, remote: &str) -> Command {
     let mut c = Command::new("ssh");
-    c.args(SSH_OPTIONS).arg(target).arg(remote);
+    c.args(SSH_OPTIONS)
+        .args(&agent.ssh_options)
+        .arg(target)
+        .arg(remote);
     c
 }
 
@@ -29,7 +37,7 @@ fn quote(s: &str) -> String {
 }
 
 fn remote_binary(agent: &Agent, target: &str) -> Result<(String, bool), String> {
-    let found = ssh(target, "command -v linkperf")
+    let found = ssh(agent, target, "command -v linkperf")
         .stdin(Stdio::null())
         .stderr(Stdio::null())
         .output()
@@ -40,16 +48,22 @@ fn remote_binary(agent: &Agent, target: &str) -> Result<(String, bool), String> 
             return Ok((path, false));
         }
     }
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program to copy: {e}"))?;
+    let exe =
+        std::env::current_exe().map_err(|e| format!("cannot find this program to copy: {e}"))?;
+    let binary =
+        std::fs::File::open(&exe).map_err(|e| format!("cannot read {}: {e}", exe.display()))?;
     let path = format!("/tmp/linkperf-agent-{}-{}", std::process::id(), agent.name);
-    let copied = Command::new("scp")
-        .args(["-q"])
-        .args(SSH_OPTIONS)
-        .arg(&exe)
-        .arg(format!("{target}:{path}"))
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("agent '{}': cannot run scp: {e}", agent.name))?;
+    // Through ssh's standard input: needs only a shell there, not an SFTP subsystem.
+    let copied = ssh(
+        agent,
+        target,
+        &format!("cat > {p} && chmod +x {p}", p = quote(&path)),
+    )
+    .stdin(binary)
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .output()
+    .map_err(|e| format!("agent '{}': cannot run ssh: {e}", agent.name))?;
     if !copied.status.success() {
         return Err(format!(
             "agent '{}': copying linkperf to {target} failed: {}",
@@ -62,13 +76,17 @@ fn remote_binary(agent: &Agent, target: &str) -> Result<(String, bool), String> 
 
 fn start(agent: &Agent, target: &str) -> Result<SshAgent, String> {
     let (path, copied) = remote_binary(agent, target)?;
-    let cleanup = if copied { format!("; rm -f {}", quote(&path)) } else { String::new() };
+    let cleanup = if copied {
+        format!("; rm -f {}", quote(&path))
+    } else {
+        String::new()
+    };
     let remote = format!(
         "chmod +x {p} 2>/dev/null; {p} server --allow-third-party -q -p {port} & pid=$!; read _; kill $pid{cleanup}",
         p = quote(&path),
         port = agent.port
     );
-    let mut child = ssh(target, &remote)
+    let mut child = ssh(agent, target, &remote)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -79,7 +97,11 @@ fn start(agent: &Agent, target: &str) -> Result<SshAgent, String> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         if super::controller::probe(agent).is_ok() {
-            return Ok(SshAgent { name: agent.name.clone(), child, stdin });
+            return Ok(SshAgent {
+                name: agent.name.clone(),
+                child,
+                stdin,
+            });
         }
         if let Ok(Some(status)) = child.try_wait() {
             let mut err = String::new();
@@ -94,7 +116,10 @@ fn start(agent: &Agent, target: &str) -> Result<SshAgent, String> {
         }
         if Instant::now() > deadline {
             let _ = child.kill();
-            return Err(format!("agent '{}': started over ssh but not answering on port {}", agent.name, agent.port));
+            return Err(format!(
+                "agent '{}': started over ssh but not answering on port {}",
+                agent.name, agent.port
+            ));
         }
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -128,9 +153,14 @@ pub fn stop_all(agents: Vec<SshAgent>) {
         loop {
             match a.child.try_wait() {
                 Ok(Some(_)) => break,
-                Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(50))
+                }
                 _ => {
-                    eprintln!("linkperf: agent '{}': ssh session did not end; killing it", a.name);
+                    eprintln!(
+                        "linkperf: agent '{}': ssh session did not end; killing it",
+                        a.name
+                    );
                     let _ = a.child.kill();
                     let _ = a.child.wait();
                     break;

@@ -5,7 +5,15 @@ use super::CampaignResult;
 use linkperf_units::format_rate;
 use std::fmt::Write;
 
-pub fn progress_line(phase: &str, session: u32, start: f64, end: f64, aggregate: f64, reporting: usize, flows: usize) -> String {
+pub fn progress_line(
+    phase: &str,
+    session: u32,
+    start: f64,
+    end: f64,
+    aggregate: f64,
+    reporting: usize,
+    flows: usize,
+) -> String {
     format!(
         "  {phase} s{} {start:6.2}-{end:6.2} s  aggregate {:>12}  ({reporting}/{flows} flows)",
         session + 1,
@@ -15,7 +23,8 @@ pub fn progress_line(phase: &str, session: u32, start: f64, end: f64, aggregate:
 
 fn phase_block(out: &mut String, p: &PhaseResult) {
     let ok = p.flows.iter().filter(|f| f.status == "ok").count();
-    let _ = writeln!(
+    let _ =
+        writeln!(
         out,
         "\nphase {} session {}: aggregate received {} (sent {}), start spread {}, {ok}/{} flows ok",
         p.name,
@@ -25,7 +34,11 @@ fn phase_block(out: &mut String, p: &PhaseResult) {
         p.start_spread_ms.map(|s| format!("{s:.3} ms")).unwrap_or_else(|| "-".into()),
         p.flows.len()
     );
-    let _ = writeln!(out, "  {:<22} {:>14} {:>14} {:>9}  status", "flow", "sent", "received", "loss");
+    let _ = writeln!(
+        out,
+        "  {:<22} {:>14} {:>14} {:>9}  status",
+        "flow", "sent", "received", "loss"
+    );
     for f in &p.flows {
         let _ = writeln!(
             out,
@@ -33,12 +46,22 @@ fn phase_block(out: &mut String, p: &PhaseResult) {
             format!("{} -> {}", f.from, f.to),
             format_rate(f.sent.bits_per_second),
             format_rate(f.received.bits_per_second),
-            f.received.loss_percent.map(|l| format!("{l:.2}%")).unwrap_or_else(|| "-".into()),
+            f.received
+                .loss_percent
+                .map(|l| format!("{l:.2}%"))
+                .unwrap_or_else(|| "-".into()),
             f.status,
-            f.error.as_ref().map(|e| format!(" ({e})")).unwrap_or_default()
+            f.error
+                .as_ref()
+                .map(|e| format!(" ({e})"))
+                .unwrap_or_default()
         );
     }
-    let _ = writeln!(out, "  {:<22} {:>14} {:>14} {:>14} {:>9}", "host", "sent", "received", "peers sent", "short");
+    let _ = writeln!(
+        out,
+        "  {:<22} {:>14} {:>14} {:>14} {:>9}",
+        "host", "sent", "received", "peers sent", "short"
+    );
     for h in &p.hosts {
         let _ = writeln!(
             out,
@@ -68,7 +91,11 @@ pub fn summary(r: &CampaignResult) -> String {
             m.phase,
             format_rate(m.mean_received_bits_per_second),
             m.sessions.len(),
-            m.sessions.iter().map(|v| format_rate(*v)).collect::<Vec<_>>().join(", ")
+            m.sessions
+                .iter()
+                .map(|v| format_rate(*v))
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
     if r.flags.is_empty() {

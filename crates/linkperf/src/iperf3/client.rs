@@ -1,1 +1,626 @@
-//! linkperf client against a stock iperf3 server.
+//! A linkperf client against a stock iperf3 server. The iperf3 server drives
+//! the states; this end runs its streams on linkperf's engine, so the report
+//! carries its own tcp_info and CPU, and the server's figures come from
+//! iperf3's results exchange.
+
+use super::{new_cookie, params_from_config, read_items, results_from_side};
+use crate::client::{resolve, ClientError, ClientOptions};
+use crate::report::{self, IntervalReport, Report, Sides, StartInfo, StreamSockets, TestInfo};
+use linkperf_engine::{
+    facts, sockopt, DataSocket, EventSink, LocalSide, SideEvent, StreamPlan, UdpFormat,
+};
+use linkperf_proto::iperf3::{self, Decoder, Item, Peer, State};
+use linkperf_proto::results::{CpuUsage, HostFacts, Role, SideResult, StreamResult};
+use linkperf_proto::{Direction, Protocol, TestConfig};
+use serde_json::json;
+use socket2::{Domain, Socket, Type};
+use std::io::{Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+const STEP_TIMEOUT: Duration = Duration::from_secs(15);
+
+fn fail(message: impl Into<String>) -> ClientError {
+    ClientError {
+        message: message.into(),
+        exit_code: 1,
+    }
+}
+
+fn usage(message: impl Into<String>) -> ClientError {
+    ClientError {
+        message: message.into(),
+        exit_code: 2,
+    }
+}
+
+enum Event {
+    Control(Item),
+    Lost(String),
+    Side(SideEvent),
+}
+
+/// What a refusal from an iperf3 server means, in one line.
+fn server_refusal(item: &Item, server: SocketAddr) -> Option<ClientError> {
+    match item {
+        Item::State(State::AccessDenied) => Some(fail(format!(
+            "the iperf3 server at {server} is busy running a test; try again later"
+        ))),
+        Item::ServerError { i_errno, os_errno } => Some(fail(format!(
+            "the iperf3 server at {server} refused the test: {}{}",
+            iperf3::error_text(*i_errno),
+            if *os_errno != 0 {
+                format!(" ({})", std::io::Error::from_raw_os_error(*os_errno))
+            } else {
+                String::new()
+            }
+        ))),
+        Item::State(State::ServerTerminate) => Some(fail(format!(
+            "the iperf3 server at {server} ended the test"
+        ))),
+        _ => None,
+    }
+}
+
+fn expect_state(
+    stream: &mut TcpStream,
+    decoder: &mut Decoder,
+    want: State,
+    server: SocketAddr,
+) -> Result<(), ClientError> {
+    let items = read_items(stream, decoder, STEP_TIMEOUT)
+        .map_err(|e| fail(format!("iperf3 server at {server}: {e}")))?;
+    for item in &items {
+        if let Some(e) = server_refusal(item, server) {
+            return Err(e);
+        }
+    }
+    match items.first() {
+        Some(Item::State(s)) if *s == want => Ok(()),
+        other => Err(fail(format!(
+            "unexpected answer from the iperf3 server at {server}: {other:?} (wanted {want:?}); is it an iperf3 server?"
+        ))),
+    }
+}
+
+/// Runs `options`' test against the iperf3 server at `options.host:port`.
+pub fn run(
+    options: &ClientOptions,
+    on_interval: &mut dyn FnMut(&IntervalReport),
+    cancel: Option<&AtomicBool>,
+) -> Result<Report, ClientError> {
+    let config = &options.config;
+    config.validate().map_err(usage)?;
+    if config.start_at_unix_ms.is_some() {
+        return Err(usage(
+            "--start-at is not available against an iperf3 server",
+        ));
+    }
+    if config.bytes.is_none() && config.duration_s.fract() != 0.0 {
+        return Err(usage(
+            "iperf3 servers take whole seconds: use an integer -t against iperf3",
+        ));
+    }
+    if let Some(cc) = &config.congestion {
+        if !facts::available_congestion_controls()
+            .iter()
+            .any(|c| c == cc)
+        {
+            return Err(usage(sockopt::congestion_unavailable(cc)));
+        }
+    }
+    let server = resolve(&options.host, options.port, options.family)?;
+    let bind_ip = options.bind.unwrap_or(if server.is_ipv6() {
+        IpAddr::from([0u16; 8])
+    } else {
+        IpAddr::from([0u8; 4])
+    });
+    let control_sock = new_tcp(server, options.bind.map(|ip| SocketAddr::new(ip, 0)))?;
+    control_sock
+        .connect_timeout(&server.into(), Duration::from_secs(5))
+        .map_err(|e| connect_error(server, e))?;
+    let mut control: TcpStream = control_sock.into();
+    sockopt::apply_liveness(&socket2::SockRef::from(&control));
+    control.set_nodelay(true).ok();
+    let local_ip = control.local_addr().map_err(|e| fail(e.to_string()))?.ip();
+    let cookie = new_cookie();
+    control
+        .write_all(&cookie)
+        .map_err(|e| fail(format!("iperf3 control connection: {e}")))?;
+    let mut decoder = Decoder::new(Peer::Server, false);
+    expect_state(&mut control, &mut decoder, State::ParamExchange, server)?;
+    let params = params_from_config(config, false);
+    control
+        .write_all(&iperf3::encode_json(&params.to_json()))
+        .map_err(|e| fail(format!("iperf3 control connection: {e}")))?;
+    expect_state(&mut control, &mut decoder, State::CreateStreams, server)?;
+
+    // Streams in iperf3's order: the client's sending ones first.
+    let roles = super::roles(config, false);
+    let mut plans = Vec::new();
+    let mut warnings = Vec::new();
+    for (index, role) in roles.iter().enumerate() {
+        let port = options
+            .cport
+            .map(|p| p.saturating_add(index as u16))
+            .unwrap_or(0);
+        let socket = match config.protocol {
+            Protocol::Tcp => {
+                let bind =
+                    (options.bind.is_some() || port != 0).then(|| SocketAddr::new(bind_ip, port));
+                let sock = new_tcp(server, bind)?;
+                warnings.extend(sockopt::apply_buffers(&sock, config));
+                sockopt::apply_tcp(&sock, config).map_err(usage)?;
+                sock.connect_timeout(&server.into(), Duration::from_secs(5))
+                    .map_err(|e| connect_error(server, e))?;
+                let mut stream: TcpStream = sock.into();
+                stream
+                    .write_all(&cookie)
+                    .map_err(|e| fail(format!("data connection {}: {e}", index + 1)))?;
+                DataSocket::Tcp(stream)
+            }
+            Protocol::Udp => {
+                let sock =
+                    crate::data::bind_udp(SocketAddr::new(bind_ip, port), config).map_err(fail)?;
+                udp_connect(&sock, server)?;
+                DataSocket::Udp(sock)
+            }
+        };
+        plans.push(StreamPlan {
+            id: index as u32,
+            role: *role,
+            socket,
+        });
+    }
+    let tcp_handles: Vec<Option<TcpStream>> = plans
+        .iter()
+        .map(|p| match &p.socket {
+            DataSocket::Tcp(s) => s.try_clone().ok(),
+            DataSocket::Udp(_) => None,
+        })
+        .collect();
+    let same_clock = crate::data::same_host(server.ip(), local_ip);
+    // iperf3 stamps datagrams with a monotonic clock: no one-way delay.
+    let mut side = LocalSide::new(config.clone(), plans, false, vec![]);
+    if config.protocol == Protocol::Udp {
+        side.set_udp_format(UdpFormat::Iperf3 {
+            counters_64bit: false,
+        });
+    }
+    let local_sockets = side.socket_facts().to_vec();
+    expect_state(&mut control, &mut decoder, State::TestStart, server)?;
+    let (tx, events) = mpsc::channel();
+    spawn_reader(&control, decoder, tx.clone()).map_err(fail)?;
+    let started_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    let start = Instant::now();
+    let sink: EventSink = Arc::new(move |e| {
+        let _ = tx.send(Event::Side(e));
+    });
+    side.start(start, sink);
+
+    let outcome = drive(
+        &mut control,
+        side,
+        config,
+        &tcp_handles,
+        &events,
+        start,
+        server,
+        on_interval,
+        cancel,
+    );
+    let _ = control.shutdown(std::net::Shutdown::Both);
+    let (local, remote_results, intervals, interrupted) = outcome?;
+    let remote = remote_side(config, &remote_results, &roles);
+    let sides = Sides {
+        config,
+        local: &local,
+        remote: &remote,
+    };
+    let mut errors = Vec::new();
+    for s in &local.streams {
+        if let Some(e) = &s.error {
+            errors.push(format!("stream {} ({:?}): {e}", s.id, s.role));
+        }
+    }
+    warnings.extend(local.warnings.iter().cloned());
+    warnings.push(
+        "the server is iperf3: its figures are bytes, time, retransmissions, UDP loss and jitter, and its process CPU (no tcp_info or host facts)".into(),
+    );
+    let summary = sides.summarise(config.direction != Direction::Reverse);
+    let summary_reverse = (config.direction == Direction::Bidir).then(|| sides.summarise(false));
+    let streams = roles
+        .iter()
+        .enumerate()
+        .zip(local_sockets)
+        .map(|((id, role), local)| StreamSockets {
+            id: id as u32,
+            direction: report::direction_name(*role == Role::Sender),
+            local,
+            remote: None,
+        })
+        .collect();
+    Ok(Report {
+        schema: report::SCHEMA,
+        software: crate::SOFTWARE.into(),
+        test: TestInfo {
+            server: options.host.clone(),
+            port: server.port(),
+            config: config.clone(),
+        },
+        start: StartInfo {
+            timestamp_unix_ms: started_ms,
+            local: facts::collect(crate::SOFTWARE),
+            remote: HostFacts {
+                software: "iperf3".into(),
+                ..Default::default()
+            },
+            clock: if same_clock {
+                "shared"
+            } else if options.clocks_synchronised {
+                "synchronised"
+            } else {
+                "independent"
+            }
+            .into(),
+            streams,
+        },
+        intervals,
+        summary,
+        summary_reverse,
+        warnings,
+        errors,
+        interrupted,
+    })
+}
+
+type Outcome = (SideResult, iperf3::Results, Vec<IntervalReport>, bool);
+
+/// Runs the test from TEST_START to IPERF_DONE.
+#[allow(clippy::too_many_arguments)]
+fn drive(
+    control: &mut TcpStream,
+    side: LocalSide,
+    config: &TestConfig,
+    tcp_handles: &[Option<TcpStream>],
+    events: &Receiver<Event>,
+    start: Instant,
+    server: SocketAddr,
+    on_interval: &mut dyn FnMut(&IntervalReport),
+    cancel: Option<&AtomicBool>,
+) -> Result<Outcome, ClientError> {
+    let udp = config.protocol == Protocol::Udp;
+    let mut side = Some(side);
+    let mut intervals = Vec::new();
+    let mut push_interval = |v: Vec<linkperf_proto::results::StreamInterval>,
+                             intervals: &mut Vec<IntervalReport>| {
+        let line = report::merge_interval(config, Some(&v), None);
+        on_interval(&line);
+        intervals.push(line);
+    };
+    let duration = Duration::from_secs_f64(config.duration_s);
+    let has_senders = config.direction.client_sends();
+    let has_receivers = config.direction.server_sends();
+    let mut udp_senders_done = false;
+    let mut interrupted = false;
+    let mut all_done = false;
+    let send = |control: &mut TcpStream, bytes: &[u8]| {
+        control
+            .write_all(bytes)
+            .map_err(|e| fail(format!("iperf3 control connection: {e}")))
+    };
+    let lost = |side: &mut Option<LocalSide>, why: String| {
+        if let Some(s) = side.take() {
+            s.abort();
+            let _ = s.finish();
+        }
+        fail(format!(
+            "the iperf3 server at {server} went away mid-test: {why}"
+        ))
+    };
+    // Phase 1: run until this end's part is over, then TEST_END.
+    let mut drained_at: Option<Instant> = None;
+    loop {
+        match events.recv_timeout(Duration::from_millis(5)) {
+            Ok(Event::Side(SideEvent::Interval(v))) => push_interval(v, &mut intervals),
+            Ok(Event::Side(SideEvent::SendersDone(_))) => udp_senders_done = true,
+            Ok(Event::Side(SideEvent::AllDone)) => all_done = true,
+            Ok(Event::Control(item)) => {
+                if let Some(e) = server_refusal(&item, server) {
+                    lost(&mut side, e.message.clone());
+                    return Err(e);
+                }
+            }
+            Ok(Event::Lost(why)) => return Err(lost(&mut side, why)),
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => return Err(fail("internal channel closed")),
+        }
+        let s = side.as_ref().expect("side runs until TEST_END");
+        if let (Some(flag), false) = (cancel, interrupted) {
+            if flag.load(Ordering::Relaxed) {
+                interrupted = true;
+                s.stop_senders();
+            }
+        }
+        let progress = s.progress();
+        let senders_done = !has_senders
+            || if udp {
+                udp_senders_done
+            } else {
+                progress.iter().zip(tcp_handles).all(|(p, h)| {
+                    p.role == Role::Receiver
+                        || p.finished
+                        || h.as_ref().is_some_and(super::tcp_sender_drained)
+                })
+            };
+        let receivers_done = !has_receivers
+            || match config.bytes {
+                Some(n) => {
+                    progress
+                        .iter()
+                        .filter(|p| p.role == Role::Receiver)
+                        .map(|p| p.bytes)
+                        .sum::<u64>()
+                        >= n
+                }
+                None => start.elapsed() >= duration,
+            };
+        if (senders_done && receivers_done) || interrupted {
+            // Give the server a moment to read what just arrived: it stops
+            // counting at TEST_END.
+            let at = *drained_at.get_or_insert_with(Instant::now);
+            if at.elapsed() >= Duration::from_millis(20) || interrupted {
+                break;
+            }
+        }
+    }
+    send(control, &[State::TestEnd.byte()])?;
+
+    // Phase 2: the server stops and closes its streams, then asks for results.
+    let mut asked_at: Option<Instant> = None;
+    let mut server_results: Option<iperf3::Results> = None;
+    let mut local: Option<SideResult> = None;
+    let mut aborted = false;
+    let mut last_total = 0u64;
+    let mut quiet_since = Instant::now();
+    loop {
+        match events.recv_timeout(Duration::from_millis(5)) {
+            Ok(Event::Side(SideEvent::Interval(v))) => push_interval(v, &mut intervals),
+            Ok(Event::Side(SideEvent::AllDone)) => all_done = true,
+            Ok(Event::Side(_)) => {}
+            Ok(Event::Control(Item::State(State::ExchangeResults))) => {
+                asked_at = Some(Instant::now())
+            }
+            Ok(Event::Control(Item::Json(v))) => {
+                server_results = Some(iperf3::Results::from_json(&v).map_err(|e| {
+                    fail(format!(
+                        "bad results from the iperf3 server at {server}: {e}"
+                    ))
+                })?)
+            }
+            Ok(Event::Control(Item::State(State::DisplayResults))) => {
+                let _ = send(control, &[State::IperfDone.byte()]);
+                break;
+            }
+            Ok(Event::Control(item)) => {
+                if let Some(e) = server_refusal(&item, server) {
+                    lost(&mut side, e.message.clone());
+                    return Err(e);
+                }
+            }
+            Ok(Event::Lost(why)) => {
+                if server_results.is_some() {
+                    break; // some servers close right after their results
+                }
+                return Err(lost(&mut side, why));
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => return Err(fail("internal channel closed")),
+        }
+        if let (Some(asked), None) = (asked_at, &local) {
+            if let Some(s) = &side {
+                // TCP streams end when the server closes them; UDP ones when quiet.
+                let total: u64 = s.progress().iter().map(|p| p.bytes).sum();
+                if total != last_total {
+                    last_total = total;
+                    quiet_since = Instant::now();
+                }
+                let udp_quiet = udp && quiet_since.elapsed() > Duration::from_millis(100);
+                if !all_done && !aborted && (udp_quiet || asked.elapsed() > Duration::from_secs(3))
+                {
+                    s.abort();
+                    aborted = true;
+                }
+            }
+            if all_done {
+                if let Some(s) = side.take() {
+                    let result = s.finish();
+                    let ours = results_from_side(&result, udp);
+                    send(control, &iperf3::encode_json(&ours.to_json()))?;
+                    local = Some(result);
+                }
+            }
+        }
+        if asked_at.is_none() && side.is_some() {
+            // A server that never asks for results: give up after a while.
+            if start.elapsed() > duration + Duration::from_secs(60) && config.bytes.is_none() {
+                return Err(lost(&mut side, "no results exchange".into()));
+            }
+        }
+    }
+    let local = match local {
+        Some(l) => l,
+        None => {
+            return Err(fail(format!(
+                "the iperf3 server at {server} ended without a results exchange"
+            )))
+        }
+    };
+    let remote = server_results
+        .ok_or_else(|| fail(format!("the iperf3 server at {server} sent no results")))?;
+    Ok((local, remote, intervals, interrupted))
+}
+
+/// The iperf3 server's results as linkperf's view of the remote end.
+fn remote_side(config: &TestConfig, results: &iperf3::Results, roles: &[Role]) -> SideResult {
+    let udp = config.protocol == Protocol::Udp;
+    let mut streams: Vec<StreamResult> = Vec::new();
+    for s in &results.streams {
+        let Some(index) = iperf3::stream_index(s.id) else {
+            continue;
+        };
+        let Some(our_role) = roles.get(index) else {
+            continue;
+        };
+        let role = if *our_role == Role::Sender {
+            Role::Receiver
+        } else {
+            Role::Sender
+        };
+        let seconds = (s.end_time - s.start_time).max(0.0);
+        let received = s.packets.saturating_sub(s.errors);
+        let value = json!({
+            "id": index,
+            "role": role,
+            "bytes": s.bytes,
+            "seconds": seconds,
+            "bits_per_second": if seconds > 0.0 { s.bytes as f64 * 8.0 / seconds } else { 0.0 },
+            "packets": if udp { Some(if role == Role::Sender { s.packets } else { received }) } else { None },
+            "udp": (udp && role == Role::Receiver).then(|| json!({
+                "packets": received,
+                "lost_packets": s.errors,
+                "loss_percent": if s.packets > 0 { 100.0 * s.errors as f64 / s.packets as f64 } else { 0.0 },
+                "out_of_order": 0,
+                "duplicates": 0,
+                "jitter_ms": s.jitter * 1000.0,
+                "one_way_delay_ms": null,
+            })),
+            "tcp": (!udp && role == Role::Sender).then(|| json!({
+                "retransmits": (s.retransmits >= 0).then_some(s.retransmits),
+            })),
+            "socket": { "congestion": results.congestion_used },
+        });
+        if let Ok(r) = serde_json::from_value::<StreamResult>(value) {
+            streams.push(r);
+        }
+    }
+    SideResult {
+        seconds: streams.iter().map(|s| s.seconds).fold(0.0, f64::max),
+        streams,
+        cpu: CpuUsage {
+            total_percent: results.cpu_util_total,
+            user_percent: results.cpu_util_user,
+            system_percent: results.cpu_util_system,
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+fn spawn_reader(
+    control: &TcpStream,
+    mut decoder: Decoder,
+    tx: mpsc::Sender<Event>,
+) -> Result<(), String> {
+    let mut reader = control.try_clone().map_err(|e| e.to_string())?;
+    let _ = reader.set_read_timeout(None);
+    std::thread::Builder::new()
+        .name("lp-iperf3-ctl".into())
+        .spawn(move || {
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                let want = decoder.wanted().min(buf.len());
+                match reader.read(&mut buf[..want]) {
+                    Ok(0) => {
+                        let _ = tx.send(Event::Lost(
+                            "the server closed the control connection".into(),
+                        ));
+                        return;
+                    }
+                    Ok(n) => match decoder.feed(&buf[..n]) {
+                        Ok(items) => {
+                            for i in items {
+                                if tx.send(Event::Control(i)).is_err() {
+                                    return;
+                                }
+                            }
+                        }
+                        Err(e) => {
+                            let _ = tx.send(Event::Lost(e.to_string()));
+                            return;
+                        }
+                    },
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        let _ = tx.send(Event::Lost(format!("control connection: {e}")));
+                        return;
+                    }
+                }
+            }
+        })
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+fn new_tcp(server: SocketAddr, bind: Option<SocketAddr>) -> Result<Socket, ClientError> {
+    let domain = if server.is_ipv6() {
+        Domain::IPV6
+    } else {
+        Domain::IPV4
+    };
+    let sock = Socket::new(domain, Type::STREAM, None).map_err(|e| fail(format!("socket: {e}")))?;
+    if let Some(b) = bind {
+        sock.set_reuse_address(true).ok();
+        sock.bind(&b.into())
+            .map_err(|e| fail(format!("cannot bind to {b}: {e}")))?;
+    }
+    Ok(sock)
+}
+
+fn connect_error(addr: SocketAddr, e: std::io::Error) -> ClientError {
+    match e.kind() {
+        std::io::ErrorKind::ConnectionRefused => fail(format!(
+            "connection refused by {addr}: is an iperf3 server running there (port {})?",
+            addr.port()
+        )),
+        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => fail(format!(
+            "no answer from {addr} within 5 s: host down or port filtered"
+        )),
+        _ => fail(format!("cannot connect to {addr}: {e}")),
+    }
+}
+
+/// iperf3's UDP stream set-up: "9876" to the server's port, "6789" back.
+fn udp_connect(sock: &UdpSocket, server: SocketAddr) -> Result<(), ClientError> {
+    sock.connect(server)
+        .map_err(|e| fail(format!("UDP connect to {server}: {e}")))?;
+    let mut buf = [0u8; 64];
+    sock.set_read_timeout(Some(Duration::from_secs(2)))
+        .map_err(|e| fail(e.to_string()))?;
+    // One datagram, as iperf3 sends; a second only if it was lost (a duplicate
+    // would reach the server's stream socket as a stray 4-byte datagram).
+    for _ in 0..3 {
+        sock.send(&iperf3::UDP_CONNECT)
+            .map_err(|e| fail(format!("UDP connect message to {server}: {e}")))?;
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < deadline {
+            match sock.recv(&mut buf) {
+                Ok(n) if iperf3::is_udp_reply(&buf[..n]) => {
+                    let _ = sock.set_read_timeout(None);
+                    return Ok(());
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+    }
+    Err(fail(format!(
+        "UDP stream to {server}: the iperf3 server never answered; is UDP blocked by a firewall?"
+    )))
+}

@@ -22,8 +22,6 @@ pub struct Extras {
     pub udp_counters_64bit: bool,
     pub get_server_output: bool,
     pub repeating_payload: bool,
-    pub burst: u32,
-    pub title: Option<String>,
 }
 
 /// A refusal: iperf3's error number and a line for the log.
@@ -52,7 +50,10 @@ pub fn config_from_params(p: &Params) -> Result<(TestConfig, Extras), Refusal> {
         ));
     }
     if p.tos > 255 {
-        return Err(refuse(errno::BAD_TOS, format!("TOS {} is out of range", p.tos)));
+        return Err(refuse(
+            errno::BAD_TOS,
+            format!("TOS {} is out of range", p.tos),
+        ));
     }
     let udp = p.udp;
     let length = if p.len > 0 {
@@ -70,7 +71,11 @@ pub fn config_from_params(p: &Params) -> Result<(TestConfig, Extras), Refusal> {
         None
     };
     // iperf3 runs -O seconds of warm-up on top of -t; linkperf's -t includes -O.
-    let time = if p.time > 0 { p.time as f64 } else { 86_400.0 - p.omit as f64 };
+    let time = if p.time > 0 {
+        p.time as f64
+    } else {
+        86_400.0 - p.omit as f64
+    };
     let config = TestConfig {
         protocol: if udp { Protocol::Udp } else { Protocol::Tcp },
         direction: if p.bidirectional {
@@ -131,8 +136,6 @@ pub fn config_from_params(p: &Params) -> Result<(TestConfig, Extras), Refusal> {
             udp_counters_64bit: p.udp_counters_64bit,
             get_server_output: p.get_server_output,
             repeating_payload: p.repeating_payload,
-            burst: p.burst,
-            title: p.title.clone(),
         },
     ))
 }
@@ -409,7 +412,10 @@ mod tests {
             parallel: 1,
             ..Default::default()
         };
-        assert_eq!(config_from_params(&sctp).unwrap_err().i_errno, errno::NO_SCTP);
+        assert_eq!(
+            config_from_params(&sctp).unwrap_err().i_errno,
+            errno::NO_SCTP
+        );
         let many = Params {
             parallel: 1000,
             time: 1,

@@ -5,7 +5,9 @@
 
 use super::{config_from_params, iperf3_bytes, iperf3_rate, results_from_side, Extras};
 use crate::data;
-use linkperf_engine::{sockopt, DataSocket, EventSink, LocalSide, SideEvent, StreamPlan, UdpFormat};
+use linkperf_engine::{
+    sockopt, DataSocket, EventSink, LocalSide, SideEvent, StreamPlan, UdpFormat,
+};
 use linkperf_proto::iperf3::{self, Decoder, Item, Params, Peer, State, COOKIE_LEN};
 use linkperf_proto::results::{Role, SideResult, StreamInterval};
 use linkperf_proto::{Protocol, TestConfig};
@@ -111,7 +113,10 @@ fn peer_text(s: &TcpStream) -> String {
 
 fn canonical(ip: IpAddr) -> IpAddr {
     match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(IpAddr::V6(v6)),
+        IpAddr::V6(v6) => v6
+            .to_ipv4_mapped()
+            .map(IpAddr::V4)
+            .unwrap_or(IpAddr::V6(v6)),
         v4 => v4,
     }
 }
@@ -290,8 +295,8 @@ impl Session {
                 )
             })
             .collect();
-        let same_clock = data::same_host(peer.ip(), local.ip());
-        let mut side = LocalSide::new(config.clone(), plans, same_clock, warnings);
+        // iperf3 stamps datagrams with a monotonic clock: no one-way delay.
+        let mut side = LocalSide::new(config.clone(), plans, false, warnings);
         if udp {
             side.set_udp_format(UdpFormat::Iperf3 {
                 counters_64bit: extras.udp_counters_64bit,
@@ -323,7 +328,9 @@ impl Session {
                 Ok(Event::Control(other)) => {
                     side.abort();
                     let _ = side.finish();
-                    return Err(format!("unexpected iperf3 message during the test: {other:?}"));
+                    return Err(format!(
+                        "unexpected iperf3 message during the test: {other:?}"
+                    ));
                 }
                 Ok(Event::Lost(why)) => {
                     side.abort();
@@ -352,7 +359,9 @@ impl Session {
                 Ok(Event::Control(other)) => {
                     side.abort();
                     let _ = side.finish();
-                    return Err(format!("expected the iperf3 client's results, got {other:?}"));
+                    return Err(format!(
+                        "expected the iperf3 client's results, got {other:?}"
+                    ));
                 }
                 Ok(Event::Lost(why)) => {
                     side.abort();
@@ -366,15 +375,18 @@ impl Session {
                 }
             }
         };
-        let result = settle(side, &client_results, &config, &tcp_handles, &self.events, &mut intervals);
+        let result = settle(
+            side,
+            &client_results,
+            &config,
+            &tcp_handles,
+            &self.events,
+            &mut intervals,
+        );
         let mut results = results_from_side(&result, config.protocol == Protocol::Udp);
         if extras.get_server_output {
             results.server_output_text = Some(server_output(
-                &config,
-                &peer,
-                &connected,
-                &intervals,
-                &result,
+                &config, &peer, &connected, &intervals, &result,
             ));
         }
         self.send(&iperf3::encode_json(&results.to_json()))?;
@@ -422,7 +434,9 @@ impl Session {
                     let want = decoder.wanted().min(buf.len());
                     match reader.read(&mut buf[..want]) {
                         Ok(0) => {
-                            let _ = tx.send(Event::Lost("the iperf3 client closed the control connection".into()));
+                            let _ = tx.send(Event::Lost(
+                                "the iperf3 client closed the control connection".into(),
+                            ));
                             return;
                         }
                         Ok(n) => match decoder.feed(&buf[..n]) {
@@ -483,21 +497,29 @@ fn settle(
     }
     // With -O the client's counts exclude the warm-up: wait for quiet instead.
     let exact = config.omit_s == 0.0;
-    let deadline = Instant::now() + if udp { Duration::from_secs(1) } else { Duration::from_secs(3) };
+    let deadline = Instant::now()
+        + if udp {
+            Duration::from_secs(1)
+        } else {
+            Duration::from_secs(3)
+        };
     let mut last_total = u64::MAX;
     let mut quiet_since = Instant::now();
     while Instant::now() < deadline {
         let progress = side.progress();
-        let receivers_done = progress.iter().filter(|p| p.role == Role::Receiver).all(|p| {
-            if p.finished {
-                return true;
-            }
-            match (exact, expected.get(&p.id)) {
-                (true, Some(&want)) if udp => p.packets >= want,
-                (true, Some(&want)) => p.bytes >= want,
-                _ => false,
-            }
-        });
+        let receivers_done = progress
+            .iter()
+            .filter(|p| p.role == Role::Receiver)
+            .all(|p| {
+                if p.finished {
+                    return true;
+                }
+                match (exact, expected.get(&p.id)) {
+                    (true, Some(&want)) if udp => p.packets >= want,
+                    (true, Some(&want)) => p.bytes >= want,
+                    _ => false,
+                }
+            });
         let total: u64 = progress.iter().map(|p| p.bytes).sum();
         if total != last_total {
             last_total = total;
@@ -583,7 +605,12 @@ fn server_output(
     } else {
         "[ ID] Interval           Transfer     Bitrate\n"
     };
-    let line = |id: u32, start: f64, end: f64, bytes: u64, u: Option<&linkperf_proto::results::UdpStats>, role: &str| {
+    let line = |id: u32,
+                start: f64,
+                end: f64,
+                bytes: u64,
+                u: Option<&linkperf_proto::results::UdpStats>,
+                role: &str| {
         let secs = (end - start).max(1e-9);
         let mut l = format!(
             "[{:>3}] {:>6.2}-{:<6.2} sec  {}  {}",
@@ -600,7 +627,11 @@ fn server_output(
                 u.jitter_ms,
                 u.lost_packets,
                 total,
-                if total > 0 { 100.0 * u.lost_packets as f64 / total as f64 } else { 0.0 }
+                if total > 0 {
+                    100.0 * u.lost_packets as f64 / total as f64
+                } else {
+                    0.0
+                }
             ));
         }
         format!("{l}  {role}\n")
@@ -608,13 +639,24 @@ fn server_output(
     out.push_str(head);
     for iv in intervals {
         for s in iv {
-            out.push_str(&line(s.id, s.start, s.end, s.bytes, s.udp.as_ref(), if s.omitted { "(omitted)" } else { "" }));
+            out.push_str(&line(
+                s.id,
+                s.start,
+                s.end,
+                s.bytes,
+                s.udp.as_ref(),
+                if s.omitted { "(omitted)" } else { "" },
+            ));
         }
     }
     out.push_str("- - - - - - - - - - - - - - - - - - - - - - - - -\n");
     out.push_str(head);
     for s in &result.streams {
-        let role = if s.role == Role::Sender { "sender" } else { "receiver" };
+        let role = if s.role == Role::Sender {
+            "sender"
+        } else {
+            "receiver"
+        };
         out.push_str(&line(s.id, 0.0, s.seconds, s.bytes, s.udp.as_ref(), role));
     }
     out

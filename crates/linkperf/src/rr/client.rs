@@ -142,7 +142,11 @@ impl Control {
                 boot_id,
             },
             RrServerMessage::Error { message } => return Err(fail(format!("server: {message}"))),
-            other => return Err(fail(format!("unexpected answer from the server: {other:?}"))),
+            other => {
+                return Err(fail(format!(
+                    "unexpected answer from the server: {other:?}"
+                )))
+            }
         };
         // Idle gaps may be long; keepalive watches the connection meanwhile.
         control.stream.set_read_timeout(None).ok();
@@ -201,7 +205,9 @@ impl Control {
                 connections,
             }),
             RrServerMessage::Error { message } => Err(fail(format!("server: {message}"))),
-            other => Err(fail(format!("unexpected answer from the server: {other:?}"))),
+            other => Err(fail(format!(
+                "unexpected answer from the server: {other:?}"
+            ))),
         }
     }
 }
@@ -230,8 +236,6 @@ enum Flow {
         stream: TcpStream,
         request: Vec<u8>,
         response: Vec<u8>,
-        /// Responses come back in order: the n-th answers request n.
-        next_answer: u64,
     },
     Udp {
         sock: UdpSocket,
@@ -244,7 +248,9 @@ enum Flow {
 /// What came back.
 #[derive(Clone, Copy)]
 struct Answer {
-    seq: u64,
+    /// UDP: the request it answers; TCP: `None`, answers come in order and
+    /// each one is for the oldest request in flight.
+    seq: Option<u64>,
     server_rx_ns: Option<u64>,
 }
 
@@ -266,7 +272,6 @@ impl Flow {
             stream,
             request: vec![0u8; request as usize],
             response: vec![0u8; response as usize],
-            next_answer: 0,
         })
     }
 
@@ -367,10 +372,7 @@ impl Flow {
     fn recv(&mut self) -> std::io::Result<Option<Answer>> {
         match self {
             Flow::Tcp {
-                stream,
-                response,
-                next_answer,
-                ..
+                stream, response, ..
             } => {
                 let mut got = 0;
                 while got < response.len() {
@@ -386,16 +388,14 @@ impl Flow {
                         Err(e) => return Err(e),
                     }
                 }
-                let seq = *next_answer;
-                *next_answer += 1;
                 Ok(Some(Answer {
-                    seq,
+                    seq: None,
                     server_rx_ns: rr::parse_tcp_stamp(response),
                 }))
             }
             Flow::Udp { sock, buf, .. } => match sock.recv(buf) {
                 Ok(n) => Ok(rr::parse_udp_response(&buf[..n]).map(|(seq, rx)| Answer {
-                    seq,
+                    seq: Some(seq),
                     server_rx_ns: Some(rx),
                 })),
                 Err(e)
@@ -543,7 +543,10 @@ impl Recorder {
     fn emit(&mut self, end: Instant, udp: bool, on_interval: &mut dyn FnMut(&RrInterval)) {
         let seconds = end.saturating_duration_since(self.tick_start).as_secs_f64();
         let i = RrInterval {
-            start: self.tick_start.saturating_duration_since(self.t0).as_secs_f64(),
+            start: self
+                .tick_start
+                .saturating_duration_since(self.t0)
+                .as_secs_f64(),
             end: end.saturating_duration_since(self.t0).as_secs_f64(),
             phase: self.phase,
             transactions: self.tick_transactions,
@@ -684,13 +687,15 @@ fn run_flow(
         match flow.recv() {
             Ok(Some(answer)) => {
                 now = Instant::now();
-                let found = if outstanding.front().is_some_and(|f| f.0 == answer.seq) {
-                    outstanding.pop_front()
-                } else {
-                    outstanding
+                let found = match answer.seq {
+                    None => outstanding.pop_front(),
+                    Some(seq) if outstanding.front().is_some_and(|f| f.0 == seq) => {
+                        outstanding.pop_front()
+                    }
+                    Some(seq) => outstanding
                         .iter()
-                        .position(|o| o.0 == answer.seq)
-                        .and_then(|i| outstanding.remove(i))
+                        .position(|o| o.0 == seq)
+                        .and_then(|i| outstanding.remove(i)),
                 };
                 match found {
                     Some((_, sent)) => {
@@ -705,7 +710,7 @@ fn run_flow(
                             }
                         }
                     }
-                    None if answer.seq < *next_seq => rec.late += 1,
+                    None if answer.seq.is_some_and(|s| s < *next_seq) => rec.late += 1,
                     None => {}
                 }
             }
@@ -756,7 +761,7 @@ fn single(
         .map_err(|e| fail(format!("sending a request: {e}")))?;
     loop {
         match flow.recv() {
-            Ok(Some(a)) if a.seq == seq || matches!(flow, Flow::Tcp { .. }) => {
+            Ok(Some(a)) if a.seq.is_none() || a.seq == Some(seq) => {
                 return Ok(Some((sent, Instant::now(), a.server_rx_ns)))
             }
             Ok(Some(_)) => {}
@@ -789,6 +794,9 @@ struct Run<'a> {
     owd: bool,
     cancel: &'a AtomicBool,
     next_seq: u64,
+    /// Transactions run but not measured (warm-up, ramp-up); the server
+    /// counts them too.
+    warmup: u64,
     warnings: Vec<String>,
 }
 
@@ -908,6 +916,7 @@ pub fn run(
         owd: clock != "independent",
         cancel,
         next_seq: 0,
+        warmup: 0,
         warnings: Vec::new(),
     };
     let (main, outcome) = match &plan.mode {
@@ -977,6 +986,7 @@ pub fn run(
     let summary = RrSummary {
         transactions: main.transactions,
         attempted: main.attempted,
+        warmup: run.warmup,
         seconds: measured_seconds,
         transactions_per_second: main.transactions as f64 / measured_seconds.max(1e-9),
         server: Some(server_counts),
@@ -1022,7 +1032,7 @@ pub fn run(
             response: plan.response,
             burst: plan.burst,
             rate_per_second: plan.rate,
-            duration_s: plan.count.is_none().then(|| plan.duration.as_secs_f64()),
+            duration_s: plan.count.is_none().then_some(plan.duration.as_secs_f64()),
             count: plan.count,
             interval_s: plan.interval.map_or(0.0, |d| d.as_secs_f64()),
             timeout_ms: plan.timeout.map(|t| t.as_secs_f64() * 1e3),
@@ -1090,7 +1100,14 @@ fn plain(
     rec.start_intervals(start);
     let budget = run.budget(start);
     let mut seq = run.next_seq;
-    run_flow(&mut flow, &mut rec, run.pace(), &budget, &mut seq, on_interval)?;
+    run_flow(
+        &mut flow,
+        &mut rec,
+        run.pace(),
+        &budget,
+        &mut seq,
+        on_interval,
+    )?;
     run.next_seq = seq;
     let end = Instant::now();
     rec.flush(end, run.plan.protocol == Protocol::Udp, on_interval);
@@ -1190,11 +1207,9 @@ fn cold(run: &mut Run, idle: Duration) -> Result<(Recorder, Outcome), ClientErro
     let mut second_h = stats::new_histogram();
     let mut differences = Vec::new();
     let udp = plan.protocol == Protocol::Udp;
-    let timeout = plan.timeout.unwrap_or(if udp {
-        AUTO_TIMEOUT_MAX
-    } else {
-        TCP_STALL
-    });
+    let timeout = plan
+        .timeout
+        .unwrap_or(if udp { AUTO_TIMEOUT_MAX } else { TCP_STALL });
     let start = Instant::now();
     'rounds: for _ in 0..rounds {
         // Sleep in slices so Ctrl-C is noticed.
@@ -1297,7 +1312,15 @@ fn sizes_mode(
             cancel: run.cancel,
             until: None,
         };
-        run_flow(flow, &mut warm, run.pace(), &warm_budget, &mut seq, &mut ignore)?;
+        run_flow(
+            flow,
+            &mut warm,
+            run.pace(),
+            &warm_budget,
+            &mut seq,
+            &mut ignore,
+        )?;
+        run.warmup += warm.transactions;
         let mut rec = run.recorder(false);
         rec.max_rtt = warm.max_rtt;
         let started = Instant::now();
@@ -1326,7 +1349,10 @@ fn sizes_mode(
         }
         merge(&mut total, &rec);
     }
-    let xy: Vec<(f64, f64)> = points.iter().map(|p| (p.size as f64, p.rtt_ms.p50)).collect();
+    let xy: Vec<(f64, f64)> = points
+        .iter()
+        .map(|p| (p.size as f64, p.rtt_ms.p50))
+        .collect();
     let fit = stats::least_squares(&xy, if echo { 2.0 } else { 1.0 }, "p50");
     Ok((
         total,
@@ -1443,6 +1469,7 @@ fn load_mode(
         (result, load, loaded_seconds)
     });
     run.next_seq = seq;
+    run.warmup += warmup.transactions;
     let (probe_result, load_thread, loaded_seconds) = load_result;
     seconds += loaded_seconds;
     probe_result?;
@@ -1452,9 +1479,8 @@ fn load_mode(
         Err(_) => return Err(fail("--load: the load test panicked")),
     };
     if loaded.transactions == 0 {
-        run.warnings.push(
-            "the load ended before any probe ran under it: give the load a longer -t".into(),
-        );
+        run.warnings
+            .push("the load ended before any probe ran under it: give the load a longer -t".into());
     }
     let load_summary = LoadSummary {
         args: load.args.clone(),

@@ -48,7 +48,9 @@ pub fn parse_rate(input: &str) -> Result<f64, String> {
     let v: f64 = num.parse().map_err(|_| err())?;
     let v = v * scale;
     if !v.is_finite() || v <= 0.0 {
-        return Err(format!("--rate {input}: the rate must be above 0 transactions/s"));
+        return Err(format!(
+            "--rate {input}: the rate must be above 0 transactions/s"
+        ));
     }
     Ok(v)
 }
@@ -227,7 +229,10 @@ impl RrArgs {
             ));
         }
         if self.burst > 1 && (self.connect || self.cold) {
-            return Err("--burst applies to plain request/response and --sizes, not --connect or --cold".into());
+            return Err(
+                "--burst applies to plain request/response and --sizes, not --connect or --cold"
+                    .into(),
+            );
         }
         let rate = self.rate.as_deref().map(parse_rate).transpose()?;
         if rate.is_some() && self.cold {
@@ -322,7 +327,11 @@ impl RrArgs {
         argv.extend(load.split_whitespace());
         let cli = Cli::try_parse_from(&argv).map_err(|e| {
             let text = e.to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments").to_string();
+            let first = text
+                .lines()
+                .next()
+                .unwrap_or("invalid arguments")
+                .to_string();
             format!("--load: {}", first.trim_start_matches("error: "))
         })?;
         let Command::Client(args) = cli.command else {
@@ -442,7 +451,9 @@ mod tests {
         let p = args(&[]).unwrap();
         assert_eq!((p.request, p.response, p.burst), (64, 64, 1));
         assert!(matches!(p.mode, Mode::Rr));
-        assert!(args(&["-u", "--request", "8"]).unwrap_err().contains("16-byte"));
+        assert!(args(&["-u", "--request", "8"])
+            .unwrap_err()
+            .contains("16-byte"));
         assert!(args(&["--request", "0"]).unwrap_err().contains("0 bytes"));
         assert!(args(&["-u", "--response", "70000"])
             .unwrap_err()
@@ -453,10 +464,16 @@ mod tests {
         let s = args(&["--sizes", "64, 1K"]).unwrap();
         assert!(matches!(s.mode, Mode::Sizes { ref sizes, echo: true } if sizes == &[64, 1024]));
         assert!(args(&["--burst", "0"]).is_err());
-        assert!(args(&["--burst", "64", "--request", "4K"])
-            .unwrap_err()
-            .contains("--burst"));
+        assert!(
+            args(&["--burst", "64", "--request", "4K", "--response", "2K"])
+                .unwrap_err()
+                .contains("--burst")
+        );
         assert!(args(&["--burst", "64", "-u", "--request", "4K"]).is_ok());
+        assert!(
+            args(&["--burst", "64", "--request", "4K"]).is_ok(),
+            "64-byte responses fit"
+        );
         assert!(args(&["--cold", "--burst", "2"]).is_err());
         assert!(args(&["-n", "0"]).is_err());
         let c = args(&["--cold", "--idle", "250ms"]).unwrap();
@@ -474,6 +491,8 @@ mod tests {
         assert_eq!(l.options.config.duration_s, 3.0);
         assert_eq!(p.rate, Some(DEFAULT_LOAD_RATE));
         assert!(args(&["--load", "-P 0"]).unwrap_err().starts_with("--load"));
-        assert!(args(&["--load", "--bogus"]).unwrap_err().starts_with("--load"));
+        assert!(args(&["--load", "--bogus"])
+            .unwrap_err()
+            .starts_with("--load"));
     }
 }

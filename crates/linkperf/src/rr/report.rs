@@ -150,6 +150,9 @@ pub struct RrSummary {
     pub transactions: u64,
     /// Requests sent.
     pub attempted: u64,
+    /// Transactions run before measuring (--sizes warm-up, --load ramp-up):
+    /// in the server's count, not in these statistics.
+    pub warmup: u64,
     pub seconds: f64,
     pub transactions_per_second: f64,
     /// The server's count for the session.

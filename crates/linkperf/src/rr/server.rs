@@ -43,9 +43,13 @@ pub fn handle(mut stream: TcpStream, options: &ServerOptions) -> bool {
         Ok(m) => m,
         Err(why) => {
             if let Some(message) = why.strip_prefix("refuse: ") {
-                send(&mut stream, &mut session, &RrServerMessage::Error {
-                    message: message.into(),
-                });
+                send(
+                    &mut stream,
+                    &mut session,
+                    &RrServerMessage::Error {
+                        message: message.into(),
+                    },
+                );
                 if options.verbose {
                     eprintln!("rr client {}: {message}", peer(&stream));
                 }
@@ -193,9 +197,11 @@ fn run_session(
         let sock = match data::bind_udp(SocketAddr::new(local.ip(), 0), &config) {
             Ok(s) => s,
             Err(e) => {
-                send(&mut stream, &mut session, &RrServerMessage::Error {
-                    message: e.clone(),
-                });
+                send(
+                    &mut stream,
+                    &mut session,
+                    &RrServerMessage::Error { message: e.clone() },
+                );
                 return Err(e);
             }
         };
@@ -253,10 +259,7 @@ fn run_session(
 /// A TCP data connection: fixed-size requests answered by fixed-size
 /// responses, stamped with the receive time, until the client closes.
 fn serve_tcp(mut stream: TcpStream, cookie: u64, request: u32, response: u32) {
-    let counters = sessions()
-        .lock()
-        .ok()
-        .and_then(|s| s.get(&cookie).cloned());
+    let counters = sessions().lock().ok().and_then(|s| s.get(&cookie).cloned());
     let Some(counters) = counters else {
         return; // unknown or finished session: close
     };

@@ -56,10 +56,14 @@ pub fn header(plan: &Plan) -> String {
         Mode::Connect => ", connect + request/response + close each",
         _ => "",
     };
+    let host = if plan.host.contains(':') {
+        format!("[{}]", plan.host)
+    } else {
+        plan.host.clone()
+    };
     format!(
-        "linkperf {} rr -> {}:{}: {proto}, {sizes}, {} in flight, {pace}, {length}{what}",
+        "linkperf {} rr -> {host}:{}: {proto}, {sizes}, {} in flight, {pace}, {length}{what}",
         env!("CARGO_PKG_VERSION"),
-        plan.host,
         plan.port,
         plan.burst
     )
@@ -71,6 +75,15 @@ fn trim(v: f64) -> String {
     } else {
         format!("{v}")
     }
+}
+
+/// Four significant digits, however small.
+fn significant(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    let digits = (3 - v.abs().log10().floor() as i32).max(0) as usize;
+    format!("{v:.digits$}")
 }
 
 /// A latency in ms with precision that suits its size.
@@ -213,9 +226,10 @@ pub fn summary(r: &RrReport) -> String {
     if let (Some(i), Some(l)) = (&s.idle_rtt_ms, &s.loaded_rtt_ms) {
         let _ = writeln!(
             out,
-            "  bloat     p50 {} -> {} ms under load (+{} ms, x{:.1})",
+            "  bloat     p50 {} -> {} ms under load ({}{} ms, x{:.2})",
             ms(i.p50),
             ms(l.p50),
+            if l.p50 >= i.p50 { "+" } else { "" },
             ms(l.p50 - i.p50),
             l.p50 / i.p50.max(1e-9)
         );
@@ -239,7 +253,11 @@ pub fn summary(r: &RrReport) -> String {
         let _ = writeln!(out, "{}", signed_line("forward", &owd.forward_ms));
         let _ = writeln!(out, "{}", signed_line("reverse", &owd.reverse_ms));
     }
-    let _ = writeln!(out, "  clock     {}: {}", r.start.clock, r.start.clock_reason);
+    let _ = writeln!(
+        out,
+        "  clock     {}: {}",
+        r.start.clock, r.start.clock_reason
+    );
     if let Some(points) = &r.sizes {
         let _ = writeln!(
             out,
@@ -261,9 +279,9 @@ pub fn summary(r: &RrReport) -> String {
     if let Some(f) = &r.fit {
         let _ = writeln!(
             out,
-            "  fit       rtt = {} ms + {:.5} µs/byte x size (r² {:.3}, through the p50s){}",
+            "  fit       rtt = {} ms + {} µs/byte x size (r² {:.3}, through the p50s){}",
             ms(f.intercept_ms),
-            f.slope_us_per_byte,
+            significant(f.slope_us_per_byte),
             f.r2,
             f.implied_bits_per_second
                 .map(|b| format!("; implied rate {}", format_rate(b)))

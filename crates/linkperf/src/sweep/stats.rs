@@ -135,8 +135,8 @@ pub fn incomplete_beta(a: f64, b: f64, x: f64) -> f64 {
     if x >= 1.0 {
         return 1.0;
     }
-    let front = (ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln())
-        .exp();
+    let front =
+        (ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln()).exp();
     // The fraction converges fast on this side of the mean; use symmetry otherwise.
     if x < (a + 1.0) / (a + b + 2.0) {
         front * beta_fraction(a, b, x) / a
@@ -215,8 +215,8 @@ pub fn welch(a: &[f64], b: &[f64]) -> Option<Welch> {
         });
     }
     let t = diff / (va + vb).sqrt();
-    let df = (va + vb).powi(2)
-        / (va.powi(2) / (a.len() - 1) as f64 + vb.powi(2) / (b.len() - 1) as f64);
+    let df =
+        (va + vb).powi(2) / (va.powi(2) / (a.len() - 1) as f64 + vb.powi(2) / (b.len() - 1) as f64);
     let p = incomplete_beta(df / 2.0, 0.5, df / (df + t * t));
     Some(Welch { t, df, p })
 }
@@ -247,7 +247,10 @@ mod tests {
         ];
         for (p, df, want) in table {
             let got = student_t_quantile(p, df);
-            assert!(close(got, want, 0.0015), "t({p}, {df}) = {got}, want {want}");
+            assert!(
+                close(got, want, 0.0015),
+                "t({p}, {df}) = {got}, want {want}"
+            );
         }
         // Large df tends to the normal quantile.
         assert!(close(student_t_quantile(0.975, 1e6), 1.95996, 1e-4));
@@ -257,11 +260,19 @@ mod tests {
     #[test]
     fn cdf_is_symmetric_and_monotone() {
         assert!(close(student_t_cdf(0.0, 3.0), 0.5, 1e-12));
-        assert!(close(student_t_cdf(1.5, 7.0) + student_t_cdf(-1.5, 7.0), 1.0, 1e-12));
+        assert!(close(
+            student_t_cdf(1.5, 7.0) + student_t_cdf(-1.5, 7.0),
+            1.0,
+            1e-12
+        ));
         // df = 1 is Cauchy: F(1) = 3/4.
         assert!(close(student_t_cdf(1.0, 1.0), 0.75, 1e-10));
         assert!(close(ln_gamma(5.0), 24f64.ln(), 1e-12));
-        assert!(close(ln_gamma(0.5), std::f64::consts::PI.sqrt().ln(), 1e-12));
+        assert!(close(
+            ln_gamma(0.5),
+            std::f64::consts::PI.sqrt().ln(),
+            1e-12
+        ));
     }
 
     #[test]
@@ -275,7 +286,10 @@ mod tests {
         assert!(close(s.ci_high.unwrap() - s.mean, half, 2e-3));
         assert!(close(s.mean - s.ci_low.unwrap(), half, 2e-3));
         let one = Summary::of(&[3.0], 99.0).unwrap();
-        assert_eq!((one.mean, one.median, one.stddev, one.ci_low), (3.0, 3.0, None, None));
+        assert_eq!(
+            (one.mean, one.median, one.stddev, one.ci_low),
+            (3.0, 3.0, None, None)
+        );
         assert!(Summary::of(&[], 95.0).is_none());
         let odd = Summary::of(&[3.0, 1.0, 2.0], 95.0).unwrap();
         assert_eq!(odd.median, 2.0);

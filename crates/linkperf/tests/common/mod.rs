@@ -242,11 +242,20 @@ pub fn wait_child(mut child: Child, limit: Duration) -> Run {
 pub fn spawn(args: &[&str]) -> Child {
     Command::new(bin())
         .args(args)
+        // Clients store their results: keep the tests' runs out of the user's archive.
+        .env("LINKPERF_DB", test_archive())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn linkperf")
+}
+
+/// The archive the tests' clients store into unless a test gives `--db`.
+pub fn test_archive() -> PathBuf {
+    std::env::var_os("LINKPERF_DB")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| std::env::temp_dir().join("linkperf-tests-archive.db"))
 }
 
 /// Runs `linkperf ARGS...` to completion.

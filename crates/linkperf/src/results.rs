@@ -1,0 +1,767 @@
+//! `linkperf results list|show|compare|export`: browse and reuse the archive.
+//! The export JSON is the input of `linkperf report` (docs/archive.md).
+
+use crate::sweep::{self, stats, PointSummary};
+use clap::{Args, Subcommand, ValueEnum};
+use linkperf_store::{EntryKind, ListFilter, RunRow, Store, SweepRow};
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Args, Debug)]
+pub struct ResultsArgs {
+    /// The archive: a SQLite file or a postgres:// URL (default: the user's data directory).
+    #[arg(long, global = true, value_name = "PATH|URL")]
+    pub db: Option<String>,
+    #[command(subcommand)]
+    pub command: ResultsCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ResultsCommand {
+    /// Tests and sweeps, newest first (a sweep's runs are folded into it).
+    List {
+        /// How many to show.
+        #[arg(long, default_value_t = 20)]
+        limit: i64,
+        /// Only ids below this one (the next page).
+        #[arg(long, value_name = "ID")]
+        before: Option<i64>,
+        /// Include the runs of sweeps.
+        #[arg(long)]
+        all: bool,
+        /// Only this kind: sweep, test, rr, campaign.
+        #[arg(long)]
+        kind: Option<String>,
+        /// Only results against this host.
+        #[arg(long)]
+        host: Option<String>,
+        /// JSON instead of a table.
+        #[arg(short = 'J', long)]
+        json: bool,
+    },
+    /// One run (its summary and intervals) or one sweep (its table).
+    Show {
+        id: i64,
+        /// The stored JSON (a run's full report, a sweep's statistics).
+        #[arg(short = 'J', long)]
+        json: bool,
+    },
+    /// Differences between two runs or two sweeps, with Welch's t-test where
+    /// both sides have repetitions.
+    Compare {
+        a: i64,
+        b: i64,
+        #[arg(short = 'J', long)]
+        json: bool,
+    },
+    /// A run or a sweep as CSV (one row per run) or JSON (for `linkperf report`).
+    Export {
+        id: i64,
+        #[arg(long, value_enum)]
+        format: ExportFormat,
+        /// Write to FILE instead of stdout.
+        #[arg(short = 'o', long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    Csv,
+    Json,
+}
+
+/// A usage problem (exit 2) or a failure (exit 1), one line each.
+enum Fail {
+    Usage(String),
+    Run(String),
+}
+
+impl From<linkperf_store::StoreError> for Fail {
+    fn from(e: linkperf_store::StoreError) -> Self {
+        Fail::Run(e.to_string())
+    }
+}
+
+pub fn run(args: ResultsArgs) -> ExitCode {
+    let result = Store::open(args.db.as_deref())
+        .map_err(Fail::from)
+        .and_then(|mut store| match args.command {
+            ResultsCommand::List {
+                limit,
+                before,
+                all,
+                kind,
+                host,
+                json,
+            } => list(
+                &mut store,
+                &ListFilter {
+                    limit,
+                    before,
+                    all,
+                    kind,
+                    host,
+                },
+                json,
+            ),
+            ResultsCommand::Show { id, json } => show(&mut store, id, json),
+            ResultsCommand::Compare { a, b, json } => compare(&mut store, a, b, json),
+            ResultsCommand::Export { id, format, output } => export(&mut store, id, format, output),
+        });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Fail::Usage(m)) => {
+            eprintln!("linkperf: {m}");
+            ExitCode::from(2)
+        }
+        Err(Fail::Run(m)) => {
+            eprintln!("linkperf: {m}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `2026-11-21 21:23:06` (UTC) from ms since the epoch.
+pub fn utc(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let days = secs.div_euclid(86_400);
+    let tod = secs.rem_euclid(86_400);
+    // Civil date from days since 1970-01-01 (proleptic Gregorian).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
+        tod / 3600,
+        (tod % 3600) / 60,
+        tod % 60
+    )
+}
+
+fn rate(v: Option<f64>) -> String {
+    v.map(linkperf_units::format_rate)
+        .unwrap_or_else(|| "-".into())
+}
+
+fn list(store: &mut Store, filter: &ListFilter, json_out: bool) -> Result<(), Fail> {
+    if filter.limit < 1 {
+        return Err(Fail::Usage("--limit must be at least 1".into()));
+    }
+    let entries = store.list(filter)?;
+    if json_out {
+        let rows: Vec<Value> = entries
+            .iter()
+            .map(|e| {
+                json!({
+                    "id": e.id, "kind": e.kind, "created_unix_ms": e.created_unix_ms,
+                    "host": e.host, "sweep_id": e.parent,
+                    "protocol": e.metrics.protocol, "direction": e.metrics.direction,
+                    "sent_bits_per_second": e.metrics.sent_bps,
+                    "received_bits_per_second": e.metrics.received_bps,
+                    "loss_percent": e.metrics.loss_percent,
+                    "rtt_mean_ms": e.metrics.rtt_mean_ms,
+                    "interrupted": e.metrics.interrupted,
+                    "status": e.sweep_status, "points": e.sweep_points,
+                    "planned_runs": e.sweep_planned, "runs": e.sweep_runs,
+                })
+            })
+            .collect();
+        say!(
+            "{}",
+            serde_json::to_string_pretty(
+                &json!({"schema": crate::report::SCHEMA, "entries": rows})
+            )
+            .expect("list serialises")
+        );
+        return Ok(());
+    }
+    if entries.is_empty() {
+        say!(
+            "no results in {}{}",
+            store.location().describe(),
+            if filter.before.is_some() {
+                " on this page"
+            } else {
+                ""
+            }
+        );
+        return Ok(());
+    }
+    say!(
+        "{:>8}  {:<8}  {:<19}  {:<20}  summary",
+        "id",
+        "kind",
+        "started (UTC)",
+        "host"
+    );
+    for e in &entries {
+        let summary = if e.kind == "sweep" {
+            format!(
+                "{}, {} points, {}/{} runs",
+                e.sweep_status.as_deref().unwrap_or("?"),
+                e.sweep_points.unwrap_or(0),
+                e.sweep_runs.unwrap_or(0),
+                e.sweep_planned.unwrap_or(0)
+            )
+        } else {
+            let m = &e.metrics;
+            let mut s = format!(
+                "{} {} received {}",
+                m.protocol.as_deref().unwrap_or("-"),
+                m.direction.as_deref().unwrap_or("-"),
+                rate(m.received_bps)
+            );
+            if let Some(l) = m.loss_percent {
+                s.push_str(&format!(", loss {l:.2}%"));
+            }
+            if let Some(p) = e.parent {
+                s.push_str(&format!(" (sweep {p})"));
+            }
+            if m.interrupted {
+                s.push_str(" (interrupted)");
+            }
+            s
+        };
+        let host: String = e.host.chars().take(20).collect();
+        say!(
+            "{:>8}  {:<8}  {:<19}  {:<20}  {summary}",
+            e.id,
+            e.kind,
+            utc(e.created_unix_ms),
+            host
+        );
+    }
+    if entries.len() as i64 == filter.limit {
+        let last = entries.last().map(|e| e.id).unwrap_or(0);
+        say!("more: linkperf results list --before {last}");
+    }
+    Ok(())
+}
+
+fn load_sweep(store: &mut Store, id: i64) -> Result<(SweepRow, Vec<RunRow>), Fail> {
+    let sweep = store
+        .sweep(id)?
+        .ok_or_else(|| Fail::Run(format!("sweep {id} is missing from the archive")))?;
+    let runs = store.sweep_runs(id, false)?;
+    Ok((sweep, runs))
+}
+
+fn not_found(store: &Store, id: i64) -> Fail {
+    Fail::Usage(format!(
+        "no run or sweep {id} in the archive {} (see linkperf results list)",
+        store.location().describe()
+    ))
+}
+
+fn show(store: &mut Store, id: i64, json_out: bool) -> Result<(), Fail> {
+    match store.entry_kind(id)? {
+        None => Err(not_found(store, id)),
+        Some(EntryKind::Sweep) => {
+            let (sweep, runs) = load_sweep(store, id)?;
+            let points = sweep::summarise(&sweep, &runs);
+            if json_out {
+                say!(
+                    "{}",
+                    serde_json::to_string_pretty(&sweep::sweep_json(&sweep, &points))
+                        .expect("sweep serialises")
+                );
+            } else {
+                say!("{}", sweep::run::sweep_heading(&sweep, runs.len(), store));
+                say_raw!("{}", sweep::sweep_table(&sweep, &points));
+                for w in sweep::confidence_warnings(&sweep, &points) {
+                    say!("{w}");
+                }
+            }
+            Ok(())
+        }
+        Some(EntryKind::Run(_)) => {
+            let run = store
+                .run(id, true)?
+                .ok_or_else(|| Fail::Run(format!("run {id} is missing from the archive")))?;
+            let report = run.report.clone().unwrap_or(Value::Null);
+            if json_out {
+                say!(
+                    "{}",
+                    serde_json::to_string_pretty(&report).expect("report serialises")
+                );
+                return Ok(());
+            }
+            show_run(store, &run, &report)
+        }
+    }
+}
+
+fn show_run(store: &mut Store, run: &RunRow, report: &Value) -> Result<(), Fail> {
+    let m = &run.metrics;
+    say!(
+        "run {} ({}) against {} at {} UTC{}",
+        run.id,
+        run.kind,
+        run.host,
+        utc(run.started_unix_ms),
+        if m.interrupted { ", interrupted" } else { "" }
+    );
+    if let Some(s) = run.slot {
+        say!(
+            "  sweep {}, point {}, repetition {}",
+            s.sweep_id,
+            s.point,
+            s.repetition + 1
+        );
+    }
+    if let Some(t) = report.get("test") {
+        let opt = |k: &str| match t.get(k) {
+            Some(Value::Null) | None => "-".to_string(),
+            Some(Value::String(s)) => s.clone(),
+            Some(v) => v.to_string(),
+        };
+        say!(
+            "  {} {}, {} s, -P {}, -l {}, sndbuf {}, rcvbuf {}, congestion {}",
+            opt("protocol"),
+            opt("direction"),
+            opt("duration_s"),
+            opt("parallel"),
+            opt("length"),
+            opt("sndbuf"),
+            opt("rcvbuf"),
+            opt("congestion")
+        );
+    }
+    say!(
+        "  sent {}, received {}{}{}",
+        rate(m.sent_bps),
+        rate(m.received_bps),
+        m.loss_percent
+            .map(|l| format!(", loss {l:.3}%"))
+            .unwrap_or_default(),
+        m.rtt_mean_ms
+            .map(|r| format!(", mean RTT {r:.3} ms"))
+            .unwrap_or_default()
+    );
+    say!(
+        "  CPU local {}, remote {}",
+        m.cpu_local_percent
+            .map(|c| format!("{c:.1}%"))
+            .unwrap_or_else(|| "-".into()),
+        m.cpu_remote_percent
+            .map(|c| format!("{c:.1}%"))
+            .unwrap_or_else(|| "-".into())
+    );
+    for (side, key) in [("local", "/start/local"), ("remote", "/start/remote")] {
+        if let Some(f) = report.pointer(key) {
+            say!(
+                "  {side} host: {} ({} CPUs, kernel {})",
+                f.get("hostname").and_then(Value::as_str).unwrap_or("?"),
+                f.get("cpus").and_then(Value::as_u64).unwrap_or(0),
+                f.get("kernel").and_then(Value::as_str).unwrap_or("?")
+            );
+        }
+    }
+    let samples = store.samples(run.id)?;
+    let sums: Vec<_> = samples
+        .iter()
+        .filter(|s| s.stream_id == -1 && s.interval_idx >= 0)
+        .collect();
+    if !sums.is_empty() {
+        say!("  interval          direction          sent            received");
+        for s in sums {
+            say!(
+                "  {:>6.2}-{:<6.2} s  {:<17}  {:<14}  {}",
+                s.start_s.unwrap_or(0.0),
+                s.end_s.unwrap_or(0.0),
+                s.direction,
+                rate(s.sent_bps),
+                rate(s.received_bps)
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The samples of one side of a comparison: parameters and per-run values.
+struct Group {
+    params: Value,
+    received: Vec<f64>,
+    sent: Vec<f64>,
+    cpu_local: Vec<f64>,
+    cpu_remote: Vec<f64>,
+}
+
+fn group_of(runs: &[&RunRow], params: Value) -> Group {
+    let col = |f: fn(&RunRow) -> Option<f64>| runs.iter().filter_map(|r| f(r)).collect();
+    Group {
+        params,
+        received: col(|r| r.metrics.received_bps),
+        sent: col(|r| r.metrics.sent_bps),
+        cpu_local: col(|r| r.metrics.cpu_local_percent),
+        cpu_remote: col(|r| r.metrics.cpu_remote_percent),
+    }
+}
+
+fn groups(store: &mut Store, id: i64) -> Result<Vec<Group>, Fail> {
+    match store.entry_kind(id)? {
+        None => Err(not_found(store, id)),
+        Some(EntryKind::Sweep) => {
+            let (sweep, runs) = load_sweep(store, id)?;
+            Ok(sweep
+                .points
+                .iter()
+                .enumerate()
+                .map(|(k, p)| {
+                    let mine: Vec<&RunRow> = runs
+                        .iter()
+                        .filter(|r| r.slot.map(|s| s.point) == Some(k as i64))
+                        .collect();
+                    group_of(&mine, p.clone())
+                })
+                .collect())
+        }
+        Some(EntryKind::Run(_)) => {
+            let run = store
+                .run(id, false)?
+                .ok_or_else(|| Fail::Run(format!("run {id} is missing from the archive")))?;
+            Ok(vec![group_of(&[&run], json!({}))])
+        }
+    }
+}
+
+fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// Significance threshold of `compare`.
+const ALPHA: f64 = 0.05;
+
+fn compare(store: &mut Store, a: i64, b: i64, json_out: bool) -> Result<(), Fail> {
+    let ga = groups(store, a)?;
+    let gb = groups(store, b)?;
+    let mut pairs: Vec<(&Group, &Group)> = Vec::new();
+    if ga.len() == 1 && gb.len() == 1 {
+        pairs.push((&ga[0], &gb[0]));
+    } else {
+        for x in &ga {
+            if let Some(y) = gb.iter().find(|y| y.params == x.params) {
+                pairs.push((x, y));
+            }
+        }
+        if pairs.is_empty() {
+            return Err(Fail::Usage(format!(
+                "{a} and {b} have no point in common (same varied values) to compare"
+            )));
+        }
+    }
+    let mut rows = Vec::new();
+    for (x, y) in &pairs {
+        let metrics: [(&str, &Vec<f64>, &Vec<f64>); 4] = [
+            ("received_bits_per_second", &x.received, &y.received),
+            ("sent_bits_per_second", &x.sent, &y.sent),
+            ("cpu_local_percent", &x.cpu_local, &y.cpu_local),
+            ("cpu_remote_percent", &x.cpu_remote, &y.cpu_remote),
+        ];
+        for (name, va, vb) in metrics {
+            let (Some(ma), Some(mb)) = (mean(va), mean(vb)) else {
+                continue;
+            };
+            let w = stats::welch(va, vb);
+            rows.push(json!({
+                "params": x.params,
+                "metric": name,
+                "a": {"n": va.len(), "mean": ma},
+                "b": {"n": vb.len(), "mean": mb},
+                "difference": mb - ma,
+                "difference_percent": (ma != 0.0).then(|| 100.0 * (mb - ma) / ma),
+                "welch": w,
+                "significant": w.as_ref().map(|w| w.p < ALPHA),
+            }));
+        }
+    }
+    if json_out {
+        say!(
+            "{}",
+            serde_json::to_string_pretty(&json!({
+                "schema": crate::report::SCHEMA, "a": a, "b": b, "alpha": ALPHA, "rows": rows,
+            }))
+            .expect("comparison serialises")
+        );
+        return Ok(());
+    }
+    say!("compare {a} (A) with {b} (B): B - A; Welch's t-test where both have 2+ runs");
+    let mut last_params = Value::Null;
+    for r in &rows {
+        if r["params"] != last_params {
+            last_params = r["params"].clone();
+            let label = PointSummary {
+                index: 0,
+                params: last_params.clone(),
+                run_ids: vec![],
+                received: None,
+                sent: None,
+                cpu_local: None,
+                cpu_remote: None,
+                confidence_reached: None,
+            }
+            .label();
+            if !label.is_empty() {
+                say!("{label}:");
+            }
+        }
+        let metric = r["metric"].as_str().unwrap_or("");
+        let is_rate = metric.ends_with("bits_per_second");
+        let fmt = |v: f64| {
+            if is_rate {
+                linkperf_units::format_rate(v)
+            } else {
+                format!("{v:.1}%")
+            }
+        };
+        let ma = r["a"]["mean"].as_f64().unwrap_or(0.0);
+        let mb = r["b"]["mean"].as_f64().unwrap_or(0.0);
+        let diff = r["difference"].as_f64().unwrap_or(0.0);
+        let pct = r["difference_percent"]
+            .as_f64()
+            .map(|p| format!(" ({p:+.1}%)"))
+            .unwrap_or_default();
+        let sig = match r["welch"].get("p").and_then(Value::as_f64) {
+            Some(p) if p < ALPHA => format!("significant (p = {p:.3})"),
+            Some(p) => format!("not significant (p = {p:.3})"),
+            None => "single runs: difference only".into(),
+        };
+        let sign = if diff < 0.0 { "-" } else { "+" };
+        say!(
+            "  {:<26} A {:>14} (n={})  B {:>14} (n={})  {sign}{}{pct}  {sig}",
+            metric,
+            fmt(ma),
+            r["a"]["n"],
+            fmt(mb),
+            r["b"]["n"],
+            fmt(diff.abs())
+        );
+    }
+    Ok(())
+}
+
+fn run_json(r: &RunRow) -> Value {
+    json!({
+        "id": r.id,
+        "sweep_id": r.slot.map(|s| s.sweep_id),
+        "point": r.slot.map(|s| s.point),
+        "repetition": r.slot.map(|s| s.repetition),
+        "started_unix_ms": r.started_unix_ms,
+        "kind": r.kind,
+        "report": r.report,
+    })
+}
+
+/// The export document (docs/archive.md).
+fn export_json(store: &mut Store, id: i64) -> Result<Value, Fail> {
+    match store.entry_kind(id)? {
+        None => Err(not_found(store, id)),
+        Some(EntryKind::Sweep) => {
+            let sweep = store
+                .sweep(id)?
+                .ok_or_else(|| Fail::Run(format!("sweep {id} is missing")))?;
+            let runs = store.sweep_runs(id, true)?;
+            let points = sweep::summarise(&sweep, &runs);
+            let spec = &sweep.spec;
+            Ok(json!({
+                "schema": crate::report::SCHEMA,
+                "kind": "sweep",
+                "id": id,
+                "sweep": {
+                    "id": id,
+                    "created_unix_ms": sweep.created_unix_ms,
+                    "host": sweep.host,
+                    "vary": spec.get("vary"),
+                    "repeat": spec.get("repeat"),
+                    "order": spec.get("order"),
+                    "seed": spec.get("seed"),
+                    "confidence": spec.get("confidence"),
+                    "base_options": spec.get("base_options"),
+                    "status": sweep.status,
+                },
+                "points": points.iter().map(|p| json!({
+                    "index": p.index,
+                    "params": p.params,
+                    "runs": p.run_ids,
+                    "stats": p.stats_json(),
+                })).collect::<Vec<_>>(),
+                "runs": runs.iter().map(run_json).collect::<Vec<_>>(),
+            }))
+        }
+        Some(EntryKind::Run(_)) => {
+            let run = store
+                .run(id, true)?
+                .ok_or_else(|| Fail::Run(format!("run {id} is missing")))?;
+            Ok(json!({
+                "schema": crate::report::SCHEMA,
+                "kind": "run",
+                "id": id,
+                "sweep": null,
+                "points": [],
+                "runs": [run_json(&run)],
+            }))
+        }
+    }
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn export_csv(store: &mut Store, id: i64) -> Result<String, Fail> {
+    let (runs, param_names, points): (Vec<RunRow>, Vec<String>, Vec<Value>) =
+        match store.entry_kind(id)? {
+            None => return Err(not_found(store, id)),
+            Some(EntryKind::Sweep) => {
+                let (sweep, runs) = load_sweep(store, id)?;
+                let names = sweep
+                    .spec
+                    .get("vary")
+                    .and_then(Value::as_array)
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|v| v.get("name")?.as_str().map(String::from))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                (runs, names, sweep.points)
+            }
+            Some(EntryKind::Run(_)) => {
+                let run = store
+                    .run(id, false)?
+                    .ok_or_else(|| Fail::Run(format!("run {id} is missing")))?;
+                (vec![run], vec![], vec![])
+            }
+        };
+    let mut header: Vec<String> = [
+        "id",
+        "sweep_id",
+        "point",
+        "repetition",
+        "kind",
+        "started_unix_ms",
+        "host",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    header.extend(param_names.iter().cloned());
+    header.extend(
+        [
+            "protocol",
+            "direction",
+            "sent_bits_per_second",
+            "received_bits_per_second",
+            "loss_percent",
+            "rtt_mean_ms",
+            "cpu_local_percent",
+            "cpu_remote_percent",
+            "duration_s",
+            "interrupted",
+        ]
+        .iter()
+        .map(|s| s.to_string()),
+    );
+    let mut out = header.join(",");
+    out.push('\n');
+    let num = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
+    let int = |v: Option<i64>| v.map(|x| x.to_string()).unwrap_or_default();
+    for r in &runs {
+        let m = &r.metrics;
+        let mut row = vec![
+            r.id.to_string(),
+            int(r.slot.map(|s| s.sweep_id)),
+            int(r.slot.map(|s| s.point)),
+            int(r.slot.map(|s| s.repetition)),
+            r.kind.clone(),
+            r.started_unix_ms.to_string(),
+            r.host.clone(),
+        ];
+        let params = r
+            .slot
+            .and_then(|s| points.get(s.point as usize))
+            .cloned()
+            .unwrap_or(Value::Null);
+        for n in &param_names {
+            row.push(
+                params
+                    .get(n)
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+            );
+        }
+        row.extend([
+            m.protocol.clone().unwrap_or_default(),
+            m.direction.clone().unwrap_or_default(),
+            num(m.sent_bps),
+            num(m.received_bps),
+            num(m.loss_percent),
+            num(m.rtt_mean_ms),
+            num(m.cpu_local_percent),
+            num(m.cpu_remote_percent),
+            num(m.duration_s),
+            m.interrupted.to_string(),
+        ]);
+        let cells: Vec<String> = row.iter().map(|c| csv_field(c)).collect();
+        out.push_str(&cells.join(","));
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+fn export(
+    store: &mut Store,
+    id: i64,
+    format: ExportFormat,
+    output: Option<PathBuf>,
+) -> Result<(), Fail> {
+    let text = match format {
+        ExportFormat::Json => {
+            let mut t =
+                serde_json::to_string_pretty(&export_json(store, id)?).expect("export serialises");
+            t.push('\n');
+            t
+        }
+        ExportFormat::Csv => export_csv(store, id)?,
+    };
+    match output {
+        Some(path) => std::fs::write(&path, text)
+            .map_err(|e| Fail::Run(format!("cannot write {}: {e}", path.display()))),
+        None => {
+            say_raw!("{text}");
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_dates() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00");
+        assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00");
+        assert_eq!(utc(1_700_000_000_123), "2023-11-14 22:13:20");
+    }
+
+    #[test]
+    fn csv_quotes_only_when_needed() {
+        assert_eq!(csv_field("a"), "a");
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("say \"x\""), "\"say \"\"x\"\"\"");
+    }
+}

@@ -1,0 +1,339 @@
+//! `linkperf sweep`: a parameter study in one command. Every combination of
+//! the varied client options, each repeated, every run stored in the archive
+//! as it finishes (so an interrupted sweep loses nothing and `--resume`
+//! finishes it), and per-point statistics with a Student-t confidence interval.
+
+pub mod plan;
+pub mod progress;
+pub mod run;
+pub mod stats;
+
+use crate::cli::ClientArgs;
+use clap::{Args, Parser};
+use linkperf_store::{RunRow, SweepRow};
+use serde_json::{json, Value};
+use stats::Summary;
+
+fn seconds(s: &str) -> Result<f64, String> {
+    linkperf_units::parse_duration(s)
+        .map(|d| d.as_secs_f64())
+        .map_err(|e| e.to_string())
+}
+
+#[derive(Args, Debug)]
+pub struct SweepArgs {
+    /// Vary a client option: NAME=V1,V2,..., NAME=START..END*FACTOR (geometric)
+    /// or NAME=START..END+STEP (arithmetic). Repeat for a cartesian product.
+    #[arg(long = "vary", value_name = "NAME=VALUES")]
+    pub vary: Vec<String>,
+    /// Runs per point (the minimum with --confidence; default 1, or 3 with --confidence).
+    #[arg(long, value_name = "N")]
+    pub repeat: Option<u32>,
+    /// Run the points and repetitions in a random (seeded, stored) order.
+    #[arg(long)]
+    pub shuffle: bool,
+    /// Seed of --shuffle (default: from the clock; stored either way).
+    #[arg(long, requires = "shuffle")]
+    pub seed: Option<u64>,
+    /// Seconds to wait between runs.
+    #[arg(long, value_parser = seconds, default_value = "0", value_name = "SECS")]
+    pub pause: f64,
+    /// Repeat each point until the LEVEL % confidence interval of the received
+    /// throughput is within ±WIDTH/2 % of the mean (netperf's -I), e.g. 99,5.
+    #[arg(long, value_name = "LEVEL,WIDTH")]
+    pub confidence: Option<String>,
+    /// Most runs per point with --confidence (default 10).
+    #[arg(long, value_name = "N", requires = "confidence")]
+    pub max_runs: Option<u32>,
+    /// Finish sweep ID from the archive (only --db and -J may be given with it).
+    #[arg(long, value_name = "ID")]
+    pub resume: Option<i64>,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// For re-reading the stored command line of a sweep on `--resume`.
+#[derive(Parser, Debug)]
+#[command(name = "sweep")]
+pub struct SweepCommandLine {
+    #[command(flatten)]
+    pub args: SweepArgs,
+}
+
+/// `--confidence LEVEL,WIDTH`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Confidence {
+    pub level: f64,
+    pub width_percent: f64,
+}
+
+pub fn parse_confidence(s: &str) -> Result<Confidence, String> {
+    let bad = || format!("--confidence '{s}': expected LEVEL,WIDTH in percent, e.g. 99,5");
+    let (level, width) = match s.split_once(',') {
+        Some((l, w)) => (l.trim(), w.trim()),
+        None => (s.trim(), "5"),
+    };
+    let level: f64 = level.trim_end_matches('%').parse().map_err(|_| bad())?;
+    let width: f64 = width.trim_end_matches('%').parse().map_err(|_| bad())?;
+    if !(50.0..100.0).contains(&level) {
+        return Err(format!(
+            "--confidence: the level must be at least 50 and below 100 %, got {level}"
+        ));
+    }
+    if !(width > 0.0 && width <= 100.0) {
+        return Err(format!(
+            "--confidence: the width must be above 0 and at most 100 %, got {width}"
+        ));
+    }
+    Ok(Confidence {
+        level,
+        width_percent: width,
+    })
+}
+
+/// The confidence level used for intervals of a stored sweep (95 % unless
+/// the sweep asked for another).
+pub fn level_of(spec: &Value) -> f64 {
+    spec.pointer("/confidence/level")
+        .and_then(Value::as_f64)
+        .unwrap_or(95.0)
+}
+
+/// Statistics of one point of a stored sweep.
+#[derive(Debug, Clone)]
+pub struct PointSummary {
+    pub index: usize,
+    pub params: Value,
+    pub run_ids: Vec<i64>,
+    pub received: Option<Summary>,
+    pub sent: Option<Summary>,
+    pub cpu_local: Option<Summary>,
+    pub cpu_remote: Option<Summary>,
+    /// With --confidence: whether the interval reached the wanted width.
+    pub confidence_reached: Option<bool>,
+}
+
+impl PointSummary {
+    pub fn label(&self) -> String {
+        self.params
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .unwrap_or_default()
+    }
+
+    pub fn stats_json(&self) -> Value {
+        json!({
+            "received_bits_per_second": self.received,
+            "sent_bits_per_second": self.sent,
+            "cpu_local_percent": self.cpu_local,
+            "cpu_remote_percent": self.cpu_remote,
+        })
+    }
+}
+
+/// Per-point statistics of a stored sweep from its runs.
+pub fn summarise(sweep: &SweepRow, runs: &[RunRow]) -> Vec<PointSummary> {
+    let level = level_of(&sweep.spec);
+    let width = sweep
+        .spec
+        .pointer("/confidence/width_percent")
+        .and_then(Value::as_f64);
+    sweep
+        .points
+        .iter()
+        .enumerate()
+        .map(|(k, params)| {
+            let mine: Vec<&RunRow> = runs
+                .iter()
+                .filter(|r| r.slot.map(|s| s.point) == Some(k as i64))
+                .collect();
+            let col = |f: fn(&RunRow) -> Option<f64>| -> Option<Summary> {
+                let v: Vec<f64> = mine.iter().filter_map(|r| f(r)).collect();
+                Summary::of(&v, level)
+            };
+            let received = col(|r| r.metrics.received_bps);
+            let confidence_reached = width.map(|w| {
+                received
+                    .as_ref()
+                    .and_then(Summary::half_width_percent)
+                    .is_some_and(|h| h <= w / 2.0)
+            });
+            PointSummary {
+                index: k,
+                params: params.clone(),
+                run_ids: mine.iter().map(|r| r.id).collect(),
+                received,
+                sent: col(|r| r.metrics.sent_bps),
+                cpu_local: col(|r| r.metrics.cpu_local_percent),
+                cpu_remote: col(|r| r.metrics.cpu_remote_percent),
+                confidence_reached,
+            }
+        })
+        .collect()
+}
+
+/// The `sweep -J` document (also `results show ID -J` for a sweep).
+pub fn sweep_json(sweep: &SweepRow, points: &[PointSummary]) -> Value {
+    let spec = &sweep.spec;
+    json!({
+        "schema": crate::report::SCHEMA,
+        "kind": "sweep",
+        "id": sweep.id,
+        "status": sweep.status,
+        "host": sweep.host,
+        "vary": spec.get("vary"),
+        "repeat": spec.get("repeat"),
+        "order": spec.get("order"),
+        "seed": spec.get("seed"),
+        "confidence": spec.get("confidence"),
+        "points": points.iter().map(|p| json!({
+            "index": p.index,
+            "params": p.params,
+            "runs": p.run_ids.len(),
+            "run_ids": p.run_ids,
+            "received_bits_per_second": p.received,
+            "sent_bits_per_second": p.sent,
+            "cpu_local_percent": p.cpu_local,
+            "cpu_remote_percent": p.cpu_remote,
+            "confidence_reached": p.confidence_reached,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn rate(v: Option<f64>) -> String {
+    v.map(linkperf_units::format_rate)
+        .unwrap_or_else(|| "-".into())
+}
+
+fn percent(v: Option<f64>) -> String {
+    v.map(|x| format!("{x:.1}%")).unwrap_or_else(|| "-".into())
+}
+
+/// The human table of a sweep, one row per point, as the seeds print them.
+pub fn sweep_table(sweep: &SweepRow, points: &[PointSummary]) -> String {
+    let names: Vec<String> = sweep
+        .spec
+        .get("vary")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.get("name").and_then(Value::as_str).map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    let level = level_of(&sweep.spec);
+    let mut header: Vec<String> = names.clone();
+    header.extend(
+        [
+            "runs",
+            "received",
+            &format!("±{level}% CI"),
+            "stddev",
+            "min",
+            "max",
+            "sent",
+            "cpu local",
+            "cpu remote",
+        ]
+        .iter()
+        .map(|s| s.to_string()),
+    );
+    let mut rows = vec![header];
+    for p in points {
+        let mut row: Vec<String> = names
+            .iter()
+            .map(|n| {
+                p.params
+                    .get(n)
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string()
+            })
+            .collect();
+        let r = p.received.as_ref();
+        row.push(p.run_ids.len().to_string());
+        row.push(rate(r.map(|s| s.mean)));
+        row.push(
+            r.and_then(Summary::half_width_percent)
+                .map(|h| format!("±{h:.1}%"))
+                .unwrap_or_else(|| "-".into()),
+        );
+        row.push(rate(r.and_then(|s| s.stddev)));
+        row.push(rate(r.map(|s| s.min)));
+        row.push(rate(r.map(|s| s.max)));
+        row.push(rate(p.sent.as_ref().map(|s| s.mean)));
+        row.push(percent(p.cpu_local.as_ref().map(|s| s.mean)));
+        row.push(percent(p.cpu_remote.as_ref().map(|s| s.mean)));
+        rows.push(row);
+    }
+    let widths: Vec<usize> = (0..rows[0].len())
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let cells: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(c, v)| format!("{v:>w$}", w = widths[c]))
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// netperf-style warnings for points whose interval stayed too wide.
+pub fn confidence_warnings(sweep: &SweepRow, points: &[PointSummary]) -> Vec<String> {
+    let spec = &sweep.spec;
+    let Some(width) = spec
+        .pointer("/confidence/width_percent")
+        .and_then(Value::as_f64)
+    else {
+        return vec![];
+    };
+    let level = level_of(spec);
+    points
+        .iter()
+        .filter(|p| p.confidence_reached == Some(false))
+        .map(|p| {
+            let got = p
+                .received
+                .as_ref()
+                .and_then(Summary::half_width_percent)
+                .map(|h| format!("±{h:.1}%"))
+                .unwrap_or_else(|| "undefined".into());
+            format!(
+                "!!! confidence not reached for {}: the {level}% interval is {got} of the mean \
+                 after {} runs, wanted ±{}%",
+                p.label(),
+                p.run_ids.len(),
+                width / 2.0
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn confidence_option() {
+        assert_eq!(
+            parse_confidence("99,5").unwrap(),
+            Confidence {
+                level: 99.0,
+                width_percent: 5.0
+            }
+        );
+        assert_eq!(parse_confidence("95").unwrap().width_percent, 5.0);
+        assert!(parse_confidence("99,x").is_err());
+        assert!(parse_confidence("100,5").unwrap_err().contains("level"));
+        assert!(parse_confidence("99,0").unwrap_err().contains("width"));
+    }
+}

@@ -1,0 +1,78 @@
+//! linkperf reports: pure functions from an archive export (the JSON that
+//! `linkperf results export ID --format json` writes) to one self-contained
+//! HTML page with inline SVG plots. No I/O, no network, no plotting crates.
+//!
+//! The page is chosen by the export's `kind`:
+//! - `sweep`: throughput (sender and receiver) against the swept parameter with
+//!   error bars and CPU on a second axis; a curve per value of a second
+//!   parameter; the table of means with one parameter down and one across;
+//! - `run`: time series per stream and their sum with the mean, UDP loss and
+//!   jitter, TCP RTT and congestion window;
+//! - `campaign`: aggregate time series with session means, per-host sent vs
+//!   received bars;
+//!
+//! and always host facts, the test configuration and a table of all runs.
+//!
+//! ```
+//! let export = serde_json::json!({
+//!     "schema": "linkperf/1", "kind": "sweep", "id": 1,
+//!     "sweep": {"vary": [{"name": "window", "values": ["4K", "8K"], "geometric": true}]},
+//!     "points": [
+//!         {"index": 0, "params": {"window": "4K"}, "runs": [],
+//!          "stats": {"received_bits_per_second": {"mean": 1.0e8}}},
+//!         {"index": 1, "params": {"window": "8K"}, "runs": [],
+//!          "stats": {"received_bits_per_second": {"mean": 2.0e8}}}
+//!     ],
+//!     "runs": []
+//! });
+//! let html = linkperf_report::render(&export).unwrap();
+//! assert!(html.starts_with("<!DOCTYPE html>") && html.contains("<svg"));
+//! ```
+
+mod export;
+mod format;
+mod html;
+mod pages;
+mod plots;
+mod scale;
+mod svg;
+
+use std::fmt;
+
+/// Why an export could not be turned into a report; `Display` is one line
+/// naming what was wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReportError {
+    message: String,
+}
+
+impl ReportError {
+    pub(crate) fn new(message: impl Into<String>) -> ReportError {
+        let message: String = message.into();
+        // One line whatever the cause carried.
+        let message = message.split_whitespace().collect::<Vec<_>>().join(" ");
+        ReportError { message }
+    }
+
+    /// The message, one line.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for ReportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ReportError {}
+
+/// The JSON schema an export must carry.
+pub const SCHEMA: &str = "linkperf/1";
+
+/// Renders an archive export as one self-contained HTML document.
+pub fn render(export: &serde_json::Value) -> Result<String, ReportError> {
+    let parsed = export::Export::parse(export)?;
+    Ok(pages::render(&parsed))
+}

@@ -1,0 +1,223 @@
+//! Opens rendered reports in headless Chromium (Debian's `chromium` package)
+//! and checks from the rendered page that the plots and tables are there and
+//! not blank: the DOM after rendering, and the pixels of a screenshot.
+//!
+//! Skipped with a message when Chromium is absent, except under CI (CI set),
+//! where a missing browser is a failure: .ci/run installs it.
+//! LINKPERF_REPORT_OUT=DIR keeps the pages and screenshots in DIR.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn chromium() -> Option<PathBuf> {
+    for name in ["chromium", "chromium-browser", "google-chrome"] {
+        for dir in std::env::var("PATH").unwrap_or_default().split(':') {
+            let p = Path::new(dir).join(name);
+            if p.is_file() {
+                return Some(p);
+            }
+        }
+    }
+    None
+}
+
+/// Runs Chromium with `args`, at most `limit`; returns its stdout.
+fn run_chromium(bin: &Path, profile: &Path, args: &[String], limit: Duration) -> String {
+    let mut cmd = Command::new(bin);
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        "--hide-scrollbars",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()))
+    .args(args)
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null());
+    let mut child = cmd.spawn().expect("start chromium");
+    let mut stdout = child.stdout.take().expect("stdout piped");
+    // Read on a thread so a full pipe cannot stall the browser.
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut stdout, &mut s);
+        s
+    });
+    let start = Instant::now();
+    loop {
+        match child.try_wait().expect("wait for chromium") {
+            Some(_) => break,
+            None if start.elapsed() > limit => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("chromium did not finish within {limit:?}: {args:?}");
+            }
+            None => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+    reader.join().expect("reader thread")
+}
+
+/// Fraction of pixels that are not (near) white, and of rows containing any.
+fn ink(png_path: &Path) -> (f64, u32, u32) {
+    let file = std::fs::File::open(png_path).expect("open screenshot");
+    let decoder = png::Decoder::new(std::io::BufReader::new(file));
+    let mut reader = decoder.read_info().expect("png header");
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).expect("png frame");
+    let channels = info.color_type.samples();
+    assert_eq!(info.bit_depth, png::BitDepth::Eight, "8-bit screenshot");
+    let (w, h) = (info.width, info.height);
+    let mut inked = 0usize;
+    for px in buf[..info.buffer_size()].chunks(channels) {
+        let rgb = &px[..3.min(channels)];
+        if rgb.iter().any(|&c| c < 235) {
+            inked += 1;
+        }
+    }
+    (inked as f64 / (w as f64 * h as f64), w, h)
+}
+
+struct Page {
+    name: &'static str,
+    export: serde_json::Value,
+    /// Rendered SVG plots expected at least.
+    plots: usize,
+    /// Table body rows expected at least.
+    rows: usize,
+    /// Text the rendered page must show.
+    texts: &'static [&'static str],
+}
+
+#[test]
+fn reports_render_in_headless_chromium() {
+    let Some(bin) = chromium() else {
+        if std::env::var_os("CI").is_some() {
+            panic!("chromium is not installed: apt-get install -y chromium");
+        }
+        eprintln!("SKIPPED: chromium not found (Debian: apt-get install -y chromium)");
+        return;
+    };
+    let out = match std::env::var_os("LINKPERF_REPORT_OUT") {
+        Some(d) => PathBuf::from(d),
+        None => std::env::temp_dir().join(format!("linkperf-report-chromium-{}", std::process::id())),
+    };
+    std::fs::create_dir_all(&out).expect("output dir");
+    let pages = [
+        Page {
+            name: "sweep-1-param",
+            export: common::window_sweep(),
+            plots: 1,
+            rows: 11 + 55,
+            texts: &["Socket buffer (-w), log scale", "CPU (%)", "4 MiB", "Gbit/s"],
+        },
+        Page {
+            name: "sweep-2-params",
+            export: common::real_two_param_sweep(),
+            plots: 2,
+            rows: 3 + 6 + 6,
+            texts: &["length=8K", "length=128K", "Mean received throughput"],
+        },
+        Page {
+            name: "run-tcp",
+            export: common::real_run("run_tcp_p2.json"),
+            plots: 3,
+            rows: 1 + 1,
+            texts: &["stream 0", "stream 1", "sum of streams", "RTT (ms)"],
+        },
+        Page {
+            name: "run-udp",
+            export: common::real_run("run_udp.json"),
+            plots: 2,
+            rows: 1 + 1,
+            texts: &["Loss (%)", "Jitter (ms)", "sum as sent"],
+        },
+        Page {
+            name: "campaign",
+            export: common::campaign(),
+            plots: 4,
+            rows: 2 + 5 + 8,
+            texts: &["session 1", "sent (by the sender)", "target 950 Mbit/s"],
+        },
+    ];
+    let profile = out.join("profile");
+    for page in &pages {
+        let html = linkperf_report::render(&page.export).expect("render");
+        let file = out.join(format!("{}.html", page.name));
+        std::fs::write(&file, &html).expect("write page");
+        let url = format!("file://{}", file.display());
+
+        let dom = run_chromium(
+            &bin,
+            &profile,
+            &["--dump-dom".to_string(), url.clone()],
+            Duration::from_secs(120),
+        );
+        assert!(
+            dom.contains("</html>"),
+            "{}: chromium returned no document ({} bytes)",
+            page.name,
+            dom.len()
+        );
+        let svgs = common::count(&dom, "<svg");
+        assert!(svgs >= page.plots, "{}: {svgs} plots in the DOM, expected {}", page.name, page.plots);
+        // Every plot has at least one line with real points in it.
+        let lines = common::polylines(&dom);
+        assert!(
+            lines.iter().filter(|l| l.len() >= 2).count() >= page.plots,
+            "{}: too few drawn lines: {lines:?}",
+            page.name
+        );
+        for l in &lines {
+            for (x, y) in l {
+                assert!(x.is_finite() && y.is_finite() && *x >= 0.0 && *y >= 0.0, "{}: bad point", page.name);
+            }
+        }
+        let rows = common::count(&dom, "<tr>");
+        assert!(rows >= page.rows, "{}: {rows} table rows, expected {}", page.name, page.rows);
+        for t in page.texts {
+            assert!(dom.contains(&linkperf_report_escape(t)), "{}: page lacks {t:?}", page.name);
+        }
+
+        let png = out.join(format!("{}.png", page.name));
+        let _ = std::fs::remove_file(&png);
+        run_chromium(
+            &bin,
+            &profile,
+            &[
+                format!("--screenshot={}", png.display()),
+                "--window-size=1200,2000".to_string(),
+                url,
+            ],
+            Duration::from_secs(120),
+        );
+        let (fraction, w, h) = ink(&png);
+        assert_eq!((w, h), (1200, 2000), "{}: screenshot size", page.name);
+        // Plots, text and table rules: a blank or failed page is ~0.
+        assert!(
+            fraction > 0.03,
+            "{}: screenshot nearly blank ({:.1}% inked) at {}",
+            page.name,
+            fraction * 100.0,
+            png.display()
+        );
+        eprintln!("{}: {:.1}% inked, {}", page.name, fraction * 100.0, png.display());
+    }
+    if std::env::var_os("LINKPERF_REPORT_OUT").is_none() {
+        let _ = std::fs::remove_dir_all(&out);
+    }
+}
+
+/// What `text` looks like in serialised HTML (Chromium escapes & < > in text).
+fn linkperf_report_escape(text: &str) -> String {
+    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}
