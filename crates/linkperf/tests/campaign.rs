@@ -535,3 +535,57 @@ fn an_agent_started_over_ssh_runs_its_flow_and_is_removed() {
         "copied agent binaries left behind: {leftovers:?}"
     );
 }
+
+#[test]
+fn ctrl_c_stops_every_flow_within_a_second_and_keeps_the_partial_result() {
+    require_root!();
+    let dir = scratch("int");
+    let mut bed = Bed::up(&dir, "cin", &two_sides(2, "delay = \"1ms\""));
+    for i in 1..=2 {
+        bed.agent(&format!("a{i}"));
+        bed.agent(&format!("b{i}"));
+    }
+    let file = dir.join("int.toml");
+    std::fs::write(
+        &file,
+        format!("start_delay = \"300ms\"\nsessions = 3\n{}\n[[phase]]\nname = \"p\"\nduration = \"8s\"\n[[phase.flow]]\npairs = [[\"a1\",\"b1\"],[\"a2\",\"b2\"]]\nudp = true\nbitrate = \"5M\"\n", agents_toml(2)),
+    )
+    .unwrap();
+    let child = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &bed.netns("a1"),
+            common::bin(),
+            "campaign",
+            "run",
+        ])
+        .arg(&file)
+        .arg("-J")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    let interrupted_at = Instant::now();
+    // SAFETY: sending a signal to our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let took = interrupted_at.elapsed();
+    assert!(
+        took < Duration::from_secs(4),
+        "the campaign took {took:?} to stop"
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("partial result printed as JSON");
+    assert_eq!(v["interrupted"], true);
+    assert_eq!(
+        v["phases"].as_array().unwrap().len(),
+        1,
+        "no further session after Ctrl-C"
+    );
+    for f in v["phases"][0]["flows"].as_array().unwrap() {
+        let bytes = f["received"]["bytes"].as_u64().unwrap();
+        // About 2 s of 5 Mbit/s: clearly partial, clearly not nothing.
+        assert!(bytes > 500_000 && bytes < 3_500_000, "{f}");
+    }
+}
