@@ -319,7 +319,8 @@ impl LocalSide {
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .clone(),
-                started_unix_ns: Some(shared.started_unix_ns.load(Ordering::Relaxed)).filter(|&t| t > 0),
+                started_unix_ns: Some(shared.started_unix_ns.load(Ordering::Relaxed))
+                    .filter(|&t| t > 0),
                 error: shared
                     .error
                     .lock()
@@ -522,7 +523,10 @@ impl Sampler {
                 // A final sliver shorter than a tenth of an interval is noise, not a report.
                 let worth_reporting = !done || length >= tick / 10;
                 if worth_reporting {
-                    let omitted = elapsed <= omit + Duration::from_millis(1) && !omit.is_zero();
+                    // An interval that began inside the warm-up is omitted, however
+                    // late the sampler woke to close it (a loaded machine).
+                    let began = prev.first().map(|s| s.at).unwrap_or_default();
+                    let omitted = !omit.is_zero() && began + Duration::from_millis(1) < omit;
                     for (i, s) in snaps.iter().enumerate() {
                         if !omitted {
                             if let Some(rtt) = s.tcp.and_then(|t| t.rtt_us) {

@@ -148,7 +148,9 @@ pub fn tcp_send(
     };
     let mut pacer = p.rate_bps.map(Pacer::new);
     wait_until(p.start);
-    shared.started_unix_ns.store(now_unix_ns(), Ordering::Relaxed);
+    shared
+        .started_unix_ns
+        .store(now_unix_ns(), Ordering::Relaxed);
     if let Some(pacer) = pacer.as_mut() {
         pacer.restart(p.start);
     }
@@ -287,7 +289,9 @@ pub fn udp_send(
     };
     batch.set_format(p.udp_format);
     wait_until(p.start);
-    shared.started_unix_ns.store(now_unix_ns(), Ordering::Relaxed);
+    shared
+        .started_unix_ns
+        .store(now_unix_ns(), Ordering::Relaxed);
     if let Some(pacer) = pacer.as_mut() {
         pacer.restart(p.start);
     }

@@ -12,9 +12,17 @@ use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::{TcpListener, UdpSocket};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock, RwLockReadGuard};
 use std::thread;
 use std::time::{Duration, Instant};
+
+/// The emulated-link test measures delays to 0.1 ms with a userspace
+/// emulator: it runs alone, the others share the CPUs among themselves.
+static CPUS: RwLock<()> = RwLock::new(());
+
+fn shared() -> RwLockReadGuard<'static, ()> {
+    CPUS.read().unwrap_or_else(|e| e.into_inner())
+}
 
 fn rr_run(port: u16, args: &[&str]) -> Run {
     let port = port.to_string();
@@ -62,6 +70,7 @@ fn assert_ordered(v: &Value, pointer: &str) {
 
 #[test]
 fn tcp_counts_match_on_both_ends_and_one_way_delay_adds_up() {
+    let _cpus = shared();
     let server = Server::start();
     let v = rr_json(server.port, &["-n", "3000"]);
     assert_eq!(u64_at(&v, "/summary/transactions"), 3000);
@@ -97,6 +106,7 @@ fn tcp_counts_match_on_both_ends_and_one_way_delay_adds_up() {
 
 #[test]
 fn timed_run_has_intervals_that_add_up() {
+    let _cpus = shared();
     let server = Server::start();
     let v = rr_json(server.port, &["-t", "1", "-i", "0.25"]);
     let intervals = array_at(&v, "/intervals");
@@ -120,6 +130,7 @@ fn timed_run_has_intervals_that_add_up() {
 
 #[test]
 fn udp_counts_match_without_loss() {
+    let _cpus = shared();
     let server = Server::start();
     let v = rr_json(
         server.port,
@@ -134,6 +145,7 @@ fn udp_counts_match_without_loss() {
 
 #[test]
 fn bursts_and_rate() {
+    let _cpus = shared();
     let server = Server::start();
     let v = rr_json(
         server.port,
@@ -239,6 +251,7 @@ fn lossy_responder(every: u64) -> (u16, Arc<AtomicU64>) {
 
 #[test]
 fn udp_loss_is_counted_and_the_test_goes_on() {
+    let _cpus = shared();
     let (port, dropped) = lossy_responder(10);
     let started = Instant::now();
     let v = rr_json(port, &["-u", "-n", "300", "--timeout", "100ms"]);
@@ -268,6 +281,7 @@ fn udp_loss_is_counted_and_the_test_goes_on() {
 
 #[test]
 fn rtt_grows_with_size_and_the_fit_says_so() {
+    let _cpus = shared();
     let server = Server::start();
     for proto in [&[][..], &["-u"][..]] {
         let big = if proto.is_empty() { "256K" } else { "60000" };
@@ -304,6 +318,7 @@ fn rtt_grows_with_size_and_the_fit_says_so() {
 
 #[test]
 fn cold_probe_reports_first_and_second_rtt() {
+    let _cpus = shared();
     let server = Server::start();
     for proto in [&[][..], &["-u"][..]] {
         let mut args = proto.to_vec();
@@ -329,6 +344,7 @@ fn cold_probe_reports_first_and_second_rtt() {
 
 #[test]
 fn connect_mode_reports_connect_time_apart() {
+    let _cpus = shared();
     let server = Server::start();
     let v = rr_json(server.port, &["--connect", "-n", "300"]);
     assert_eq!(u64_at(&v, "/summary/transactions"), 300);
@@ -344,6 +360,7 @@ fn connect_mode_reports_connect_time_apart() {
 
 #[test]
 fn latency_under_load_reports_idle_and_loaded() {
+    let _cpus = shared();
     let server = Server::start();
     let v = rr_json(
         server.port,
@@ -383,6 +400,7 @@ fn latency_under_load_reports_idle_and_loaded() {
 
 #[test]
 fn human_output_has_header_intervals_and_summary() {
+    let _cpus = shared();
     let server = Server::start();
     let run = rr_run(server.port, &["-u", "-t", "0.5", "-i", "0.25"]);
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
@@ -397,6 +415,7 @@ fn human_output_has_header_intervals_and_summary() {
 
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
+    let _cpus = shared();
     let port = free_port();
     for (args, needle) in [
         (&["--request", "0"][..], "0 bytes"),
@@ -425,6 +444,7 @@ fn bad_input_is_one_line_and_exit_2() {
 
 #[test]
 fn faults_are_one_line_and_exit_1() {
+    let _cpus = shared();
     // Nobody listens.
     let port = free_port();
     let run = rr_run(port, &["-n", "10", "-J"]);
@@ -450,6 +470,7 @@ fn faults_are_one_line_and_exit_1() {
 
 #[test]
 fn a_killed_client_leaves_the_server_serving() {
+    let _cpus = shared();
     let server = Server::start();
     for proto in [&[][..], &["-u"][..]] {
         let port = server.port.to_string();
@@ -475,6 +496,7 @@ fn emulated_link_rtt_matches_the_configured_delay() {
         eprintln!("SKIPPED emulated_link_rtt_matches_the_configured_delay: needs root and /dev/net/tun (CI runs it)");
         return;
     }
+    let _alone = CPUS.write().unwrap_or_else(|e| e.into_inner());
     let name = format!("rr{}", std::process::id() % 100_000);
     let file = std::env::temp_dir().join(format!("{name}.toml"));
     std::fs::write(

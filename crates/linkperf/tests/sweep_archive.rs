@@ -103,7 +103,11 @@ fn sweep_json_is_stored_and_matches_the_runs() {
         ],
     ));
     assert_eq!(run.code(), Some(0), "{}\n{}", run.stdout, run.stderr);
-    assert!(run.stderr.is_empty(), "no progress bar without a terminal: {}", run.stderr);
+    assert!(
+        run.stderr.is_empty(),
+        "no progress bar without a terminal: {}",
+        run.stderr
+    );
     let v = run.json();
     assert_eq!(v["schema"], "linkperf/1");
     assert_eq!(v["status"], "complete");
@@ -113,7 +117,9 @@ fn sweep_json_is_stored_and_matches_the_runs() {
     for p in points {
         assert_eq!(p["runs"], 2, "{p:#}");
         for key in ["received_bits_per_second", "sent_bits_per_second"] {
-            for stat in ["mean", "stddev", "min", "max", "median", "ci_low", "ci_high"] {
+            for stat in [
+                "mean", "stddev", "min", "max", "median", "ci_low", "ci_high",
+            ] {
                 assert!(p[key][stat].is_number(), "{key}.{stat} in {p:#}");
             }
             let s = &p[key];
@@ -130,12 +136,26 @@ fn sweep_json_is_stored_and_matches_the_runs() {
         assert!(p["cpu_remote_percent"]["mean"].is_number());
     }
     let params: HashSet<String> = points.iter().map(|p| p["params"].to_string()).collect();
-    assert!(params.contains(r#"{"length":"8K","parallel":"1"}"#), "{params:?}");
-    assert!(params.contains(r#"{"length":"64K","parallel":"2"}"#), "{params:?}");
+    assert!(
+        params.contains(r#"{"length":"8K","parallel":"1"}"#),
+        "{params:?}"
+    );
+    assert!(
+        params.contains(r#"{"length":"64K","parallel":"2"}"#),
+        "{params:?}"
+    );
 
     // The export holds every run's full report; its statistics agree with
     // the reports' own numbers and each run used the point's options.
-    let ex = long(&["results", "--db", &db, "export", &id.to_string(), "--format", "json"]);
+    let ex = long(&[
+        "results",
+        "--db",
+        &db,
+        "export",
+        &id.to_string(),
+        "--format",
+        "json",
+    ]);
     assert_eq!(ex.code(), Some(0), "{}", ex.stderr);
     let e = ex.json();
     assert_eq!(e["kind"], "sweep");
@@ -147,46 +167,93 @@ fn sweep_json_is_stored_and_matches_the_runs() {
     let runs = array_at(&e, "/runs");
     assert_eq!(runs.len(), 8);
     for p in array_at(&e, "/points") {
-        let ids: Vec<i64> = p["runs"].as_array().unwrap().iter().map(|x| x.as_i64().unwrap()).collect();
+        let ids: Vec<i64> = p["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_i64().unwrap())
+            .collect();
         assert_eq!(ids.len(), 2);
-        let mine: Vec<&Value> = runs.iter().filter(|r| ids.contains(&r["id"].as_i64().unwrap())).collect();
-        let want_len = if p["params"]["length"] == "8K" { 8192 } else { 65536 };
+        let mine: Vec<&Value> = runs
+            .iter()
+            .filter(|r| ids.contains(&r["id"].as_i64().unwrap()))
+            .collect();
+        let want_len = if p["params"]["length"] == "8K" {
+            8192
+        } else {
+            65536
+        };
         let want_p: u64 = p["params"]["parallel"].as_str().unwrap().parse().unwrap();
         for r in &mine {
             assert_eq!(r["point"], p["index"]);
             assert_eq!(r["report"]["schema"], "linkperf/1");
             assert_eq!(u64_at(&r["report"], "/test/length"), want_len);
             assert_eq!(u64_at(&r["report"], "/test/parallel"), want_p);
-            assert_eq!(array_at(&r["report"], "/summary/streams").len() as u64, want_p);
+            assert_eq!(
+                array_at(&r["report"], "/summary/streams").len() as u64,
+                want_p
+            );
         }
-        let rates: Vec<f64> = mine.iter().map(|r| f64_at(&r["report"], "/summary/received/bits_per_second")).collect();
+        let rates: Vec<f64> = mine
+            .iter()
+            .map(|r| f64_at(&r["report"], "/summary/received/bits_per_second"))
+            .collect();
         let got = f64_at(p, "/stats/received_bits_per_second/mean");
-        assert!((got - mean(&rates)).abs() <= 1e-6 * got, "{got} vs {rates:?}");
+        assert!(
+            (got - mean(&rates)).abs() <= 1e-6 * got,
+            "{got} vs {rates:?}"
+        );
     }
 
     // CSV: a header and one flat row per run, with the varied values.
-    let csv = long(&["results", "--db", &db, "export", &id.to_string(), "--format", "csv"]);
+    let csv = long(&[
+        "results",
+        "--db",
+        &db,
+        "export",
+        &id.to_string(),
+        "--format",
+        "csv",
+    ]);
     assert_eq!(csv.code(), Some(0), "{}", csv.stderr);
     let lines: Vec<&str> = csv.stdout.lines().collect();
     assert_eq!(lines.len(), 9);
     let header: Vec<&str> = lines[0].split(',').collect();
     assert!(header.contains(&"length") && header.contains(&"parallel"));
     assert!(header.contains(&"received_bits_per_second"));
-    assert!(lines[1..].iter().all(|l| l.split(',').count() == header.len()));
+    assert!(lines[1..]
+        .iter()
+        .all(|l| l.split(',').count() == header.len()));
 
     // list shows the sweep, folded; show prints its table.
     let list = long(&["results", "--db", &db, "list"]);
     assert_eq!(list.code(), Some(0), "{}", list.stderr);
-    assert!(list.stdout.contains("complete, 4 points, 8/8 runs"), "{}", list.stdout);
+    assert!(
+        list.stdout.contains("complete, 4 points, 8/8 runs"),
+        "{}",
+        list.stdout
+    );
     let show = long(&["results", "--db", &db, "show", &id.to_string()]);
     assert_eq!(show.code(), Some(0), "{}", show.stderr);
-    assert!(show.stdout.contains("length") && show.stdout.contains("64K"), "{}", show.stdout);
+    assert!(
+        show.stdout.contains("length") && show.stdout.contains("64K"),
+        "{}",
+        show.stdout
+    );
     let one = runs[0]["id"].to_string();
     let show_run = long(&["results", "--db", &db, "show", &one, "-J"]);
     assert_eq!(show_run.json(), runs[0]["report"]);
 
     // A sweep compared with itself: no difference, not significant.
-    let cmp = long(&["results", "--db", &db, "compare", &id.to_string(), &id.to_string(), "-J"]);
+    let cmp = long(&[
+        "results",
+        "--db",
+        &db,
+        "compare",
+        &id.to_string(),
+        &id.to_string(),
+        "-J",
+    ]);
     assert_eq!(cmp.code(), Some(0), "{}", cmp.stderr);
     let c = cmp.json();
     let rows = array_at(&c, "/rows");
@@ -225,7 +292,8 @@ fn client_runs_are_stored_unless_told_not_to() {
     let row = &array_at(&cmp, "/rows")[0];
     assert_eq!(row["metric"], "received_bits_per_second");
     assert!(row["welch"].is_null() && row["significant"].is_null());
-    let want = f64_at(&b, "/summary/received/bits_per_second") - f64_at(&a, "/summary/received/bits_per_second");
+    let want = f64_at(&b, "/summary/received/bits_per_second")
+        - f64_at(&a, "/summary/received/bits_per_second");
     assert!((row["difference"].as_f64().unwrap() - want).abs() <= 1e-6 * want.abs().max(1.0));
     let text = long(&["results", "--db", &db, "compare", &ia, &ib]);
     assert!(text.stdout.contains("difference only"), "{}", text.stdout);
@@ -234,17 +302,27 @@ fn client_runs_are_stored_unless_told_not_to() {
     let other = dir.join("none.db");
     let r = client(server.port, &["-t", "0.3", "-J", "--no-store"]);
     r.report();
-    let r = client(server.port, &["-t", "0.3", "--db", other.to_str().unwrap(), "--no-store"]);
+    let r = client(
+        server.port,
+        &["-t", "0.3", "--db", other.to_str().unwrap(), "--no-store"],
+    );
     assert_eq!(r.code(), Some(2), "--db and --no-store conflict");
     assert!(!other.exists());
 
     // An archive that cannot be opened costs a warning, not the result.
-    let r = client(server.port, &["-t", "0.3", "-J", "--db", "/proc/linkperf/no/archive.db"]);
+    let r = client(
+        server.port,
+        &["-t", "0.3", "-J", "--db", "/proc/linkperf/no/archive.db"],
+    );
     let v = r.report();
     assert!(f64_at(&v, "/summary/received/bits_per_second") > 0.0);
     let lines = r.stderr_lines();
     assert_eq!(lines.len(), 1, "{:?}", r.stderr);
-    assert!(lines[0].contains("warning") && lines[0].contains("not stored"), "{}", lines[0]);
+    assert!(
+        lines[0].contains("warning") && lines[0].contains("not stored"),
+        "{}",
+        lines[0]
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -268,7 +346,11 @@ fn window_sweep_small_window_limits_throughput_on_loopback() {
     let dir = scratch("window");
     let db = db_arg(&dir);
     let port = server.port.to_string();
-    let run = long(&sweep_args(&port, &db, &["-t", "0.5", "--vary", "window=4K,64K,1M", "-J"]));
+    let run = long(&sweep_args(
+        &port,
+        &db,
+        &["-t", "0.5", "--vary", "window=4K,64K,1M", "-J"],
+    ));
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
     let rates = rates_by_window(&run.json());
     assert_eq!(rates.len(), 3);
@@ -300,26 +382,66 @@ fn window_sweep_rises_with_the_window_on_a_delayed_link() {
     struct Down(String);
     impl Drop for Down {
         fn drop(&mut self) {
-            let _ = std::process::Command::new(bin()).args(["testbed", "down", &self.0]).output();
+            let _ = std::process::Command::new(bin())
+                .args(["testbed", "down", &self.0])
+                .output();
         }
     }
     let up = linkperf(&["testbed", "up", file.to_str().unwrap()]);
     assert_eq!(up.code(), Some(0), "testbed up: {}", up.stderr);
     let _down = Down(name.clone());
-    let _server = spawn(&["testbed", "exec", "--testbed", &name, "b", "--", bin(), "server", "-q"]);
+    /// The server in the testbed, stopped (and reaped) however the test ends.
+    struct Reaped(std::process::Child);
+    impl Drop for Reaped {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _server = Reaped(spawn(&[
+        "testbed",
+        "exec",
+        "--testbed",
+        &name,
+        "b",
+        "--",
+        bin(),
+        "server",
+        "-q",
+    ]));
     thread::sleep(Duration::from_millis(500));
     let db = db_arg(&dir);
     let run = long(&[
-        "testbed", "exec", "--testbed", &name, "a", "--", bin(), "sweep", "10.79.0.2", "--db", &db, "-t", "1.5",
-        "--vary", "window=16K,64K,256K", "-J",
+        "testbed",
+        "exec",
+        "--testbed",
+        &name,
+        "a",
+        "--",
+        bin(),
+        "sweep",
+        "10.79.0.2",
+        "--db",
+        &db,
+        "-t",
+        "1.5",
+        "--vary",
+        "window=16K,64K,256K",
+        "-J",
     ]);
     assert_eq!(run.code(), Some(0), "{}\n{}", run.stdout, run.stderr);
     let rates = rates_by_window(&run.json());
     // 16K / 20 ms is about 6.5 Mbit/s, 256K about 100 Mbit/s: all far below 500M.
     for w in rates.windows(2) {
-        assert!(w[1].1 > 1.5 * w[0].1, "throughput must rise with the window: {rates:?}");
+        assert!(
+            w[1].1 > 1.5 * w[0].1,
+            "throughput must rise with the window: {rates:?}"
+        );
     }
-    assert!(rates[2].1 < 400e6, "window-limited, not link-limited: {rates:?}");
+    assert!(
+        rates[2].1 < 400e6,
+        "window-limited, not link-limited: {rates:?}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -354,7 +476,11 @@ fn newest_sweep(db: &str) -> Option<i64> {
 /// there exactly once, with the runs stored before the kill unchanged.
 fn kill_and_resume(db: &str, port: u16, shuffle: bool) {
     let port = port.to_string();
-    let mut args = sweep_args(&port, db, &["-t", "0.3", "--vary", "length=8K,16K,32K", "--repeat", "3"]);
+    let mut args = sweep_args(
+        &port,
+        db,
+        &["-t", "0.3", "--vary", "length=8K,16K,32K", "--repeat", "3"],
+    );
     if shuffle {
         args.extend_from_slice(&["--shuffle", "--seed", "7"]);
     }
@@ -374,10 +500,24 @@ fn kill_and_resume(db: &str, port: u16, shuffle: bool) {
     assert_eq!(killed.code(), None, "killed by a signal");
     let before = Store::open(Some(db)).unwrap().sweep_runs(id, true).unwrap();
     assert!(before.len() < 9, "killed before the end: {}", before.len());
-    assert_eq!(Store::open(Some(db)).unwrap().sweep(id).unwrap().unwrap().status, "partial");
+    assert_eq!(
+        Store::open(Some(db))
+            .unwrap()
+            .sweep(id)
+            .unwrap()
+            .unwrap()
+            .status,
+        "partial"
+    );
 
     let resumed = long(&["sweep", "--resume", &id.to_string(), "--db", db, "-J"]);
-    assert_eq!(resumed.code(), Some(0), "{}\n{}", resumed.stdout, resumed.stderr);
+    assert_eq!(
+        resumed.code(),
+        Some(0),
+        "{}\n{}",
+        resumed.stdout,
+        resumed.stderr
+    );
     let v = resumed.json();
     assert_eq!(v["id"], id);
     assert_eq!(v["status"], "complete");
@@ -425,7 +565,11 @@ fn interrupted_sweep_keeps_its_runs_and_says_how_to_resume() {
     let dir = scratch("sigint");
     let db = db_arg(&dir);
     let port = server.port.to_string();
-    let child = spawn(&sweep_args(&port, &db, &["-t", "0.5", "--vary", "length=8K,16K", "--repeat", "3"]));
+    let child = spawn(&sweep_args(
+        &port,
+        &db,
+        &["-t", "0.5", "--vary", "length=8K,16K", "--repeat", "3"],
+    ));
     let deadline = Instant::now() + Duration::from_secs(30);
     let id = loop {
         if let Some(id) = newest_sweep(&db) {
@@ -441,7 +585,11 @@ fn interrupted_sweep_keeps_its_runs_and_says_how_to_resume() {
     let lines = run.stderr_lines();
     assert_eq!(lines.len(), 1, "{:?}", run.stderr);
     assert!(lines[0].contains(&format!("--resume {id}")), "{}", lines[0]);
-    let stored = Store::open(Some(db.as_str())).unwrap().sweep_runs(id, false).unwrap().len();
+    let stored = Store::open(Some(db.as_str()))
+        .unwrap()
+        .sweep_runs(id, false)
+        .unwrap()
+        .len();
     assert!((2..6).contains(&stored), "{stored}");
     // The partial table was printed.
     assert!(run.stdout.contains("partial"), "{}", run.stdout);
@@ -454,12 +602,24 @@ fn confidence_mode_iterates_until_the_interval_is_narrow_or_gives_up() {
     let dir = scratch("confidence");
     let db = db_arg(&dir);
     let port = server.port.to_string();
-    // -n: a fixed byte count makes the bytes exact; the rate still varies,
-    // so a 0.01 % interval is out of reach and the sweep must say so.
+    // A paced flow (-b) gives steady rates, yet never steady to a few parts
+    // per million: that interval is out of reach and the sweep must say so.
     let run = long(&sweep_args(
         &port,
         &db,
-        &["-n", "20M", "--vary", "length=64K", "--confidence", "99,0.01", "--max-runs", "4", "-J"],
+        &[
+            "-t",
+            "0.3",
+            "-b",
+            "50M",
+            "--vary",
+            "length=8K",
+            "--confidence",
+            "99,0.0002",
+            "--max-runs",
+            "4",
+            "-J",
+        ],
     ));
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
     let v = run.json();
@@ -467,12 +627,28 @@ fn confidence_mode_iterates_until_the_interval_is_narrow_or_gives_up() {
     assert_eq!(p["runs"], 4, "stopped at --max-runs");
     assert_eq!(p["confidence_reached"], false);
     assert_eq!(p["received_bits_per_second"]["level"], 99.0);
-    assert!(run.stderr.contains("confidence not reached"), "{}", run.stderr);
-    // A generous width is reached with the minimum of runs.
+    assert!(
+        run.stderr.contains("confidence not reached"),
+        "{}",
+        run.stderr
+    );
+    // A 10 % interval of a paced flow is reached with the minimum of runs.
     let run = long(&sweep_args(
         &port,
         &db,
-        &["-n", "20M", "--vary", "length=64K", "--confidence", "95,400", "--max-runs", "6", "-J"],
+        &[
+            "-t",
+            "0.3",
+            "-b",
+            "50M",
+            "--vary",
+            "length=8K",
+            "--confidence",
+            "95,10",
+            "--max-runs",
+            "6",
+            "-J",
+        ],
     ));
     let v = run.json();
     let p = &array_at(&v, "/points")[0];
@@ -486,20 +662,118 @@ fn bad_input_fails_with_one_line() {
     let dir = scratch("bad");
     let db = db_arg(&dir);
     let cases: &[(&[&str], i32, &str)] = &[
-        (&["sweep", "127.0.0.1", "--db", &db, "--vary", "frobnicate=1,2"], 2, "frobnicate"),
-        (&["sweep", "127.0.0.1", "--db", &db, "--vary", "window=4M..4K*2"], 2, "empty"),
-        (&["sweep", "127.0.0.1", "--db", &db, "--vary", "window=4K..4M"], 2, "not a range"),
-        (&["sweep", "127.0.0.1", "--db", &db, "--vary", "window="], 2, "no values"),
-        (&["sweep", "127.0.0.1", "--db", &db, "--vary", "length=0..9000+0"], 2, "step"),
+        (
+            &[
+                "sweep",
+                "127.0.0.1",
+                "--db",
+                &db,
+                "--vary",
+                "frobnicate=1,2",
+            ],
+            2,
+            "frobnicate",
+        ),
+        (
+            &[
+                "sweep",
+                "127.0.0.1",
+                "--db",
+                &db,
+                "--vary",
+                "window=4M..4K*2",
+            ],
+            2,
+            "empty",
+        ),
+        (
+            &["sweep", "127.0.0.1", "--db", &db, "--vary", "window=4K..4M"],
+            2,
+            "not a range",
+        ),
+        (
+            &["sweep", "127.0.0.1", "--db", &db, "--vary", "window="],
+            2,
+            "no values",
+        ),
+        (
+            &[
+                "sweep",
+                "127.0.0.1",
+                "--db",
+                &db,
+                "--vary",
+                "length=0..9000+0",
+            ],
+            2,
+            "step",
+        ),
         (&["sweep", "127.0.0.1", "--db", &db], 2, "vary"),
-        (&["sweep", "127.0.0.1", "--db", &db, "--vary", "length=100K", "-u"], 2, "length=100K"),
-        (&["sweep", "127.0.0.1", "--db", &db, "--vary", "P=1", "--confidence", "120,5"], 2, "level"),
-        (&["sweep", "--resume", "999", "--db", &db], 2, "no sweep 999"),
+        (
+            &[
+                "sweep",
+                "127.0.0.1",
+                "--db",
+                &db,
+                "--vary",
+                "length=100K",
+                "-u",
+            ],
+            2,
+            "length=100K",
+        ),
+        (
+            &[
+                "sweep",
+                "127.0.0.1",
+                "--db",
+                &db,
+                "--vary",
+                "P=1",
+                "--confidence",
+                "120,5",
+            ],
+            2,
+            "level",
+        ),
+        (
+            &["sweep", "--resume", "999", "--db", &db],
+            2,
+            "no sweep 999",
+        ),
         (&["results", "--db", &db, "show", "12345"], 2, "12345"),
-        (&["results", "--db", "/proc/linkperf/x/archive.db", "list"], 1, "/proc/linkperf/x"),
-        (&["results", "--db", "mysql://x/y", "list"], 1, "postgres://"),
-        (&["results", "--db", "postgres://nobody@127.0.0.1:1/none", "list"], 1, "cannot connect"),
-        (&["sweep", "127.0.0.1", "--db", "/proc/linkperf/x/a.db", "--vary", "P=1"], 1, "/proc/linkperf/x"),
+        (
+            &["results", "--db", "/proc/linkperf/x/archive.db", "list"],
+            1,
+            "/proc/linkperf/x",
+        ),
+        (
+            &["results", "--db", "mysql://x/y", "list"],
+            1,
+            "postgres://",
+        ),
+        (
+            &[
+                "results",
+                "--db",
+                "postgres://nobody@127.0.0.1:1/none",
+                "list",
+            ],
+            1,
+            "cannot connect",
+        ),
+        (
+            &[
+                "sweep",
+                "127.0.0.1",
+                "--db",
+                "/proc/linkperf/x/a.db",
+                "--vary",
+                "P=1",
+            ],
+            1,
+            "/proc/linkperf/x",
+        ),
     ];
     for (args, code, needle) in cases {
         let run = linkperf(args);
@@ -509,14 +783,18 @@ fn bad_input_fails_with_one_line() {
     // An archive written by a newer linkperf is refused, not damaged.
     {
         let mut s = Store::open_at(Location::Sqlite(dir.join("archive.db"))).unwrap();
-        s.set_schema_version(linkperf_store::SCHEMA_VERSION + 1).unwrap();
+        s.set_schema_version(linkperf_store::SCHEMA_VERSION + 1)
+            .unwrap();
     }
     for args in [
         &["results", "--db", &db, "list"][..],
         &["sweep", "127.0.0.1", "--db", &db, "--vary", "P=1"][..],
     ] {
         let line = linkperf(args).assert_one_line_failure(1).to_string();
-        assert!(line.contains("newer") && line.contains("archive.db"), "{line}");
+        assert!(
+            line.contains("newer") && line.contains("archive.db"),
+            "{line}"
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -531,7 +809,19 @@ fn sqlite_and_postgres_return_identical_results() {
     let dir = scratch("pg-same");
     let db = db_arg(&dir);
     let port = server.port.to_string();
-    let run = long(&sweep_args(&port, &db, &["-t", "0.3", "--vary", "length=16K,64K", "--repeat", "2", "-J"]));
+    let run = long(&sweep_args(
+        &port,
+        &db,
+        &[
+            "-t",
+            "0.3",
+            "--vary",
+            "length=16K,64K",
+            "--repeat",
+            "2",
+            "-J",
+        ],
+    ));
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
     let c = client(server.port, &["-t", "0.3", "-J", "--db", &db]);
     c.report();
@@ -676,15 +966,24 @@ fn postgres_going_away_stops_the_sweep_and_resume_finishes_it() {
     let pg = PgSchema::new(&base, "away");
     let (host, port) = pg_host_port(&pg.url);
     let relay = Relay::start((host.clone(), port));
-    let via_relay = pg.url.replacen(&format!("{host}:{port}"), &format!("127.0.0.1:{}", relay.port), 1);
+    let via_relay = pg.url.replacen(
+        &format!("{host}:{port}"),
+        &format!("127.0.0.1:{}", relay.port),
+        1,
+    );
     let via_relay = if via_relay == pg.url {
         // The URL had no explicit port.
-        pg.url.replacen(&host, &format!("127.0.0.1:{}", relay.port), 1)
+        pg.url
+            .replacen(&host, &format!("127.0.0.1:{}", relay.port), 1)
     } else {
         via_relay
     };
     let sport = server.port.to_string();
-    let child = spawn(&sweep_args(&sport, &via_relay, &["-t", "0.3", "--vary", "length=8K,16K", "--repeat", "3"]));
+    let child = spawn(&sweep_args(
+        &sport,
+        &via_relay,
+        &["-t", "0.3", "--vary", "length=8K,16K", "--repeat", "3"],
+    ));
     let deadline = Instant::now() + Duration::from_secs(30);
     let id = loop {
         if let Some(id) = newest_sweep(&pg.url) {
@@ -697,13 +996,27 @@ fn postgres_going_away_stops_the_sweep_and_resume_finishes_it() {
     relay.cut.store(true, Ordering::SeqCst);
     let run = wait_child(child, Duration::from_secs(60));
     let line = run.assert_one_line_failure(1).to_string();
-    assert!(line.contains("archive") && line.contains(&format!("--resume {id}")), "{line}");
-    let kept = Store::open(Some(pg.url.as_str())).unwrap().sweep_runs(id, false).unwrap().len();
+    assert!(
+        line.contains("archive") && line.contains(&format!("--resume {id}")),
+        "{line}"
+    );
+    let kept = Store::open(Some(pg.url.as_str()))
+        .unwrap()
+        .sweep_runs(id, false)
+        .unwrap()
+        .len();
     assert!((2..6).contains(&kept), "{kept}");
     let resumed = long(&["sweep", "--resume", &id.to_string(), "--db", &pg.url, "-J"]);
     assert_eq!(resumed.code(), Some(0), "{}", resumed.stderr);
-    let runs = Store::open(Some(pg.url.as_str())).unwrap().sweep_runs(id, false).unwrap();
+    let runs = Store::open(Some(pg.url.as_str()))
+        .unwrap()
+        .sweep_runs(id, false)
+        .unwrap();
     assert_eq!(runs.len(), 6);
-    let slots: HashSet<_> = runs.iter().map(|r| r.slot.unwrap()).map(|s| (s.point, s.repetition)).collect();
+    let slots: HashSet<_> = runs
+        .iter()
+        .map(|r| r.slot.unwrap())
+        .map(|s| (s.point, s.repetition))
+        .collect();
     assert_eq!(slots.len(), 6);
 }

@@ -61,8 +61,7 @@ impl Stat {
             ci_low: f("ci_low"),
             ci_high: f("ci_high"),
             level: f("confidence").or(f("level")).or(f("ci_level")),
-            n: v
-                .get("n")
+            n: v.get("n")
                 .or(v.get("count"))
                 .or(v.get("runs"))
                 .and_then(Value::as_u64),
@@ -86,7 +85,7 @@ impl Stat {
         let mut sorted = values.to_vec();
         sorted.sort_by(f64::total_cmp);
         let mid = sorted.len() / 2;
-        let median = if sorted.len() % 2 == 0 {
+        let median = if sorted.len() & 1 == 0 {
             (sorted[mid - 1] + sorted[mid]) / 2.0
         } else {
             sorted[mid]
@@ -120,6 +119,8 @@ pub struct PointData {
     pub params: Vec<(String, String)>,
     pub runs: Vec<i64>,
     pub stats: Stats,
+    /// With --confidence: whether the interval got as narrow as asked.
+    pub confidence_reached: Option<bool>,
 }
 
 impl PointData {
@@ -389,10 +390,22 @@ impl<'a> Export<'a> {
             };
             let stats = &self.points[i].stats;
             let fill = [
-                stats.received.is_none().then(|| pick("/summary/received/bits_per_second")),
-                stats.sent.is_none().then(|| pick("/summary/sent/bits_per_second")),
-                stats.cpu_local.is_none().then(|| pick("/summary/cpu/local/total_percent")),
-                stats.cpu_remote.is_none().then(|| pick("/summary/cpu/remote/total_percent")),
+                stats
+                    .received
+                    .is_none()
+                    .then(|| pick("/summary/received/bits_per_second")),
+                stats
+                    .sent
+                    .is_none()
+                    .then(|| pick("/summary/sent/bits_per_second")),
+                stats
+                    .cpu_local
+                    .is_none()
+                    .then(|| pick("/summary/cpu/local/total_percent")),
+                stats
+                    .cpu_remote
+                    .is_none()
+                    .then(|| pick("/summary/cpu/remote/total_percent")),
             ];
             let [r, s, cl, cr] = fill;
             let stats = &mut self.points[i].stats;
@@ -414,7 +427,10 @@ impl<'a> Export<'a> {
     /// The runs measured for a point: by the point's run ids, else by index.
     pub fn runs_of(&self, p: &PointData) -> Vec<&RunData<'a>> {
         if !p.runs.is_empty() {
-            self.runs.iter().filter(|r| p.runs.contains(&r.id)).collect()
+            self.runs
+                .iter()
+                .filter(|r| p.runs.contains(&r.id))
+                .collect()
         } else {
             self.runs
                 .iter()
@@ -508,6 +524,7 @@ fn parse_point(p: &Value, i: usize, vary: &[Vary]) -> Result<PointData, ReportEr
             .and_then(Value::as_array)
             .map(|a| a.iter().filter_map(Value::as_i64).collect())
             .unwrap_or_default(),
+        confidence_reached: p.get("confidence_reached").and_then(Value::as_bool),
         stats: Stats {
             received: stat("received_bits_per_second"),
             sent: stat("sent_bits_per_second"),
@@ -519,7 +536,8 @@ fn parse_point(p: &Value, i: usize, vary: &[Vary]) -> Result<PointData, ReportEr
 
 fn rate_of(v: Option<&Value>) -> Option<f64> {
     let v = v?;
-    v.as_f64().or_else(|| v.get("bits_per_second").and_then(Value::as_f64))
+    v.as_f64()
+        .or_else(|| v.get("bits_per_second").and_then(Value::as_f64))
 }
 
 fn parse_phase(p: &Value, i: usize) -> Result<Phase, ReportError> {
@@ -536,7 +554,9 @@ fn parse_phase(p: &Value, i: usize) -> Result<Phase, ReportError> {
                     .or_else(|| iv.get("received").and_then(|r| r.get("bits_per_second")))
                     .and_then(Value::as_f64)
                     .ok_or_else(|| {
-                        missing(&format!("phases[{i}].aggregate.intervals[{k}].bits_per_second"))
+                        missing(&format!(
+                            "phases[{i}].aggregate.intervals[{k}].bits_per_second"
+                        ))
                     })?;
                 Ok(AggInterval {
                     start: iv.get("start").and_then(Value::as_f64),
@@ -631,9 +651,11 @@ mod tests {
         assert!(err(json!({"schema": "linkperf/1", "kind": "run", "id": 1})).contains("`runs`"));
         let e = err(json!({"schema": "linkperf/1", "kind": "run", "id": 1, "runs": [{"id": 3}]}));
         assert!(e.contains("`runs[0].report`"), "{e}");
-        let e = err(json!({"schema": "linkperf/1", "kind": "sweep", "id": 1, "runs": [],
+        let e = err(
+            json!({"schema": "linkperf/1", "kind": "sweep", "id": 1, "runs": [],
             "sweep": {"vary": [{"name": "window", "values": ["4K"]}]},
-            "points": [{"params": {"length": "1K"}}]}));
+            "points": [{"params": {"length": "1K"}}]}),
+        );
         assert!(e.contains("`points[0].params.window`"), "{e}");
         let e = err(json!({"schema": "linkperf/1", "kind": "campaign", "id": 1,
             "phases": [{"name": "a", "flows": [{"from": "h1"}]}]}));
@@ -643,8 +665,10 @@ mod tests {
 
     #[test]
     fn stats_come_from_runs_when_the_export_has_none() {
-        let report = |bps: f64| json!({"summary": {"received": {"bits_per_second": bps},
-            "sent": {"bits_per_second": bps + 1.0}}});
+        let report = |bps: f64| {
+            json!({"summary": {"received": {"bits_per_second": bps},
+            "sent": {"bits_per_second": bps + 1.0}}})
+        };
         let v = json!({"schema": "linkperf/1", "kind": "sweep", "id": 7,
             "sweep": {"vary": [{"name": "P", "values": [1, 2]}], "extra": true},
             "points": [{"index": 0, "params": {"P": 1}, "runs": [10, 11]}],

@@ -98,7 +98,7 @@ pub fn sig3(v: f64) -> String {
     }
     // Decide the decimals on the rounded value: 99.97 prints "100", not "100.0".
     let a = v.abs();
-    let a = if a >= 9.995 && a < 10.0 || a >= 99.95 && a < 100.0 {
+    let a = if (9.995..10.0).contains(&a) || (99.95..100.0).contains(&a) {
         a.round()
     } else {
         a

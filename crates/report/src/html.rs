@@ -102,7 +102,11 @@ impl Table {
 
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let _ = write!(out, "<div class=\"scroll\"><table class=\"{}\">", self.class);
+        let _ = write!(
+            out,
+            "<div class=\"scroll\"><table class=\"{}\">",
+            self.class
+        );
         if let Some(c) = &self.caption {
             let _ = write!(out, "<caption>{}</caption>", escape(c));
         }
@@ -225,8 +229,8 @@ nav a{margin-right:1em;color:#0b5394;text-decoration:none}nav a:hover{text-decor
 figure{margin:0.6em 0 1.4em}figcaption{font-size:0.9em;color:#444;max-width:1000px}\
 svg.plot{display:block;max-width:100%;height:auto}\
 .scroll{overflow-x:auto;margin:0.4em 0 1em}\
-table{border-collapse:collapse;font-size:0.88em}caption{text-align:left;font-weight:600;padding:4px 0}\
-th,td{border:1px solid #d4d4d4;padding:3px 8px;vertical-align:top}\
+table{border-collapse:collapse;font-size:0.84em}caption{text-align:left;font-weight:600;padding:4px 0}\
+th,td{border:1px solid #d4d4d4;padding:2px 6px;vertical-align:top}\
 thead th{background:#f1f3f5;text-align:left}tbody th{text-align:left;font-weight:600}tbody tr:nth-child(even){background:#fafafa}\
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\
 table.facts th{text-align:left;background:#f7f7f7;font-weight:600;white-space:nowrap}\
@@ -246,7 +250,11 @@ pub fn document(title: &str, subtitle: &str, sections: &[Section], footer: &str)
          style-src 'unsafe-inline'; img-src data:\">",
     );
     out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">");
-    let _ = write!(out, "<title>{}</title><style>{CSS}</style></head>", escape(title));
+    let _ = write!(
+        out,
+        "<title>{}</title><style>{CSS}</style></head>",
+        escape(title)
+    );
     let _ = write!(
         out,
         "<body><header><h1>{}</h1><p class=\"sub\">{}</p></header>",
@@ -274,11 +282,7 @@ pub fn document(title: &str, subtitle: &str, sections: &[Section], footer: &str)
             s.body
         );
     }
-    let _ = write!(
-        out,
-        "<footer>{}</footer></body></html>\n",
-        escape(footer)
-    );
+    let _ = writeln!(out, "<footer>{}</footer></body></html>", escape(footer));
     out
 }
 

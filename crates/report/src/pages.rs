@@ -213,23 +213,29 @@ impl ErrorBars {
         if stats.is_empty() || stats.iter().all(|s| s.n.is_some_and(|n| n <= 1)) {
             return ErrorBars::None;
         }
-        if stats.iter().all(|s| s.ci_low.is_some() && s.ci_high.is_some()) {
+        if stats
+            .iter()
+            .any(|s| s.ci_low.is_some() && s.ci_high.is_some())
+        {
             ErrorBars::Ci(stats.iter().find_map(|s| s.level))
-        } else if stats.iter().all(|s| s.stddev.is_some()) {
+        } else if stats.iter().any(|s| s.stddev.is_some()) {
             ErrorBars::Stddev
         } else {
             ErrorBars::None
         }
     }
+    /// The bar of one point; clamped at zero, as no rate is negative even
+    /// when a wide interval of few runs reaches below it.
     fn bar(&self, s: &Stat) -> Option<(f64, f64)> {
-        match self {
-            ErrorBars::Ci(_) => Some((s.ci_low?, s.ci_high?)),
+        let (lo, hi) = match self {
+            ErrorBars::Ci(_) => (s.ci_low?, s.ci_high?),
             ErrorBars::Stddev => {
                 let (m, d) = (s.mean?, s.stddev?);
-                Some((m - d, m + d))
+                (m - d, m + d)
             }
-            ErrorBars::None => None,
-        }
+            ErrorBars::None => return None,
+        };
+        Some((lo.max(0.0), hi))
     }
     fn sentence(&self) -> String {
         match self {
@@ -336,7 +342,8 @@ fn sweep_page(ex: &Export) -> (String, String, Vec<Section>) {
             .iter()
             .flat_map(|p| [p.stats.received.as_ref(), p.stats.sent.as_ref()])
             .flatten()
-            .filter_map(|s| s.mean),
+            .flat_map(|s| [s.mean, s.min, s.max])
+            .flatten(),
     );
     match axes.len() {
         0 => results.note("This sweep varies no parameter: see the table of runs."),
@@ -360,6 +367,9 @@ fn sweep_page(ex: &Export) -> (String, String, Vec<Section>) {
     (title, subtitle, sections)
 }
 
+/// Picks one statistic of a point.
+type StatOf = fn(&PointData) -> Option<&Stat>;
+
 fn one_param(ex: &Export, pa: &ParamAxis, bars: ErrorBars, out: &mut Section) {
     let mut plot = LinePlot::new(
         format!("Throughput and CPU vs {}", pa.axis.label),
@@ -372,11 +382,15 @@ fn one_param(ex: &Export, pa: &ParamAxis, bars: ErrorBars, out: &mut Section) {
         let xb = pa.x(b.param(&pa.name).unwrap_or(""));
         xa.total_cmp(&xb)
     });
-    let specs: [(&str, fn(&PointData) -> Option<&Stat>, bool); 4] = [
+    let specs: [(&str, StatOf, bool); 4] = [
         ("received (receiver)", |p| p.stats.received.as_ref(), false),
         ("sent (sender)", |p| p.stats.sent.as_ref(), false),
         ("CPU, local (client)", |p| p.stats.cpu_local.as_ref(), true),
-        ("CPU, remote (server)", |p| p.stats.cpu_remote.as_ref(), true),
+        (
+            "CPU, remote (server)",
+            |p| p.stats.cpu_remote.as_ref(),
+            true,
+        ),
     ];
     for (i, (label, get, right)) in specs.iter().enumerate() {
         let mut series = Series::new(*label, color(i));
@@ -457,14 +471,20 @@ fn many_params(ex: &Export, axes: &[ParamAxis], bars: ErrorBars, udp: bool, out:
     let pa = &axes[0];
     let others: Vec<String> = axes[1..].iter().map(|a| a.axis.label.clone()).collect();
     let mut plot = LinePlot::new(
-        format!("Received throughput vs {}, one curve per {}", pa.axis.label, others.join(" × ")),
+        format!(
+            "Received throughput vs {}, one curve per {}",
+            pa.axis.label,
+            others.join(" × ")
+        ),
         pa.axis.clone(),
         Axis::new("Throughput", Quantity::Rate).zero(),
     );
     let mut cpu = LinePlot::new(
         format!("CPU use of the client vs {}", pa.axis.label),
         pa.axis.clone(),
-        Axis::new("CPU, local (client)", Quantity::Percent).zero().at_least(100.0),
+        Axis::new("CPU, local (client)", Quantity::Percent)
+            .zero()
+            .at_least(100.0),
     );
     cpu.height = 340.0;
     let combos = combos(axes);
@@ -569,10 +589,15 @@ fn means_table(ex: &Export, axes: &[ParamAxis], cells: RateCells, sent: bool, ud
                 .points
                 .iter()
                 .find(|p| p.param(&pa.name) == Some(v.as_str()) && matches(p, c));
-            let st = p.and_then(|p| if sent { p.stats.sent.as_ref() } else { p.stats.received.as_ref() });
+            let st = p.and_then(|p| {
+                if sent {
+                    p.stats.sent.as_ref()
+                } else {
+                    p.stats.received.as_ref()
+                }
+            });
             row.push(match st.and_then(|s| s.mean.map(|m| (s, m))) {
-                Some((s, m)) => Cell::num(cells.text(m))
-                    .title(tip(what, s, Quantity::Rate)),
+                Some((s, m)) => Cell::num(cells.text(m)).title(tip(what, s, Quantity::Rate)),
                 None => Cell::num("–"),
             });
         }
@@ -613,16 +638,25 @@ fn points_table(ex: &Export, axes: &[ParamAxis], cells: RateCells) -> Table {
         } else {
             p.runs.len()
         };
-        row.push(Cell::num(st.n.map(|n| n as usize).unwrap_or(nruns).to_string()));
+        row.push(Cell::num(
+            st.n.map(|n| n as usize).unwrap_or(nruns).to_string(),
+        ));
         row.push(r(st.mean));
-        row.push(Cell::num(match (st.ci_low, st.ci_high) {
+        let short = p.confidence_reached == Some(false);
+        let mut interval = Cell::num(match (st.ci_low, st.ci_high) {
             (Some(lo), Some(hi)) => cells.range(lo, hi),
             _ => st
                 .stddev
                 .filter(|_| st.n.is_none_or(|n| n > 1))
                 .map(|d| format!("± {}", cells.text(d)))
                 .unwrap_or("–".into()),
-        }));
+        })
+        .flag(short);
+        if short {
+            interval =
+                interval.title("wider than --confidence asked: the most runs were reached first");
+        }
+        row.push(interval);
         row.push(r(st.stddev));
         row.push(r(st.min));
         row.push(r(st.max));
@@ -761,7 +795,10 @@ fn host_rows(local: &Value, remote: &Value) -> Vec<Vec<Cell>> {
         ("software", "software"),
         ("cpus", "CPUs"),
         ("congestion_default", "net.ipv4.tcp_congestion_control"),
-        ("congestion_available", "net.ipv4.tcp_available_congestion_control"),
+        (
+            "congestion_available",
+            "net.ipv4.tcp_available_congestion_control",
+        ),
         ("rmem_max", "net.core.rmem_max"),
         ("wmem_max", "net.core.wmem_max"),
         ("tcp_rmem", "net.ipv4.tcp_rmem (min default max)"),
@@ -821,7 +858,10 @@ fn hosts_section(ex: &Export) -> Section {
     // Runs grouped by identical host facts, so a changed kernel or sysctl shows.
     let mut groups: Vec<(String, &Value, &Value, Vec<i64>)> = Vec::new();
     for r in &ex.runs {
-        let (Some(l), Some(rm)) = (r.report.pointer("/start/local"), r.report.pointer("/start/remote")) else {
+        let (Some(l), Some(rm)) = (
+            r.report.pointer("/start/local"),
+            r.report.pointer("/start/remote"),
+        ) else {
             continue;
         };
         let key = format!("{l}{rm}");
@@ -861,14 +901,12 @@ fn hosts_section(ex: &Export) -> Section {
 
 fn id_list(ids: &[i64]) -> String {
     if ids.len() > 12 {
-        format!(
-            "{} … {} ({} runs)",
-            ids[0],
-            ids[ids.len() - 1],
-            ids.len()
-        )
+        format!("{} … {} ({} runs)", ids[0], ids[ids.len() - 1], ids.len())
     } else {
-        ids.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(", ")
+        ids.iter()
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
@@ -900,11 +938,13 @@ fn runs_section(ex: &Export) -> Section {
         "CPU remote",
         "limited by / error",
     ] {
-        headers.push(if h == "started (UTC)" || h == "test" || h.starts_with("limited") {
-            Cell::text(h)
-        } else {
-            Cell::num(h)
-        });
+        headers.push(
+            if h == "started (UTC)" || h == "test" || h.starts_with("limited") {
+                Cell::text(h)
+            } else {
+                Cell::num(h)
+            },
+        );
     }
     let mut t = Table::new(headers);
     for r in &ex.runs {
@@ -943,8 +983,12 @@ fn run_row(ex: &Export, r: &RunData, params: &[String]) -> Vec<Cell> {
     let rep = r.report;
     let mut row = vec![Cell::num(r.id.to_string())];
     if ex.kind == Kind::Sweep {
-        row.push(Cell::num(r.point.map(|p| p.to_string()).unwrap_or("–".into())));
-        row.push(Cell::num(r.repetition.map(|p| p.to_string()).unwrap_or("–".into())));
+        row.push(Cell::num(
+            r.point.map(|p| p.to_string()).unwrap_or("–".into()),
+        ));
+        row.push(Cell::num(
+            r.repetition.map(|p| p.to_string()).unwrap_or("–".into()),
+        ));
         let point = r
             .point
             .and_then(|i| ex.points.iter().find(|p| p.index as u64 == i))
@@ -953,9 +997,10 @@ fn run_row(ex: &Export, r: &RunData, params: &[String]) -> Vec<Cell> {
             row.push(Cell::text(point.and_then(|p| p.param(name)).unwrap_or("–")));
         }
     }
-    let started = r
-        .started_unix_ms
-        .or_else(|| rep.pointer("/start/timestamp_unix_ms").and_then(Value::as_i64));
+    let started = r.started_unix_ms.or_else(|| {
+        rep.pointer("/start/timestamp_unix_ms")
+            .and_then(Value::as_i64)
+    });
     row.push(Cell::text(
         started
             .map(|ms| format::utc(ms).trim_end_matches(" UTC").to_string())
@@ -1035,9 +1080,10 @@ fn run_page(ex: &Export) -> (String, String, Vec<Section>) {
         format!("Runs of export {}", ex.id)
     };
     let mut sub = Vec::new();
-    let started = first
-        .started_unix_ms
-        .or_else(|| rep.pointer("/start/timestamp_unix_ms").and_then(Value::as_i64));
+    let started = first.started_unix_ms.or_else(|| {
+        rep.pointer("/start/timestamp_unix_ms")
+            .and_then(Value::as_i64)
+    });
     if let Some(ms) = started {
         sub.push(format!("started {}", format::utc(ms)));
     }
@@ -1096,7 +1142,10 @@ fn run_section(r: &RunData, many: bool) -> Section {
     let rep = r.report;
     let mut sec = Section::new(&format!("run-{}", r.id), format!("Run {}", r.id));
     if let Some(e) = rep.get("error").and_then(Value::as_str) {
-        sec.push(&format!("<p class=\"warn\">This run failed: {}</p>", html::escape(e)));
+        sec.push(&format!(
+            "<p class=\"warn\">This run failed: {}</p>",
+            html::escape(e)
+        ));
         return sec;
     }
     if many {
@@ -1107,19 +1156,33 @@ fn run_section(r: &RunData, many: bool) -> Section {
     // Summary table, one row per direction.
     let mut t = Table::new(
         [
-            "direction", "sent", "received", "retransmits", "loss", "jitter", "RTT mean / min",
-            "CPU local", "CPU remote",
+            "direction",
+            "sent",
+            "received",
+            "retransmits",
+            "loss",
+            "jitter",
+            "RTT mean / min",
+            "CPU local",
+            "CPU remote",
         ]
         .iter()
         .enumerate()
-        .map(|(i, h)| if i == 0 { Cell::text(*h) } else { Cell::num(*h) })
+        .map(|(i, h)| {
+            if i == 0 {
+                Cell::text(*h)
+            } else {
+                Cell::num(*h)
+            }
+        })
         .collect(),
     )
     .caption("Summary");
     t.row_headers = true;
     for d in &dirs {
         let sm = d.summary;
-        let opt = |ptr: &str, fmt: &dyn Fn(f64) -> String| f(sm, ptr).map(fmt).unwrap_or("–".into());
+        let opt =
+            |ptr: &str, fmt: &dyn Fn(f64) -> String| f(sm, ptr).map(fmt).unwrap_or("–".into());
         t.row(vec![
             Cell::text(direction_label(&d.name)),
             Cell::num(opt("/sent/bits_per_second", &format::rate)),
@@ -1127,11 +1190,13 @@ fn run_section(r: &RunData, many: bool) -> Section {
             Cell::num(opt("/sent/retransmits", &|x| format!("{}", x as u64))),
             Cell::num(opt("/received/loss_percent", &format::percent)),
             Cell::num(opt("/received/jitter_ms", &format::millis)),
-            Cell::num(match (f(sm, "/tcp/rtt_ms/mean"), f(sm, "/tcp/rtt_ms/min")) {
-                (Some(a), Some(b)) => format!("{} / {}", format::millis(a), format::millis(b)),
-                (Some(a), None) => format::millis(a),
-                _ => "–".into(),
-            }),
+            Cell::num(
+                match (f(sm, "/tcp/rtt_ms/mean"), f(sm, "/tcp/rtt_ms/min")) {
+                    (Some(a), Some(b)) => format!("{} / {}", format::millis(a), format::millis(b)),
+                    (Some(a), None) => format::millis(a),
+                    _ => "–".into(),
+                },
+            ),
             Cell::num(opt("/cpu/local/total_percent", &format::percent)),
             Cell::num(opt("/cpu/remote/total_percent", &format::percent)),
         ]);
@@ -1156,7 +1221,10 @@ fn run_section(r: &RunData, many: bool) -> Section {
         .flatten()
         .filter_map(Value::as_str)
     {
-        sec.push(&format!("<p class=\"warn\">warning: {}</p>", html::escape(w)));
+        sec.push(&format!(
+            "<p class=\"warn\">warning: {}</p>",
+            html::escape(w)
+        ));
     }
     for e in rep
         .get("errors")
@@ -1230,7 +1298,7 @@ fn run_section(r: &RunData, many: bool) -> Section {
     sec
 }
 
-fn stream_dir<'v>(st: &'v Value) -> Option<&'v str> {
+fn stream_dir(st: &Value) -> Option<&str> {
     st.get("direction").and_then(Value::as_str)
 }
 
@@ -1327,7 +1395,9 @@ fn throughput_series(intervals: &[&Value], d: &Direction, udp: bool, suffix: &st
     sent.width = 1.4;
     for iv in intervals {
         let Some(end) = f(iv, "/end") else { continue };
-        let Some(sumv) = iv.get(d.sum_key) else { continue };
+        let Some(sumv) = iv.get(d.sum_key) else {
+            continue;
+        };
         let v = f(sumv, "/bits_per_second").unwrap_or(f64::NAN);
         let mut p = Point::new(end, v);
         p.tip = Some(format!("{} s: {}", format::trim(end, 2), format::rate(v)));
@@ -1370,7 +1440,9 @@ fn udp_series(intervals: &[&Value], d: &Direction, suffix: &str) -> LinePlot {
     jitter.marker = Some(crate::svg::Marker::Triangle);
     for iv in intervals {
         let Some(end) = f(iv, "/end") else { continue };
-        let Some(sm) = iv.get(d.sum_key) else { continue };
+        let Some(sm) = iv.get(d.sum_key) else {
+            continue;
+        };
         if let Some(l) = f(sm, "/loss_percent") {
             let mut p = Point::new(end, l);
             p.tip = Some(format!(
@@ -1383,7 +1455,11 @@ fn udp_series(intervals: &[&Value], d: &Direction, suffix: &str) -> LinePlot {
         }
         if let Some(j) = f(sm, "/jitter_ms") {
             let mut p = Point::new(end, j);
-            p.tip = Some(format!("{} s: jitter {} ms", format::trim(end, 2), format::sig3(j)));
+            p.tip = Some(format!(
+                "{} s: jitter {} ms",
+                format::trim(end, 2),
+                format::sig3(j)
+            ));
             jitter.points.push(p);
         }
     }
@@ -1411,7 +1487,11 @@ fn tcp_series(
     for (k, (id, pts)) in streams.into_iter().enumerate() {
         let mut s = if n <= 6 {
             let mut s = Series::new(format!("stream {id}"), color(k));
-            s.marker = if pts.len() <= 60 { Some(marker(k)) } else { None };
+            s.marker = if pts.len() <= 60 {
+                Some(marker(k))
+            } else {
+                None
+            };
             s
         } else {
             let mut s = Series::new(format!("each of the {n} streams"), "#9aa5b1");
@@ -1456,23 +1536,45 @@ fn intervals_table(intervals: &[&Value], dirs: &[Direction], udp: bool) -> Table
     for iv in intervals {
         let omitted = iv.get("omitted").and_then(Value::as_bool) == Some(true);
         let mut row = vec![
-            Cell::num(f(iv, "/start").map(|x| format::trim(x, 3)).unwrap_or("–".into())),
-            Cell::num(f(iv, "/end").map(|x| format::trim(x, 3)).unwrap_or("–".into())),
+            Cell::num(
+                f(iv, "/start")
+                    .map(|x| format::trim(x, 3))
+                    .unwrap_or("–".into()),
+            ),
+            Cell::num(
+                f(iv, "/end")
+                    .map(|x| format::trim(x, 3))
+                    .unwrap_or("–".into()),
+            ),
         ];
         for d in dirs {
             let sm = iv.get(d.sum_key);
             let g = |p: &str| sm.and_then(|x| f(x, p));
-            row.push(Cell::num(g("/sent_bits_per_second").map(format::rate).unwrap_or("–".into())));
-            row.push(Cell::num(g("/bits_per_second").map(format::rate).unwrap_or("–".into())));
+            row.push(Cell::num(
+                g("/sent_bits_per_second")
+                    .map(format::rate)
+                    .unwrap_or("–".into()),
+            ));
+            row.push(Cell::num(
+                g("/bits_per_second")
+                    .map(format::rate)
+                    .unwrap_or("–".into()),
+            ));
             if udp {
-                row.push(Cell::num(g("/loss_percent").map(format::percent).unwrap_or("–".into())));
                 row.push(Cell::num(
-                    g("/jitter_ms")
-                        .map(format::millis)
+                    g("/loss_percent")
+                        .map(format::percent)
                         .unwrap_or("–".into()),
                 ));
+                row.push(Cell::num(
+                    g("/jitter_ms").map(format::millis).unwrap_or("–".into()),
+                ));
             } else {
-                row.push(Cell::num(g("/retransmits").map(|x| (x as u64).to_string()).unwrap_or("–".into())));
+                row.push(Cell::num(
+                    g("/retransmits")
+                        .map(|x| (x as u64).to_string())
+                        .unwrap_or("–".into()),
+                ));
             }
         }
         if omitted {
@@ -1486,8 +1588,16 @@ fn intervals_table(intervals: &[&Value], dirs: &[Direction], udp: bool) -> Table
 fn sockets_table(rep: &Value) -> Table {
     let mut t = Table::new(
         [
-            "stream", "direction", "side", "local", "remote", "SO_SNDBUF", "SO_RCVBUF", "congestion",
-            "MSS", "MTU",
+            "stream",
+            "direction",
+            "side",
+            "local",
+            "remote",
+            "SO_SNDBUF",
+            "SO_RCVBUF",
+            "congestion",
+            "MSS",
+            "MTU",
         ]
         .iter()
         .map(|h| Cell::text(*h))
@@ -1500,8 +1610,14 @@ fn sockets_table(rep: &Value) -> Table {
         .flatten()
     {
         for side in ["local", "remote"] {
-            let Some(so) = st.get(side).filter(|x| x.is_object()) else { continue };
-            let sz = |k: &str| f(so, &format!("/{k}")).map(format::size_label).unwrap_or("–".into());
+            let Some(so) = st.get(side).filter(|x| x.is_object()) else {
+                continue;
+            };
+            let sz = |k: &str| {
+                f(so, &format!("/{k}"))
+                    .map(format::size_label)
+                    .unwrap_or("–".into())
+            };
             t.row(vec![
                 Cell::num(or_dash(s(st, "/id"))),
                 Cell::text(direction_label(&s(st, "/direction").unwrap_or_default()).to_string()),
@@ -1548,11 +1664,24 @@ fn campaign_page(ex: &Export) -> (String, String, Vec<Section>) {
     );
     let mut sections = Vec::new();
     let mut overview = Table::new(
-        ["phase", "sessions", "mean aggregate", "worst session", "best session", "flows short"]
-            .iter()
-            .enumerate()
-            .map(|(i, h)| if i == 0 { Cell::text(*h) } else { Cell::num(*h) })
-            .collect(),
+        [
+            "phase",
+            "sessions",
+            "mean aggregate",
+            "worst session",
+            "best session",
+            "flows short",
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            if i == 0 {
+                Cell::text(*h)
+            } else {
+                Cell::num(*h)
+            }
+        })
+        .collect(),
     )
     .caption("Overview: aggregate received throughput per phase (mean of the per-interval sums)");
     overview.row_headers = true;
@@ -1639,6 +1768,8 @@ fn session_name(p: &Phase, i: usize) -> String {
     p.session.clone().unwrap_or_else(|| (i + 1).to_string())
 }
 
+type FlowRates = ((String, String), Vec<f64>, Vec<f64>);
+
 fn phase_section(k: usize, name: &str, phases: &[&Phase]) -> (Section, Vec<Cell>) {
     let mut sec = Section::new(&format!("phase-{k}"), format!("Phase: {name}"));
     // Aggregate time series, sessions one after the other.
@@ -1711,7 +1842,11 @@ fn phase_section(k: usize, name: &str, phases: &[&Phase]) -> (Section, Vec<Cell>
     if sent.points.iter().any(|p| p.y.is_finite()) {
         plot.series.push(sent);
     }
-    plot.series.push(legend_only("session mean (value beside each)", "#D55E00", None));
+    plot.series.push(legend_only(
+        "session mean (value beside each)",
+        "#D55E00",
+        None,
+    ));
     let overall = mean(&all);
     if let Some(m) = overall {
         plot.rules.push(Rule {
@@ -1742,31 +1877,59 @@ fn phase_section(k: usize, name: &str, phases: &[&Phase]) -> (Section, Vec<Cell>
         Some(means[means.len() / 2])
     };
     let mut st = Table::new(
-        ["session", "intervals", "mean", "min", "max", "vs median session"]
-            .iter()
-            .enumerate()
-            .map(|(i, h)| if i == 0 { Cell::text(*h) } else { Cell::num(*h) })
-            .collect(),
+        [
+            "session",
+            "intervals",
+            "mean",
+            "min",
+            "max",
+            "vs median session",
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            if i == 0 {
+                Cell::text(*h)
+            } else {
+                Cell::num(*h)
+            }
+        })
+        .collect(),
     )
     .caption("Sessions: aggregate received throughput");
     st.row_headers = true;
     for (sname, m, n, lo, hi) in &session_means {
-        let ratio = m.zip(median).map(|(a, b)| if b > 0.0 { a / b } else { 1.0 });
+        let ratio = m
+            .zip(median)
+            .map(|(a, b)| if b > 0.0 { a / b } else { 1.0 });
         let short = ratio.is_some_and(|r| r < 0.95);
         st.row(vec![
             Cell::text(sname.clone()),
             Cell::num(n.to_string()),
             Cell::num(m.map(format::rate).unwrap_or("–".into())).flag(short),
-            Cell::num(if lo.is_finite() { format::rate(*lo) } else { "–".into() }),
-            Cell::num(if hi.is_finite() { format::rate(*hi) } else { "–".into() }),
-            Cell::num(ratio.map(|r| format!("{} %", format::sig3(r * 100.0))).unwrap_or("–".into()))
-                .flag(short),
+            Cell::num(if lo.is_finite() {
+                format::rate(*lo)
+            } else {
+                "–".into()
+            }),
+            Cell::num(if hi.is_finite() {
+                format::rate(*hi)
+            } else {
+                "–".into()
+            }),
+            Cell::num(
+                ratio
+                    .map(|r| format!("{} %", format::sig3(r * 100.0)))
+                    .unwrap_or("–".into()),
+            )
+            .flag(short),
         ]);
     }
     sec.push(&st.render());
 
     // Per flow, averaged over sessions.
-    let mut flows: Vec<((String, String), Vec<f64>, Vec<f64>)> = Vec::new();
+    // (from, to), sent rates, received rates: one entry per session.
+    let mut flows: Vec<FlowRates> = Vec::new();
     for p in phases {
         for fl in &p.flows {
             let key = (fl.from.clone(), fl.to.clone());
@@ -1847,8 +2010,12 @@ fn phase_section(k: usize, name: &str, phases: &[&Phase]) -> (Section, Vec<Cell>
                 Cell::num(sent.len().max(recv.len()).to_string()),
                 Cell::num(ms.map(format::rate).unwrap_or("–".into())).flag(short_sent),
                 Cell::num(mr.map(format::rate).unwrap_or("–".into())).flag(short_target),
-                Cell::num(ratio.map(|r| format!("{} %", format::sig3(r * 100.0))).unwrap_or("–".into()))
-                    .flag(short_ratio),
+                Cell::num(
+                    ratio
+                        .map(|r| format!("{} %", format::sig3(r * 100.0)))
+                        .unwrap_or("–".into()),
+                )
+                .flag(short_ratio),
                 Cell::num(
                     recv.iter()
                         .copied()
@@ -1919,19 +2086,25 @@ mod tests {
 
     #[test]
     fn categorical_params_sit_at_their_index() {
-        let pa = ParamAxis::new(&Vary {
-            name: "congestion".into(),
-            values: vec!["reno".into(), "cubic".into(), "bbr".into()],
-            geometric: None,
-        }, false);
+        let pa = ParamAxis::new(
+            &Vary {
+                name: "congestion".into(),
+                values: vec!["reno".into(), "cubic".into(), "bbr".into()],
+                geometric: None,
+            },
+            false,
+        );
         assert!(pa.numbers.is_none());
         assert_eq!(pa.x("cubic"), 1.0);
         assert!(pa.x("vegas").is_nan());
-        let pa = ParamAxis::new(&Vary {
-            name: "window".into(),
-            values: vec!["4K".into(), "64K".into(), "1M".into()],
-            geometric: None,
-        }, false);
+        let pa = ParamAxis::new(
+            &Vary {
+                name: "window".into(),
+                values: vec!["4K".into(), "64K".into(), "1M".into()],
+                geometric: None,
+            },
+            false,
+        );
         assert!(pa.axis.log);
         assert_eq!(pa.x("64K"), 65536.0);
     }

@@ -251,7 +251,10 @@ fn display_unit(q: Quantity, max: f64) -> Unit {
 fn self_labelled(axis: &Axis, v: f64, all: &[f64]) -> String {
     match axis.quantity {
         Quantity::Bytes => {
-            if all.iter().all(|x| x.fract() == 0.0 && (*x as u64) % 1024 == 0) {
+            if all
+                .iter()
+                .all(|x| x.fract() == 0.0 && (*x as u64) & 1023 == 0)
+            {
                 format::size_label(v)
             } else {
                 format::trim(v, 0)
@@ -598,7 +601,12 @@ impl LinePlot {
         // label widths decide the horizontal layout.
         let legend = self.legend_items();
         // Band labels get a strip of their own above the frame.
-        let top = TITLE_H + if self.bands.iter().any(|b| !b.label.is_empty()) { 16.0 } else { 0.0 };
+        let top = TITLE_H
+            + if self.bands.iter().any(|b| !b.label.is_empty()) {
+                16.0
+            } else {
+                0.0
+            };
         let guess_rows = legend_rows(&legend, self.width - 120.0).len() as f64;
         let bottom_axis = TICK_LEN + 16.0 + AXIS_TITLE_GAP + 8.0;
         let plot_h = (self.height - top - bottom_axis - guess_rows * LEGEND_ROW - 8.0).max(80.0);
@@ -640,7 +648,13 @@ impl LinePlot {
                 let fill = if i % 2 == 0 { "#eef1f5" } else { "#f7f8fa" };
                 svg.rect(x0, top, x1 - x0, plot_h, fill, Some(&b.label));
             } else if i > 0 {
-                svg.line(x0, top, x0, top + plot_h, Stroke::new("#999", 1.0).dashed("3 3"));
+                svg.line(
+                    x0,
+                    top,
+                    x0,
+                    top + plot_h,
+                    Stroke::new("#999", 1.0).dashed("3 3"),
+                );
             }
             if !b.label.is_empty() && text_width(&b.label, FONT - 1.0) < (x1 - x0) - 4.0 {
                 let mut t = Text::new(FONT - 1.0).anchor(Anchor::Middle);
@@ -676,7 +690,13 @@ impl LinePlot {
         if let (Some(r2), Some(s2)) = (&ry2, &sy2) {
             for (v, l) in &r2.ticks {
                 let y = s2.map(*v);
-                svg.line(left + plot_w, y, left + plot_w + TICK_LEN, y, Stroke::new("#666", 1.0));
+                svg.line(
+                    left + plot_w,
+                    y,
+                    left + plot_w + TICK_LEN,
+                    y,
+                    Stroke::new("#666", 1.0),
+                );
                 svg.text(left + plot_w + TICK_LEN + 3.0, y + 4.0, l, Text::new(FONT));
             }
             svg.text(
@@ -688,7 +708,13 @@ impl LinePlot {
         }
         for (v, l) in &rx.ticks {
             let x = sx.map(*v);
-            svg.line(x, top + plot_h, x, top + plot_h + TICK_LEN, Stroke::new("#666", 1.0));
+            svg.line(
+                x,
+                top + plot_h,
+                x,
+                top + plot_h + TICK_LEN,
+                Stroke::new("#666", 1.0),
+            );
             svg.text(
                 x,
                 top + plot_h + TICK_LEN + 13.0,
@@ -785,7 +811,12 @@ impl LinePlot {
                 t.fill = r.color;
                 t.halo = true;
                 let below = y + 16.0 < top + plot_h;
-                svg.text((x0 + x1) / 2.0, if below { y + 16.0 } else { y - 6.0 }, &r.label, t);
+                svg.text(
+                    (x0 + x1) / 2.0,
+                    if below { y + 16.0 } else { y - 6.0 },
+                    &r.label,
+                    t,
+                );
             }
         }
         svg.end_group();
@@ -837,7 +868,10 @@ impl BarPlot {
     }
 
     pub fn render(&self) -> String {
-        let values = self.series.iter().flat_map(|s| s.values.iter().flatten().copied());
+        let values = self
+            .series
+            .iter()
+            .flat_map(|s| s.values.iter().flatten().copied());
         let (min, max) = finite_range(values.chain(self.rules.iter().map(|r| r.y)));
         let legend: Vec<LegendItem> = self
             .series
@@ -870,7 +904,12 @@ impl BarPlot {
             .flat_map(|c| c.lines())
             .map(|l| text_width(l, FONT))
             .fold(0.0, f64::max);
-        let lines = self.categories.iter().map(|c| c.lines().count()).max().unwrap_or(1);
+        let lines = self
+            .categories
+            .iter()
+            .map(|c| c.lines().count())
+            .max()
+            .unwrap_or(1);
         let widest = self
             .categories
             .iter()
@@ -890,7 +929,8 @@ impl BarPlot {
         };
         let bottom_axis = TICK_LEN + label_h + AXIS_TITLE_GAP + 8.0;
         let top = TITLE_H;
-        let plot_h = (self.height - top - bottom_axis - rows.len() as f64 * LEGEND_ROW - 8.0).max(80.0);
+        let plot_h =
+            (self.height - top - bottom_axis - rows.len() as f64 * LEGEND_ROW - 8.0).max(80.0);
         let y_axis = Axis {
             include_zero: true,
             ..self.y.clone()
@@ -919,7 +959,12 @@ impl BarPlot {
             let y = sy.map(*v);
             svg.line(left, y, left + plot_w, y, Stroke::new("#e3e3e3", 1.0));
             svg.line(left - TICK_LEN, y, left, y, Stroke::new("#666", 1.0));
-            svg.text(left - TICK_LEN - 3.0, y + 4.0, l, Text::new(FONT).anchor(Anchor::End));
+            svg.text(
+                left - TICK_LEN - 3.0,
+                y + 4.0,
+                l,
+                Text::new(FONT).anchor(Anchor::End),
+            );
         }
         svg.end_group();
 
@@ -927,9 +972,10 @@ impl BarPlot {
         let bar_w = (group_w * 0.8 / ns as f64).min(60.0);
         let base = my(0.0_f64.max(ry.domain.0 * ry.factor));
         let value_labels = self.series.iter().all(|s| {
-            s.values.iter().flatten().all(|v| {
-                text_width(&format::sig3(v / ry.factor), FONT - 2.0) <= bar_w + 2.0
-            })
+            s.values
+                .iter()
+                .flatten()
+                .all(|v| text_width(&format::sig3(v / ry.factor), FONT - 2.0) <= bar_w + 2.0)
         });
         svg.group("bars");
         for (c, cat) in self.categories.iter().enumerate() {
@@ -945,11 +991,23 @@ impl BarPlot {
                 let y = my(v);
                 let tip = format!("{}: {} {}", one_line(cat), s.label, self.tip_value(v));
                 let bx = x0 + k as f64 * bar_w;
-                svg.rect(bx + 1.0, y.min(base), bar_w - 2.0, (base - y).abs(), s.color, Some(&tip));
+                svg.rect(
+                    bx + 1.0,
+                    y.min(base),
+                    bar_w - 2.0,
+                    (base - y).abs(),
+                    s.color,
+                    Some(&tip),
+                );
                 if value_labels {
                     let mut t = Text::new(FONT - 2.0).anchor(Anchor::Middle);
                     t.fill = "#333";
-                    svg.text(bx + bar_w / 2.0, y.min(base) - 3.0, &format::sig3(v / ry.factor), t);
+                    svg.text(
+                        bx + bar_w / 2.0,
+                        y.min(base) - 3.0,
+                        &format::sig3(v / ry.factor),
+                        t,
+                    );
                 }
             }
             let lx = gx + group_w / 2.0;
@@ -964,7 +1022,12 @@ impl BarPlot {
                     );
                 } else {
                     for (i, line) in cat.lines().enumerate() {
-                        svg.text(lx, ly + i as f64 * 14.0, line, Text::new(FONT).anchor(Anchor::Middle));
+                        svg.text(
+                            lx,
+                            ly + i as f64 * 14.0,
+                            line,
+                            Text::new(FONT).anchor(Anchor::Middle),
+                        );
                     }
                 }
             }
@@ -993,7 +1056,13 @@ impl BarPlot {
             &ry.title,
             Text::new(FONT + 1.0).anchor(Anchor::Middle).rotate(-90.0),
         );
-        draw_legend(&mut svg, &rows, 10.0, top + plot_h + bottom_axis, self.width - 20.0);
+        draw_legend(
+            &mut svg,
+            &rows,
+            10.0,
+            top + plot_h + bottom_axis,
+            self.width - 20.0,
+        );
         svg.finish()
     }
 
@@ -1053,7 +1122,11 @@ mod tests {
 
     #[test]
     fn nan_breaks_a_line() {
-        let mut p = LinePlot::new("t", Axis::new("Time", Quantity::Seconds), Axis::new("v", Quantity::Count));
+        let mut p = LinePlot::new(
+            "t",
+            Axis::new("Time", Quantity::Seconds),
+            Axis::new("v", Quantity::Count),
+        );
         let mut s = Series::new("a", color(0));
         s.points = vec![
             Point::new(1.0, 1.0),
@@ -1073,7 +1146,9 @@ mod tests {
             width: 500.0,
             ..LinePlot::new(
                 "t",
-                Axis::new("Write size", Quantity::Bytes).ticks_at(values.clone()).padded(),
+                Axis::new("Write size", Quantity::Bytes)
+                    .ticks_at(values.clone())
+                    .padded(),
                 Axis::new("v", Quantity::Count),
             )
         };
@@ -1089,20 +1164,37 @@ mod tests {
 
     #[test]
     fn rate_axes_pick_units_by_range() {
-        let r = resolve_y(&Axis::new("Throughput", Quantity::Rate).zero(), 5.5e9, 6.1e9, 300.0);
+        let r = resolve_y(
+            &Axis::new("Throughput", Quantity::Rate).zero(),
+            5.5e9,
+            6.1e9,
+            300.0,
+        );
         assert_eq!(r.title, "Throughput (Gbit/s)");
         assert_eq!(r.domain.0, 0.0);
         assert!(r.domain.1 >= 6.1);
-        let r = resolve_y(&Axis::new("Throughput", Quantity::Rate).zero(), 0.0, 9.4e8, 300.0);
+        let r = resolve_y(
+            &Axis::new("Throughput", Quantity::Rate).zero(),
+            0.0,
+            9.4e8,
+            300.0,
+        );
         assert_eq!(r.title, "Throughput (Mbit/s)");
-        let r = resolve_y(&Axis::new("cwnd", Quantity::Bytes).zero(), 0.0, 3.0e6, 300.0);
+        let r = resolve_y(
+            &Axis::new("cwnd", Quantity::Bytes).zero(),
+            0.0,
+            3.0e6,
+            300.0,
+        );
         assert_eq!(r.title, "cwnd (MiB)");
     }
 
     #[test]
     fn bar_plot_slants_long_labels_and_draws_bars() {
         let mut b = BarPlot::new("t", "host", Axis::new("Throughput", Quantity::Rate));
-        b.categories = (0..8).map(|i| format!("192.168.1.{i} → 192.168.1.{}", i + 10)).collect();
+        b.categories = (0..8)
+            .map(|i| format!("192.168.1.{i} → 192.168.1.{}", i + 10))
+            .collect();
         b.series = vec![
             BarSeries {
                 label: "sent".into(),
@@ -1112,7 +1204,9 @@ mod tests {
             BarSeries {
                 label: "received".into(),
                 color: color(1),
-                values: (0..8).map(|i| if i == 3 { None } else { Some(7e8) }).collect(),
+                values: (0..8)
+                    .map(|i| if i == 3 { None } else { Some(7e8) })
+                    .collect(),
             },
         ];
         let svg = b.render();

@@ -233,10 +233,19 @@ mod tests {
 
     #[test]
     fn linear_ticks_never_exceed_target_by_more_than_one() {
-        for &(a, b) in &[(0.0, 1.01), (0.0, 99.0), (3.0, 1234.5), (0.0, 6.1e9), (17.0, 17.0)] {
+        for &(a, b) in &[
+            (0.0, 1.01),
+            (0.0, 99.0),
+            (3.0, 1234.5),
+            (0.0, 6.1e9),
+            (17.0, 17.0),
+        ] {
             for target in 3..9 {
                 let t = linear_ticks(a, b, target);
-                assert!(t.values.len() <= target + 1, "{a}..{b} target {target}: {t:?}");
+                assert!(
+                    t.values.len() <= target + 1,
+                    "{a}..{b} target {target}: {t:?}"
+                );
                 assert!(t.values.len() >= 2);
                 assert!(t.lo <= a.min(b) && t.hi >= a.max(b));
             }

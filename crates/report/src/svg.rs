@@ -9,7 +9,8 @@ use std::fmt::Write as _;
 /// Font size of tick labels and legends, in pixels.
 pub const FONT: f64 = 12.0;
 /// The font family every text element uses (system fonts only: no downloads).
-pub const FONT_FAMILY: &str = "system-ui, -apple-system, 'Segoe UI', Roboto, 'DejaVu Sans', sans-serif";
+pub const FONT_FAMILY: &str =
+    "system-ui, -apple-system, 'Segoe UI', Roboto, 'DejaVu Sans', sans-serif";
 
 /// A coordinate or length, short: two decimals at most, no trailing zeros.
 pub fn num(v: f64) -> String {
@@ -405,7 +406,11 @@ mod tests {
     fn text_is_escaped_and_elements_close() {
         let mut s = Svg::new(100.0, 50.0, "a <b> & \"c\"");
         s.text(1.0, 2.0, "x < y & z", Text::new(12.0));
-        s.polyline(&[(0.0, 0.0), (10.0, 5.5)], Stroke::new("#000", 1.0), "series");
+        s.polyline(
+            &[(0.0, 0.0), (10.0, 5.5)],
+            Stroke::new("#000", 1.0),
+            "series",
+        );
         s.marker(Marker::Circle, 5.0, 5.0, 6.0, "#0072B2", Some("value <1>"));
         let out = s.finish();
         assert!(out.contains("aria-label=\"a &lt;b&gt; &amp; &quot;c&quot;\""));

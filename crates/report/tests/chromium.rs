@@ -109,7 +109,9 @@ fn reports_render_in_headless_chromium() {
     };
     let out = match std::env::var_os("LINKPERF_REPORT_OUT") {
         Some(d) => PathBuf::from(d),
-        None => std::env::temp_dir().join(format!("linkperf-report-chromium-{}", std::process::id())),
+        None => {
+            std::env::temp_dir().join(format!("linkperf-report-chromium-{}", std::process::id()))
+        }
     };
     std::fs::create_dir_all(&out).expect("output dir");
     let pages = [
@@ -118,7 +120,12 @@ fn reports_render_in_headless_chromium() {
             export: common::window_sweep(),
             plots: 1,
             rows: 11 + 55,
-            texts: &["Socket buffer (-w), log scale", "CPU (%)", "4 MiB", "Gbit/s"],
+            texts: &[
+                "Socket buffer (-w), log scale",
+                "CPU (%)",
+                "4 MiB",
+                "Gbit/s",
+            ],
         },
         Page {
             name: "sweep-2-params",
@@ -169,7 +176,12 @@ fn reports_render_in_headless_chromium() {
             dom.len()
         );
         let svgs = common::count(&dom, "<svg");
-        assert!(svgs >= page.plots, "{}: {svgs} plots in the DOM, expected {}", page.name, page.plots);
+        assert!(
+            svgs >= page.plots,
+            "{}: {svgs} plots in the DOM, expected {}",
+            page.name,
+            page.plots
+        );
         // Every plot has at least one line with real points in it.
         let lines = common::polylines(&dom);
         assert!(
@@ -179,13 +191,26 @@ fn reports_render_in_headless_chromium() {
         );
         for l in &lines {
             for (x, y) in l {
-                assert!(x.is_finite() && y.is_finite() && *x >= 0.0 && *y >= 0.0, "{}: bad point", page.name);
+                assert!(
+                    x.is_finite() && y.is_finite() && *x >= 0.0 && *y >= 0.0,
+                    "{}: bad point",
+                    page.name
+                );
             }
         }
         let rows = common::count(&dom, "<tr>");
-        assert!(rows >= page.rows, "{}: {rows} table rows, expected {}", page.name, page.rows);
+        assert!(
+            rows >= page.rows,
+            "{}: {rows} table rows, expected {}",
+            page.name,
+            page.rows
+        );
         for t in page.texts {
-            assert!(dom.contains(&linkperf_report_escape(t)), "{}: page lacks {t:?}", page.name);
+            assert!(
+                dom.contains(&linkperf_report_escape(t)),
+                "{}: page lacks {t:?}",
+                page.name
+            );
         }
 
         let png = out.join(format!("{}.png", page.name));
@@ -210,7 +235,12 @@ fn reports_render_in_headless_chromium() {
             fraction * 100.0,
             png.display()
         );
-        eprintln!("{}: {:.1}% inked, {}", page.name, fraction * 100.0, png.display());
+        eprintln!(
+            "{}: {:.1}% inked, {}",
+            page.name,
+            fraction * 100.0,
+            png.display()
+        );
     }
     if std::env::var_os("LINKPERF_REPORT_OUT").is_none() {
         let _ = std::fs::remove_dir_all(&out);
@@ -219,5 +249,7 @@ fn reports_render_in_headless_chromium() {
 
 /// What `text` looks like in serialised HTML (Chromium escapes & < > in text).
 fn linkperf_report_escape(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }

@@ -75,7 +75,9 @@ pub fn test_run(report: Value) -> NewRun {
                     interval_idx: k,
                     stream_id: i(st, "/id").unwrap_or(0),
                     direction: s(st, "/direction").unwrap_or_else(|| forward_name.into()),
-                    start_s: f(st, "/sender/start").or(f(st, "/receiver/start")).or(start),
+                    start_s: f(st, "/sender/start")
+                        .or(f(st, "/receiver/start"))
+                        .or(start),
                     end_s: f(st, "/sender/end").or(f(st, "/receiver/end")).or(end),
                     omitted,
                     sent_bytes: i(st, "/sender/bytes"),

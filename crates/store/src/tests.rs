@@ -113,7 +113,11 @@ fn ids_are_shared_and_list_is_newest_first() {
         })
         .unwrap();
     let ids: Vec<i64> = top.iter().map(|e| e.id).collect();
-    assert_eq!(ids, vec![c, sweep, a], "sweep members are folded into the sweep");
+    assert_eq!(
+        ids,
+        vec![c, sweep, a],
+        "sweep members are folded into the sweep"
+    );
     assert_eq!(top[1].sweep_runs, Some(1));
     assert_eq!(top[1].sweep_status.as_deref(), Some("partial"));
     let all = s
@@ -201,14 +205,19 @@ fn bad_locations_fail_clearly() {
     assert!(e.message.contains("directory"), "{e}");
     let junk = dir.join(format!("linkperf-junk-{}.db", std::process::id()));
     std::fs::write(&junk, vec![b'x'; 4096]).unwrap();
-    let e = Store::open_at(Location::Sqlite(junk.clone())).err().unwrap();
+    let e = Store::open_at(Location::Sqlite(junk.clone()))
+        .err()
+        .unwrap();
     assert!(e.message.contains("not a database"), "{e}");
     let _ = std::fs::remove_file(&junk);
 }
 
 #[test]
 fn postgres_backend_matches_sqlite() {
-    let Some(url) = std::env::var("LINKPERF_TEST_PG").ok().filter(|u| !u.is_empty()) else {
+    let Some(url) = std::env::var("LINKPERF_TEST_PG")
+        .ok()
+        .filter(|u| !u.is_empty())
+    else {
         eprintln!("skipped: set LINKPERF_TEST_PG=postgres://... to test the PostgreSQL backend");
         return;
     };

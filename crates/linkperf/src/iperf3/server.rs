@@ -207,9 +207,8 @@ impl Session {
             self.state(State::CreateStreams)?;
             let deadline = Instant::now() + SETUP_TIMEOUT;
             for index in 0..roles.len() {
-                let from = wait_udp_connect(&listener, deadline).map_err(|e| {
+                let from = wait_udp_connect(&listener, deadline).inspect_err(|_| {
                     let _ = self.send(&iperf3::server_error(iperf3::errno::STREAM_ACCEPT, 0));
-                    e
                 })?;
                 listener
                     .connect(from)

@@ -168,7 +168,7 @@ fn format_value(kind: Kind, v: f64) -> String {
         let mut x = v.round() as u64;
         let mut i = 0;
         let base = base as u64;
-        while x >= base && x % base == 0 && i + 1 < prefixes.len() {
+        while x >= base && x.is_multiple_of(base) && i + 1 < prefixes.len() {
             x /= base;
             i += 1;
         }

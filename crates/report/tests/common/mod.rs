@@ -39,7 +39,9 @@ fn mini_report(sent: f64, received: f64, cpu_local: f64, cpu_remote: f64, window
 /// Throughput against socket buffer (4 KiB .. 4 MiB, geometric), 5
 /// repetitions per point, CPU rising with throughput: the seeds' figure.
 pub fn window_sweep() -> Value {
-    let windows = ["4K", "8K", "16K", "32K", "64K", "128K", "256K", "512K", "1M", "2M", "4M"];
+    let windows = [
+        "4K", "8K", "16K", "32K", "64K", "128K", "256K", "512K", "1M", "2M", "4M",
+    ];
     let mut points = Vec::new();
     let mut runs = Vec::new();
     let mut id = 100;
@@ -52,9 +54,11 @@ pub fn window_sweep() -> Value {
         let mut ids = Vec::new();
         for rep in 0..5 {
             let v = mean + half * (rep as f64 - 2.0) / 2.0;
-            runs.push(json!({"id": id, "sweep_id": 3, "point": i, "repetition": rep,
+            runs.push(
+                json!({"id": id, "sweep_id": 3, "point": i, "repetition": rep,
                 "started_unix_ms": 1_700_000_000_000i64 + id * 11_000, "kind": "test",
-                "report": mini_report(v * 1.001, v, cpu, cpu * 0.8, w)}));
+                "report": mini_report(v * 1.001, v, cpu, cpu * 0.8, w)}),
+            );
             ids.push(id);
             id += 1;
         }
@@ -112,7 +116,10 @@ pub fn real_run(fixture_name: &str) -> Value {
 /// and two hosts send less than asked.
 pub fn campaign() -> Value {
     let mut phases = Vec::new();
-    for (name, base) in [("underground → external", 0), ("external → underground", 10)] {
+    for (name, base) in [
+        ("underground → external", 0),
+        ("external → underground", 10),
+    ] {
         for session in 1..=5 {
             let mut flows = Vec::new();
             let mut intervals = Vec::new();
@@ -167,7 +174,9 @@ pub fn count(hay: &str, needle: &str) -> usize {
 pub fn polylines(html: &str) -> Vec<Vec<(f64, f64)>> {
     let mut out = Vec::new();
     for chunk in html.split("<polyline").skip(1) {
-        let Some(start) = chunk.find("points=\"") else { continue };
+        let Some(start) = chunk.find("points=\"") else {
+            continue;
+        };
         let rest = &chunk[start + 8..];
         let end = rest.find('"').unwrap_or(0);
         let pts = rest[..end]
