@@ -230,7 +230,11 @@ fn lossy_responder(every: u64) -> (u16, Arc<AtomicU64>) {
                     dropped.fetch_add(1, Ordering::SeqCst);
                     continue;
                 }
-                rr::write_udp_response(&mut out, seq, 0);
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_nanos() as u64;
+                rr::write_udp_response(&mut out, seq, now);
                 a.fetch_add(1, Ordering::SeqCst);
                 sock.send_to(&out[..size as usize], from).unwrap();
             }
@@ -277,6 +281,32 @@ fn udp_loss_is_counted_and_the_test_goes_on() {
     // The responder's clock is not known to be ours: RTT only.
     assert_eq!(v["start"]["clock"], "independent");
     assert!(v["summary"].get("one_way_ms").is_none());
+}
+
+#[test]
+fn clock_sync_is_the_users_word_for_one_way_delay() {
+    let _cpus = shared();
+    // The responder tells no boot id: without --clock-sync, RTT only.
+    let (port, _) = lossy_responder(u64::MAX);
+    let v = rr_json(port, &["-u", "-n", "200"]);
+    assert_eq!(v["start"]["clock"], "independent");
+    assert!(v["summary"].get("one_way_ms").is_none());
+    // With it, one-way delay from the responder's stamps (this host's clock,
+    // so they fall inside each round trip).
+    let (port, _) = lossy_responder(u64::MAX);
+    let v = rr_json(port, &["-u", "-n", "200", "--clock-sync"]);
+    assert_eq!(v["start"]["clock"], "synchronised");
+    assert_eq!(v["summary"]["one_way_ms"]["clock"], "synchronised");
+    assert_eq!(u64_at(&v, "/summary/one_way_ms/forward_ms/count"), 200);
+    let rtt_max = f64_at(&v, "/summary/rtt_ms/max");
+    for way in ["forward_ms", "reverse_ms"] {
+        let min = f64_at(&v, &format!("/summary/one_way_ms/{way}/min"));
+        let max = f64_at(&v, &format!("/summary/one_way_ms/{way}/max"));
+        assert!(
+            min > 0.0 && max <= rtt_max * 1.01,
+            "{way}: {min}..{max}, rtt max {rtt_max}"
+        );
+    }
 }
 
 #[test]

@@ -182,7 +182,7 @@ fn tcp_on_a_clean_link_reaches_90_percent_of_the_payload_rate() {
         "lpacc-tcp",
         "rate = \"100M\"\ndelay = \"2ms\"\nqueue = \"256K\"",
     );
-    let doc = bed.client(&["-t", "2"]);
+    let doc = bed.client(&["-t", "2", "-O", "0.5"]);
     // 1448 bytes of payload (MSS with timestamps) per 1538 bytes on the wire.
     let theoretical = 100e6 * 1448.0 / 1538.0;
     let got = goodput(&doc);
@@ -202,7 +202,7 @@ fn tcp_over_oc3c_atm_tops_out_at_the_cell_tax_ceiling() {
         return;
     };
     let bed = Bed::up("lpacc-oc3", "preset = \"oc3c-atm\"\nqueue = \"1M\"");
-    let doc = bed.client(&["-t", "2"]);
+    let doc = bed.client(&["-t", "2", "-O", "0.5"]);
     // 9128 payload bytes (MTU 9180 - 40 - 12) per 192 cells of 53 bytes at 149.76 Mbit/s.
     let ceiling = 149.76e6 * 9128.0 / (192.0 * 53.0);
     let got = goodput(&doc);

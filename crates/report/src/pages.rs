@@ -1256,7 +1256,7 @@ fn run_section(r: &RunData, many: bool) -> Section {
                     &p.render(),
                     &format!(
                         "Throughput per interval{suffix}: each stream (as received), their sum, and the mean over the whole test{}.",
-                        if udp { "; dashed: the sum as sent" } else { "" }
+                        if udp { "; dotted: the sum as sent" } else { "" }
                     ),
                 );
             }
@@ -1390,8 +1390,8 @@ fn throughput_series(intervals: &[&Value], d: &Direction, udp: bool, suffix: &st
     } else {
         None
     };
-    let mut sent = Series::new("sum as sent", "#555");
-    sent.dash = Some("7 4");
+    let mut sent = Series::new("sum as sent", "#000000");
+    sent.dash = Some("2 3");
     sent.width = 1.4;
     for iv in intervals {
         let Some(end) = f(iv, "/end") else { continue };
@@ -1415,8 +1415,8 @@ fn throughput_series(intervals: &[&Value], d: &Direction, udp: bool, suffix: &st
             y: mean,
             span: None,
             label: format!("mean received {}", format::rate(mean)),
-            color: "#D55E00",
-            dash: Some("8 4"),
+            color: "#555555",
+            dash: Some("9 5"),
             right: false,
             inline: false,
         });
@@ -1831,7 +1831,7 @@ fn phase_section(k: usize, name: &str, phases: &[&Phase]) -> (Section, Vec<Cell>
                 span: Some((offset, offset + dur)),
                 label: format::rate(m),
                 color: "#D55E00",
-                dash: None,
+                dash: Some("6 3"),
                 right: false,
                 inline: true,
             });
@@ -1845,7 +1845,7 @@ fn phase_section(k: usize, name: &str, phases: &[&Phase]) -> (Section, Vec<Cell>
     plot.series.push(legend_only(
         "session mean (value beside each)",
         "#D55E00",
-        None,
+        Some("6 3"),
     ));
     let overall = mean(&all);
     if let Some(m) = overall {

@@ -67,8 +67,10 @@ fn run_chromium(bin: &Path, profile: &Path, args: &[String], limit: Duration) ->
     reader.join().expect("reader thread")
 }
 
-/// Fraction of pixels that are not (near) white, and of rows containing any.
-fn ink(png_path: &Path) -> (f64, u32, u32) {
+/// Fraction of pixels that are not (near) white, the count of strongly
+/// coloured ones (plot lines, markers, bars: text and rules are grey), and
+/// the image size.
+fn ink(png_path: &Path) -> (f64, usize, u32, u32) {
     let file = std::fs::File::open(png_path).expect("open screenshot");
     let decoder = png::Decoder::new(std::io::BufReader::new(file));
     let mut reader = decoder.read_info().expect("png header");
@@ -77,14 +79,18 @@ fn ink(png_path: &Path) -> (f64, u32, u32) {
     let channels = info.color_type.samples();
     assert_eq!(info.bit_depth, png::BitDepth::Eight, "8-bit screenshot");
     let (w, h) = (info.width, info.height);
-    let mut inked = 0usize;
+    assert!(channels >= 3, "colour screenshot");
+    let (mut inked, mut coloured) = (0usize, 0usize);
     for px in buf[..info.buffer_size()].chunks(channels) {
-        let rgb = &px[..3.min(channels)];
-        if rgb.iter().any(|&c| c < 235) {
+        let (r, g, b) = (px[0] as i32, px[1] as i32, px[2] as i32);
+        if r.min(g).min(b) < 235 {
             inked += 1;
         }
+        if r.max(g).max(b) - r.min(g).min(b) > 80 {
+            coloured += 1;
+        }
     }
-    (inked as f64 / (w as f64 * h as f64), w, h)
+    (inked as f64 / (w as f64 * h as f64), coloured, w, h)
 }
 
 struct Page {
@@ -225,7 +231,7 @@ fn reports_render_in_headless_chromium() {
             ],
             Duration::from_secs(120),
         );
-        let (fraction, w, h) = ink(&png);
+        let (fraction, coloured, w, h) = ink(&png);
         assert_eq!((w, h), (1200, 2000), "{}: screenshot size", page.name);
         // Plots, text and table rules: a blank or failed page is ~0.
         assert!(
@@ -235,8 +241,17 @@ fn reports_render_in_headless_chromium() {
             fraction * 100.0,
             png.display()
         );
+        // The palette's lines and markers: these pages with their plots
+        // removed have 1000-1800 such pixels (links, marked cells); with
+        // them, 5000 and more.
+        assert!(
+            coloured > 2500 + page.plots * 1000,
+            "{}: only {coloured} coloured pixels: are the plots drawn? {}",
+            page.name,
+            png.display()
+        );
         eprintln!(
-            "{}: {:.1}% inked, {}",
+            "{}: {:.1}% inked, {coloured} coloured pixels, {}",
             page.name,
             fraction * 100.0,
             png.display()

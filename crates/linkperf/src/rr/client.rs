@@ -861,6 +861,8 @@ impl Run<'_> {
 struct Outcome {
     /// Time spent measuring (transactions/s is over this).
     seconds: f64,
+    /// The UDP loss timeout when the mode fixed its own.
+    timeout: Option<Duration>,
     extra: Extra,
     sizes: Option<Vec<SizePoint>>,
     fit: Option<stats::Fit>,
@@ -1002,6 +1004,7 @@ pub fn run(
         late: udp.then_some(main.late),
         timeout_ms: udp.then(|| {
             plan.timeout
+                .or(outcome.timeout)
                 .unwrap_or_else(|| (main.max_rtt * 3).clamp(AUTO_TIMEOUT_MIN, AUTO_TIMEOUT_MAX))
                 .as_secs_f64()
                 * 1e3
@@ -1260,6 +1263,7 @@ fn cold(run: &mut Run, idle: Duration) -> Result<(Recorder, Outcome), ClientErro
         rec,
         Outcome {
             seconds: start.elapsed().as_secs_f64(),
+            timeout: Some(timeout),
             extra: Extra {
                 first: stats::summarize(&first_h),
                 second: stats::summarize(&second_h),

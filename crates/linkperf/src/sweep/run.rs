@@ -17,6 +17,9 @@ use std::time::{Duration, Instant};
 /// Default and floor of runs per point with --confidence (netperf: -i 10,3).
 const CONFIDENCE_MIN_RUNS: u32 = 3;
 const CONFIDENCE_MAX_RUNS: u32 = 10;
+/// Further attempts of a run that failed to start, and the wait before each.
+const RETRIES: usize = 2;
+const RETRY_PAUSE_S: f64 = 0.5;
 
 /// A sweep ready to run: the base client arguments and every point.
 struct Plan {
@@ -133,7 +136,14 @@ enum Stop {
 }
 
 pub fn run(args: SweepArgs) -> ExitCode {
-    let json_out = args.client.json;
+    use crate::cli::OutputFormat;
+    let json_out = args.client.json || args.client.format == OutputFormat::Json;
+    if matches!(
+        args.client.format,
+        OutputFormat::JsonStream | OutputFormat::Iperf3Json
+    ) {
+        return usage("a sweep prints text or one JSON document (-J)");
+    }
     let db = args.client.db.clone();
     let no_store = args.client.no_store;
     if let Some(id) = args.resume {
@@ -290,7 +300,27 @@ impl Runner<'_> {
             .show(&format!("{} #{}", plan::label(params), repetition + 1));
         let args = point_args(&self.plan.base, params).map_err(Stop::RunFailed)?;
         let options = client_options(&args);
-        let result = client::run(&options, &mut |_| {}, Some(&signals::INTERRUPTED));
+        // A stock iperf3 server (--iperf3, or port 5201) is swept through the
+        // iperf3 client; both give the same report.
+        let attempt = || {
+            if args.iperf3_mode() {
+                crate::iperf3::client::run(&options, &mut |_| {}, Some(&signals::INTERRUPTED))
+            } else {
+                client::run(&options, &mut |_| {}, Some(&signals::INTERRUPTED))
+            }
+        };
+        // A server still tidying up the previous test (iperf3 serves one at a
+        // time) may refuse the next at once: retry a failed start twice.
+        let mut result = attempt();
+        for _ in 0..RETRIES {
+            match &result {
+                Err(e) if e.exit_code == 1 && !signals::INTERRUPTED.load(Ordering::Relaxed) => {
+                    pause(RETRY_PAUSE_S);
+                    result = attempt();
+                }
+                _ => break,
+            }
+        }
         let report = match result {
             Ok(r) if r.interrupted => return Err(Stop::Interrupted),
             Ok(r) if !r.errors.is_empty() => {
