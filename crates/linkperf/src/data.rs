@@ -127,6 +127,11 @@ pub fn same_host(peer: IpAddr, local: IpAddr) -> bool {
     peer == local || (peer.is_loopback() && local.is_loopback())
 }
 
+/// This host's name, for archive entries.
+pub fn hostname() -> String {
+    linkperf_engine::facts::collect("").hostname
+}
+
 /// The start instant for an optional agreed wall-clock start time.
 pub fn start_instant(start_at_unix_ms: Option<u64>) -> (Instant, u64) {
     let now_ms = SystemTime::now()

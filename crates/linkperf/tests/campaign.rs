@@ -115,7 +115,8 @@ impl Bed {
         }
     }
 
-    /// Runs `linkperf campaign run FILE -J` inside `host`.
+    /// Runs `linkperf campaign run FILE -J` inside `host`, storing into an
+    /// archive beside the file (never the user's own).
     fn campaign(&self, host: &str, file: &Path, extra: &[&str]) -> (i32, Value, String) {
         let child = Command::new("ip")
             .args([
@@ -128,6 +129,8 @@ impl Bed {
             ])
             .arg(file)
             .arg("-J")
+            .arg("--db")
+            .arg(file.with_extension("db"))
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -314,6 +317,20 @@ fn gran_sasso_shape_is_bounded_by_the_shared_link_and_loss_matches_the_emulator(
         "{flags:?}"
     );
     assert!(v["phase_means"].as_array().unwrap().len() == 2);
+    // Stored in the archive, under the id the document carries.
+    let id = v["id"].as_i64().expect("the campaign's archive id");
+    let shown = Command::new(common::bin())
+        .args(["results", "--db"])
+        .arg(file.with_extension("db"))
+        .args(["show", &id.to_string(), "-J"])
+        .output()
+        .unwrap();
+    assert!(
+        shown.status.success(),
+        "{}",
+        String::from_utf8_lossy(&shown.stderr)
+    );
+    assert!(String::from_utf8_lossy(&shown.stdout).contains("campaign"));
 }
 
 #[test]
@@ -397,6 +414,7 @@ fn an_agent_killed_mid_phase_fails_its_flow_and_the_rest_completes() {
         ])
         .arg(&file)
         .arg("-J")
+        .arg("--no-store")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -562,6 +580,7 @@ fn ctrl_c_stops_every_flow_within_a_second_and_keeps_the_partial_result() {
         ])
         .arg(&file)
         .arg("-J")
+        .arg("--no-store")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -36,6 +36,12 @@ pub struct RunArgs {
     /// Run even when some agents are unreachable; their flows are marked missing.
     #[arg(long)]
     pub keep_going: bool,
+    /// Results archive: a SQLite file or a postgres:// URL (default: the user's archive).
+    #[arg(long)]
+    pub db: Option<String>,
+    /// Do not store the result in the archive.
+    #[arg(long)]
+    pub no_store: bool,
 }
 
 #[derive(Args, Debug)]
@@ -54,8 +60,8 @@ pub struct PhaseMean {
 #[derive(Debug, Serialize)]
 pub struct CampaignResult {
     pub schema: &'static str,
-    /// Identifies the campaign run (ms since the Unix epoch at its start).
-    pub id: u64,
+    /// The campaign's id in the results archive (null when not stored).
+    pub id: Option<i64>,
     pub name: String,
     pub started_unix_ms: u64,
     pub sessions: u32,
@@ -229,9 +235,9 @@ fn run_file(args: &RunArgs) -> ExitCode {
     for m in &mut phase_means {
         m.mean_received_bits_per_second = m.sessions.iter().sum::<f64>() / m.sessions.len() as f64;
     }
-    let result = CampaignResult {
+    let mut result = CampaignResult {
         schema: crate::report::SCHEMA,
-        id: started,
+        id: None,
         name: campaign.name.clone(),
         started_unix_ms: started,
         sessions: campaign.sessions,
@@ -241,6 +247,14 @@ fn run_file(args: &RunArgs) -> ExitCode {
         flags,
         interrupted: cancel.load(Ordering::Relaxed),
     };
+    if !args.no_store {
+        // Stored before printing so the printed document carries its archive id;
+        // a store failure costs the archive copy, never the printed result.
+        match store(&result, args.db.as_deref()) {
+            Ok(id) => result.id = Some(id),
+            Err(e) => eprintln!("linkperf: warning: the campaign was not stored: {e}"),
+        }
+    }
     if args.json {
         say!(
             "{}",
@@ -259,6 +273,16 @@ fn run_file(args: &RunArgs) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// Stores the campaign as one archive entry of kind "campaign"; returns its id.
+fn store(result: &CampaignResult, db: Option<&str>) -> Result<i64, String> {
+    let document = serde_json::to_value(result).map_err(|e| e.to_string())?;
+    let host = crate::data::hostname();
+    let run =
+        linkperf_store::NewRun::other("campaign", &host, result.started_unix_ms as i64, document);
+    let mut store = linkperf_store::Store::open(db).map_err(|e| e.to_string())?;
+    store.insert_run(&run).map_err(|e| e.to_string())
 }
 
 /// Probes every agent in parallel; returns the unreachable ones with why.
