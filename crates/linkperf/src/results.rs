@@ -444,6 +444,16 @@ fn compare(store: &mut Store, a: i64, b: i64, json_out: bool) -> Result<(), Fail
     let ga = groups(store, a)?;
     let gb = groups(store, b)?;
     let mut pairs: Vec<(&Group, &Group)> = Vec::new();
+    if (ga.len() == 1) != (gb.len() == 1) {
+        let (one, many, n) = if ga.len() == 1 {
+            (a, b, gb.len())
+        } else {
+            (b, a, ga.len())
+        };
+        return Err(Fail::Usage(format!(
+            "{one} has one point and {many} has {n}: compare runs with runs and sweeps with sweeps (or a one-point sweep)"
+        )));
+    }
     if ga.len() == 1 && gb.len() == 1 {
         pairs.push((&ga[0], &gb[0]));
     } else {
@@ -600,6 +610,15 @@ fn export_json(store: &mut Store, id: i64) -> Result<Value, Fail> {
             let run = store
                 .run(id, true)?
                 .ok_or_else(|| Fail::Run(format!("run {id} is missing")))?;
+            if run.kind == "campaign" {
+                // A campaign is stored whole: its document is the export.
+                let mut doc = run.report.clone().unwrap_or(Value::Null);
+                if let Some(obj) = doc.as_object_mut() {
+                    obj.insert("kind".into(), json!("campaign"));
+                    obj.insert("id".into(), json!(id));
+                }
+                return Ok(doc);
+            }
             Ok(json!({
                 "schema": crate::report::SCHEMA,
                 "kind": "run",

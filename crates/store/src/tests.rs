@@ -45,7 +45,9 @@ fn memory() -> Store {
 #[test]
 fn run_round_trip_keeps_columns_samples_and_json() {
     let mut s = memory();
-    let report = sample_report("10.0.0.1", 1e9);
+    // A rate whose shortest decimal form needs 17 digits: JSON must give it back exactly.
+    let rate = 102_318_077_745.157_01;
+    let report = sample_report("10.0.0.1", rate);
     let id = s
         .insert_run(&NewRun::from_test_report(report.clone()))
         .unwrap();
@@ -53,13 +55,19 @@ fn run_round_trip_keeps_columns_samples_and_json() {
     assert_eq!(row.kind, "test");
     assert_eq!(row.host, "10.0.0.1");
     assert_eq!(row.started_unix_ms, 1_700_000_000_000);
-    assert_eq!(row.metrics.received_bps, Some(1e9));
-    assert_eq!(row.metrics.sent_bps, Some(1.01e9));
+    assert_eq!(row.metrics.received_bps, Some(rate));
+    assert_eq!(row.metrics.sent_bps, Some(rate * 1.01));
     assert_eq!(row.metrics.cpu_local_percent, Some(12.5));
     assert_eq!(row.metrics.cpu_remote_percent, Some(30.0));
     assert_eq!(row.metrics.rtt_mean_ms, Some(0.05));
     assert_eq!(row.metrics.protocol.as_deref(), Some("tcp"));
-    assert_eq!(row.report, Some(report));
+    assert_eq!(row.report, Some(report.clone()));
+    let reread = NewRun::from_test_report(row.report.unwrap());
+    assert_eq!(
+        reread.metrics.received_bps,
+        Some(rate),
+        "exact after a JSON round trip"
+    );
     let samples = s.samples(id).unwrap();
     // 2 interval sums + 1 interval stream + summary sum + summary stream.
     assert_eq!(samples.len(), 5);

@@ -98,6 +98,7 @@ pub struct HostResult {
 #[derive(Debug, Clone, Serialize)]
 pub struct PhaseResult {
     pub name: String,
+    /// Session number, from 1.
     pub session: u32,
     pub started_unix_ms: u64,
     pub duration_s: f64,

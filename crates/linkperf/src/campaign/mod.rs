@@ -161,7 +161,7 @@ fn run_file(args: &RunArgs) -> ExitCode {
     let unreachable: Vec<String> = unreachable.into_iter().map(|(n, _)| n).collect();
     let started = controller::unix_ms();
     let mut phases = Vec::new();
-    'sessions: for session in 0..campaign.sessions {
+    'sessions: for session in 1..=campaign.sessions {
         for (i, phase) in campaign.phases.iter().enumerate() {
             if cancel.load(Ordering::Relaxed) {
                 break 'sessions;
@@ -170,7 +170,7 @@ fn run_file(args: &RunArgs) -> ExitCode {
                 say!(
                     "phase {} session {}/{}: {} flow(s), {} s",
                     phase.name,
-                    session + 1,
+                    session,
                     campaign.sessions,
                     phase.flows.len(),
                     phase.duration_s
@@ -206,7 +206,7 @@ fn run_file(args: &RunArgs) -> ExitCode {
                 &mut on_progress,
             );
             phases.push(result);
-            let last = session + 1 == campaign.sessions && i + 1 == campaign.phases.len();
+            let last = session == campaign.sessions && i + 1 == campaign.phases.len();
             if !last {
                 controller::pause(campaign.pause_s, &cancel);
             }

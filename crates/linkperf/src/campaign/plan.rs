@@ -401,7 +401,7 @@ address = "[fd00::3]:5400"
         let text = format!("{AGENTS}\n[[phase]]\nname = \"p\"\nduration = \"1s\"\n[[phase.flow]]\nfrom = \"a1\"\nto = \"zz\"\n");
         let e = build_text(&text).unwrap_err();
         assert!(e.contains("no agent named 'zz'"), "{e}");
-        assert!(e.starts_with("c.toml:15:"), "{e}");
+        assert!(e.starts_with("c.toml:16:"), "{e}");
         let text = format!("{AGENTS}\n[[phase]]\nname = \"p\"\nduration = \"1s\"\n[[phase.flow]]\nfrom = \"a1\"\nto = \"b\"\nbitrat = \"1M\"\n");
         let e = build_text(&text).unwrap_err();
         assert!(e.contains("unknown flow option 'bitrat'"), "{e}");

@@ -16,7 +16,7 @@ pub fn progress_line(
 ) -> String {
     format!(
         "  {phase} s{} {start:6.2}-{end:6.2} s  aggregate {:>12}  ({reporting}/{flows} flows)",
-        session + 1,
+        session,
         format_rate(aggregate)
     )
 }
@@ -28,7 +28,7 @@ fn phase_block(out: &mut String, p: &PhaseResult) {
         out,
         "\nphase {} session {}: aggregate received {} (sent {}), start spread {}, {ok}/{} flows ok",
         p.name,
-        p.session + 1,
+        p.session,
         format_rate(p.aggregate.received_bits_per_second),
         format_rate(p.aggregate.sent_bits_per_second),
         p.start_spread_ms.map(|s| format!("{s:.3} ms")).unwrap_or_else(|| "-".into()),

@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 /// Default and floor of runs per point with --confidence (netperf: -i 10,3).
 const CONFIDENCE_MIN_RUNS: u32 = 3;
 const CONFIDENCE_MAX_RUNS: u32 = 10;
+/// Most runs one sweep may plan: beyond this it is a mistake, not a study.
+const MAX_RUNS: usize = 1_000_000;
 /// Further attempts of a run that failed to start, and the wait before each.
 const RETRIES: usize = 2;
 const RETRY_PAUSE_S: f64 = 0.5;
@@ -71,6 +73,13 @@ fn make_plan(args: SweepArgs, seed: Option<u64>) -> Result<Plan, String> {
     };
     if repeat == 0 {
         return Err("--repeat must be at least 1".into());
+    }
+    let most = confidence.map_or(repeat, |(_, max)| max) as usize;
+    if points.len().saturating_mul(most) > MAX_RUNS {
+        return Err(format!(
+            "{} points x {most} runs is more than {MAX_RUNS} runs; vary fewer values",
+            points.len()
+        ));
     }
     if !(args.pause.is_finite() && args.pause >= 0.0) {
         return Err("--pause must be a non-negative number of seconds".into());
