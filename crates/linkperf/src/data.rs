@@ -134,13 +134,17 @@ pub fn hostname() -> String {
 
 /// The start instant for an optional agreed wall-clock start time.
 pub fn start_instant(start_at_unix_ms: Option<u64>) -> (Instant, u64) {
-    let now_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0);
+    // Nanosecond precision: truncating "now" to the millisecond would scatter
+    // the start of synchronised flows over up to a millisecond.
+    let (instant, now) = (Instant::now(), SystemTime::now());
+    let now_ns = now.duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    let now_ms = (now_ns / 1_000_000) as u64;
     match start_at_unix_ms {
-        Some(at) if at > now_ms => (Instant::now() + Duration::from_millis(at - now_ms), at),
-        _ => (Instant::now(), now_ms),
+        Some(at) if u128::from(at) * 1_000_000 > now_ns => {
+            let wait = Duration::from_nanos((u128::from(at) * 1_000_000 - now_ns) as u64);
+            (instant + wait, at)
+        }
+        _ => (instant, now_ms),
     }
 }
 
