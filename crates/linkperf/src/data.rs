@@ -137,7 +137,10 @@ pub fn start_instant(start_at_unix_ms: Option<u64>) -> (Instant, u64) {
     // Nanosecond precision: truncating "now" to the millisecond would scatter
     // the start of synchronised flows over up to a millisecond.
     let (instant, now) = (Instant::now(), SystemTime::now());
-    let now_ns = now.duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    let now_ns = now
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
     let now_ms = (now_ns / 1_000_000) as u64;
     match start_at_unix_ms {
         Some(at) if u128::from(at) * 1_000_000 > now_ns => {

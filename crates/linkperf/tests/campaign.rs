@@ -608,3 +608,35 @@ fn ctrl_c_stops_every_flow_within_a_second_and_keeps_the_partial_result() {
         assert!(bytes > 500_000 && bytes < 3_500_000, "{f}");
     }
 }
+
+#[test]
+fn a_campaign_sweeps_a_flow_option() {
+    require_root!();
+    let dir = scratch("vary");
+    let mut bed = Bed::up(&dir, "cvy", &two_sides(1, "delay = \"1ms\""));
+    bed.agent("a1");
+    bed.agent("b1");
+    let file = dir.join("vary.toml");
+    std::fs::write(
+        &file,
+        format!("vary = [\"bitrate=4M,12M\"]\nstart_delay = \"300ms\"\npause = \"100ms\"\n{}\n[[phase]]\nname = \"p\"\nduration = \"1s\"\n[[phase.flow]]\nfrom = \"a1\"\nto = \"b1\"\nudp = true\n", agents_toml(1)),
+    )
+    .unwrap();
+    let (code, v, stderr) = bed.campaign("a1", &file, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let phases = v["phases"].as_array().unwrap();
+    assert_eq!(phases.len(), 2);
+    for (p, want) in phases.iter().zip([4e6, 12e6]) {
+        let got = p["flows"][0]["received"]["bits_per_second"]
+            .as_f64()
+            .unwrap();
+        assert!(
+            (got - want).abs() < want * 0.05,
+            "{} at {}: {got}",
+            p["name"],
+            p["params"]
+        );
+    }
+    assert_eq!(phases[1]["params"]["bitrate"], "12M");
+    assert_eq!(v["phase_means"].as_array().unwrap().len(), 2);
+}

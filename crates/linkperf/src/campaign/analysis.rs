@@ -98,6 +98,9 @@ pub struct HostResult {
 #[derive(Debug, Clone, Serialize)]
 pub struct PhaseResult {
     pub name: String,
+    /// The campaign sweep point this run belongs to (absent without `vary`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub params: Option<std::collections::BTreeMap<String, String>>,
     /// Session number, from 1.
     pub session: u32,
     pub started_unix_ms: u64,
@@ -396,12 +399,17 @@ pub fn phase_flags(p: &PhaseResult, shortfall_percent: f64) -> Vec<Flag> {
 /// other sessions of that phase by more than `outlier_percent`.
 pub fn session_outliers(phases: &[PhaseResult], outlier_percent: f64) -> Vec<Flag> {
     let mut flags = Vec::new();
-    let mut names: Vec<&str> = phases.iter().map(|p| p.name.as_str()).collect();
-    names.dedup();
-    names.sort();
-    names.dedup();
-    for name in names {
-        let runs: Vec<&PhaseResult> = phases.iter().filter(|p| p.name == name).collect();
+    let mut groups: Vec<(String, Option<std::collections::BTreeMap<String, String>>)> = phases
+        .iter()
+        .map(|p| (p.name.clone(), p.params.clone()))
+        .collect();
+    groups.sort();
+    groups.dedup();
+    for (name, params) in groups {
+        let runs: Vec<&PhaseResult> = phases
+            .iter()
+            .filter(|p| p.name == name && p.params == params)
+            .collect();
         if runs.len() < 2 {
             continue;
         }
@@ -424,7 +432,7 @@ pub fn session_outliers(phases: &[PhaseResult], outlier_percent: f64) -> Vec<Fla
             if dev.abs() > outlier_percent {
                 flags.push(Flag {
                     kind: "session_outlier",
-                    phase: name.to_string(),
+                    phase: name.clone(),
                     session: Some(r.session),
                     subject: format!("session {}", r.session),
                     message: format!(
@@ -482,6 +490,7 @@ mod tests {
         assert!((b2.shortfall_percent - 20.0).abs() < 1e-9);
         let phase = PhaseResult {
             name: "f".into(),
+            params: None,
             session: 0,
             started_unix_ms: 0,
             duration_s: 2.0,
@@ -504,6 +513,7 @@ mod tests {
     fn the_odd_session_out_is_flagged() {
         let mk = |session, rate| PhaseResult {
             name: "forward".into(),
+            params: None,
             session,
             started_unix_ms: 0,
             duration_s: 1.0,

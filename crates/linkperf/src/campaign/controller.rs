@@ -105,6 +105,7 @@ pub fn run_phase(
     let hosts = analysis::hosts(&flows, &outcomes);
     PhaseResult {
         name: phase.name.clone(),
+        params: None,
         session,
         started_unix_ms: start_at,
         duration_s: phase.duration_s,

@@ -32,6 +32,9 @@ pub struct CampaignFile {
     pub agents: Vec<AgentEntry>,
     #[serde(default, rename = "phase")]
     pub phases: Vec<PhaseEntry>,
+    /// Sweep over flow options, as `linkperf sweep --vary`: every phase of
+    /// every session runs once per combination, e.g. `["bitrate=500M,950M"]`.
+    pub vary: Option<Spanned<Vec<String>>>,
 }
 
 fn one() -> Spanned<u32> {
@@ -96,7 +99,7 @@ pub struct OneToMany {
 
 /// Client options of a flow, spelt as the long command-line options. Plain
 /// types: values inside a flattened struct carry no position.
-#[derive(Debug, Deserialize, Clone, Default)]
+#[derive(Debug, Deserialize, Clone, Default, PartialEq)]
 pub struct FlowOptions {
     pub udp: Option<bool>,
     pub bitrate: Option<toml::Value>,

@@ -53,6 +53,8 @@ pub struct CheckArgs {
 #[derive(Debug, Serialize)]
 pub struct PhaseMean {
     pub phase: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub params: Option<std::collections::BTreeMap<String, String>>,
     pub mean_received_bits_per_second: f64,
     pub sessions: Vec<f64>,
 }
@@ -161,54 +163,68 @@ fn run_file(args: &RunArgs) -> ExitCode {
     let unreachable: Vec<String> = unreachable.into_iter().map(|(n, _)| n).collect();
     let started = controller::unix_ms();
     let mut phases = Vec::new();
-    'sessions: for session in 1..=campaign.sessions {
-        for (i, phase) in campaign.phases.iter().enumerate() {
-            if cancel.load(Ordering::Relaxed) {
-                break 'sessions;
-            }
-            if human {
-                say!(
-                    "phase {} session {}/{}: {} flow(s), {} s",
-                    phase.name,
-                    session,
-                    campaign.sessions,
-                    phase.flows.len(),
-                    phase.duration_s
-                );
-            }
-            let mut live = LiveAggregate::new(phase.flows.len());
-            let mut on_progress = |p: &controller::Progress| {
-                let controller::Progress::Interval(index, interval) = p;
-                if let Some(line) = live.add(*index, interval) {
-                    if human {
-                        let (start, end, agg, n) = line;
-                        say!(
-                            "{}",
-                            text::progress_line(
-                                &phase.name,
-                                session,
-                                start,
-                                end,
-                                agg,
-                                n,
-                                phase.flows.len()
-                            )
-                        );
-                    }
+    let varied = campaign.points.iter().any(|p| !p.is_empty());
+    let rounds = campaign.points.len() * campaign.sessions as usize * campaign.phases.len();
+    let mut round = 0;
+    'points: for point in &campaign.points {
+        // Checked when the file was loaded, so this cannot fail here.
+        let phases_here = campaign
+            .phases_at(point)
+            .unwrap_or_else(|_| campaign.phases.clone());
+        for session in 1..=campaign.sessions {
+            for phase in &phases_here {
+                if cancel.load(Ordering::Relaxed) {
+                    break 'points;
                 }
-            };
-            let result = controller::run_phase(
-                &campaign,
-                phase,
-                session,
-                &unreachable,
-                &cancel,
-                &mut on_progress,
-            );
-            phases.push(result);
-            let last = session == campaign.sessions && i + 1 == campaign.phases.len();
-            if !last {
-                controller::pause(campaign.pause_s, &cancel);
+                if human {
+                    say!(
+                        "phase {} session {}/{}{}: {} flow(s), {} s",
+                        phase.name,
+                        session,
+                        campaign.sessions,
+                        if varied {
+                            format!(" at {}", crate::sweep::plan::label(point))
+                        } else {
+                            String::new()
+                        },
+                        phase.flows.len(),
+                        phase.duration_s
+                    );
+                }
+                let mut live = LiveAggregate::new(phase.flows.len());
+                let mut on_progress = |p: &controller::Progress| {
+                    let controller::Progress::Interval(index, interval) = p;
+                    if let Some((start, end, agg, n)) = live.add(*index, interval) {
+                        if human {
+                            say!(
+                                "{}",
+                                text::progress_line(
+                                    &phase.name,
+                                    session,
+                                    start,
+                                    end,
+                                    agg,
+                                    n,
+                                    phase.flows.len()
+                                )
+                            );
+                        }
+                    }
+                };
+                let mut result = controller::run_phase(
+                    &campaign,
+                    phase,
+                    session,
+                    &unreachable,
+                    &cancel,
+                    &mut on_progress,
+                );
+                result.params = varied.then(|| point.clone());
+                phases.push(result);
+                round += 1;
+                if round < rounds {
+                    controller::pause(campaign.pause_s, &cancel);
+                }
             }
         }
     }
@@ -223,10 +239,14 @@ fn run_file(args: &RunArgs) -> ExitCode {
     ));
     let mut phase_means: Vec<PhaseMean> = Vec::new();
     for p in &phases {
-        match phase_means.iter_mut().find(|m| m.phase == p.name) {
+        match phase_means
+            .iter_mut()
+            .find(|m| m.phase == p.name && m.params == p.params)
+        {
             Some(m) => m.sessions.push(p.aggregate.received_bits_per_second),
             None => phase_means.push(PhaseMean {
                 phase: p.name.clone(),
+                params: p.params.clone(),
                 mean_received_bits_per_second: 0.0,
                 sessions: vec![p.aggregate.received_bits_per_second],
             }),

@@ -18,6 +18,8 @@ pub struct Agent {
 pub struct Flow {
     pub from: String,
     pub to: String,
+    /// The options as written, so a sweep point can override some of them.
+    pub options: FlowOptions,
     pub config: TestConfig,
 }
 
@@ -27,6 +29,9 @@ pub struct Phase {
     pub duration_s: f64,
     pub flows: Vec<Flow>,
 }
+
+/// One combination of the campaign's `vary` values (empty without `vary`).
+pub type Point = std::collections::BTreeMap<String, String>;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Campaign {
@@ -39,9 +44,37 @@ pub struct Campaign {
     pub outlier_percent: f64,
     pub agents: Vec<Agent>,
     pub phases: Vec<Phase>,
+    /// The sweep's points; a single empty point when nothing varies.
+    pub points: Vec<Point>,
 }
 
 impl Campaign {
+    /// The phases with every flow's options overridden by `point`.
+    pub fn phases_at(&self, point: &Point) -> Result<Vec<Phase>, String> {
+        self.phases
+            .iter()
+            .map(|p| {
+                let flows = p
+                    .flows
+                    .iter()
+                    .map(|f| {
+                        let mut options = f.options.clone();
+                        for (name, value) in point {
+                            set_option(&mut options, name, value)?;
+                        }
+                        let config = flow_config(&options, p.duration_s, self.interval_s)?;
+                        Ok(Flow {
+                            options,
+                            config,
+                            ..f.clone()
+                        })
+                    })
+                    .collect::<Result<Vec<_>, String>>()?;
+                Ok(Phase { flows, ..p.clone() })
+            })
+            .collect()
+    }
+
     pub fn agent(&self, name: &str) -> Option<&Agent> {
         self.agents.iter().find(|a| a.name == name)
     }
@@ -122,6 +155,40 @@ pub fn flow_config(
     };
     config.validate()?;
     Ok(config)
+}
+
+/// Sets one varied option (canonical `linkperf sweep --vary` name) on a flow.
+fn set_option(o: &mut FlowOptions, name: &str, value: &str) -> Result<(), String> {
+    let text = || Some(toml::Value::String(value.to_string()));
+    let on = matches!(value, "on" | "true" | "yes" | "1");
+    let count = || {
+        linkperf_units::parse_count(value)
+            .map_err(|e| e.to_string())
+            .and_then(|n| u32::try_from(n).map_err(|_| format!("{name}={value} is too large")))
+    };
+    match name {
+        "window" => o.window = text(),
+        "sndbuf" => o.sndbuf = text(),
+        "rcvbuf" => o.rcvbuf = text(),
+        "length" => o.length = text(),
+        "bitrate" => o.bitrate = text(),
+        "pacing-rate" => o.pacing_rate = text(),
+        "congestion" => o.congestion = Some(value.to_string()),
+        "parallel" => o.parallel = Some(count()?),
+        "mss" => o.mss = Some(count()?),
+        "nodelay" => o.nodelay = Some(on),
+        "udp" => o.udp = Some(on),
+        "reverse" => o.reverse = Some(on),
+        "bidir" => o.bidir = Some(on),
+        "zerocopy" => o.zerocopy = Some(on),
+        "dont-fragment" => o.dont_fragment = Some(on),
+        other => {
+            return Err(format!(
+                "'{other}' cannot vary in a campaign (phases set the duration)"
+            ))
+        }
+    }
+    Ok(())
 }
 
 /// The (from, to) pairs a flow entry stands for.
@@ -289,6 +356,7 @@ pub fn build(
                 flows.push(Flow {
                     from,
                     to,
+                    options: entry.options.clone(),
                     config: config.clone(),
                 });
             }
@@ -321,6 +389,17 @@ pub fn build(
             "must be at least 1",
         ));
     }
+    let mut varies = Vec::new();
+    if let Some(v) = &file.vary {
+        for spec in v.get_ref() {
+            varies.push(
+                crate::sweep::plan::parse_vary(spec)
+                    .map_err(|m| at(path, text, v.span(), "vary", &m))?,
+            );
+        }
+    }
+    let points =
+        crate::sweep::plan::expand(&varies).map_err(|m| format!("{path}: key 'vary': {m}"))?;
     let opt_seconds = |v: &Option<toml::Spanned<String>>, key: &str, default: f64| match v {
         Some(v) => seconds(path, text, v, key),
         None => Ok(default),
@@ -338,6 +417,15 @@ pub fn build(
         outlier_percent: file.outlier_percent.unwrap_or(5.0),
         agents,
         phases,
+        points,
+    })
+    .and_then(|c: Campaign| {
+        // Every point must give valid flows before anything runs.
+        for p in &c.points {
+            c.phases_at(p)
+                .map_err(|m| format!("{path}: key 'vary': {m}"))?;
+        }
+        Ok(c)
     })
 }
 
@@ -408,5 +496,24 @@ address = "[fd00::3]:5400"
         let text = format!("{AGENTS}\n[[phase]]\nname = \"p\"\nduration = \"soon\"\n[[phase.flow]]\nfrom = \"a1\"\nto = \"b\"\n");
         let e = build_text(&text).unwrap_err();
         assert!(e.contains("key 'duration'"), "{e}");
+    }
+
+    #[test]
+    fn vary_expands_to_points_that_override_flow_options() {
+        let text = format!(
+            "vary = [\"bitrate=5M,10M\", \"length=1000,1400\"]\n{AGENTS}\n[[phase]]\nname = \"p\"\nduration = \"1s\"\n[[phase.flow]]\nfrom = \"a1\"\nto = \"b\"\nudp = true\nbitrate = \"1M\"\n"
+        );
+        let c = build_text(&text).unwrap();
+        assert_eq!(c.points.len(), 4);
+        let at = c.phases_at(&c.points[3]).unwrap();
+        assert_eq!(at[0].flows[0].config.bitrate, Some(10_000_000));
+        assert_eq!(at[0].flows[0].config.length, 1400);
+        assert_eq!(c.phases[0].flows[0].config.bitrate, Some(1_000_000));
+        let bad = text.replace("bitrate=5M,10M", "time=1,2");
+        assert!(build_text(&bad)
+            .unwrap_err()
+            .contains("cannot vary in a campaign"));
+        let bad = text.replace("bitrate=5M,10M", "nonsense=1");
+        assert!(build_text(&bad).unwrap_err().contains("key 'vary'"));
     }
 }

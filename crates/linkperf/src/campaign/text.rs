@@ -26,8 +26,9 @@ fn phase_block(out: &mut String, p: &PhaseResult) {
     let _ =
         writeln!(
         out,
-        "\nphase {} session {}: aggregate received {} (sent {}), start spread {}, {ok}/{} flows ok",
+        "\nphase {}{} session {}: aggregate received {} (sent {}), start spread {}, {ok}/{} flows ok",
         p.name,
+        p.params.as_ref().map(|q| format!(" at {}", crate::sweep::plan::label(q))).unwrap_or_default(),
         p.session,
         format_rate(p.aggregate.received_bits_per_second),
         format_rate(p.aggregate.sent_bits_per_second),
@@ -88,7 +89,10 @@ pub fn summary(r: &CampaignResult) -> String {
         let _ = writeln!(
             out,
             "  {:<16} {:>14}  over {} session(s): {}",
-            m.phase,
+            match &m.params {
+                Some(q) => format!("{} at {}", m.phase, crate::sweep::plan::label(q)),
+                None => m.phase.clone(),
+            },
             format_rate(m.mean_received_bits_per_second),
             m.sessions.len(),
             m.sessions
