@@ -88,7 +88,11 @@ fn connect_error(addr: SocketAddr, e: std::io::Error) -> ClientError {
     }
 }
 
-fn tcp_socket(server: SocketAddr, bind: Option<SocketAddr>) -> Result<Socket, ClientError> {
+/// A TCP socket for `server`'s address family, bound to `bind` if given.
+pub(crate) fn tcp_socket(
+    server: SocketAddr,
+    bind: Option<SocketAddr>,
+) -> Result<Socket, ClientError> {
     let domain = if server.is_ipv6() {
         Domain::IPV6
     } else {

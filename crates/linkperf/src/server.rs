@@ -643,18 +643,8 @@ impl ControlSession {
             }
         }
         let result = local_result.unwrap_or_default();
-        let received: u64 = result
-            .streams
-            .iter()
-            .filter(|s| s.role == Role::Receiver)
-            .map(|s| s.bytes)
-            .sum();
-        let sent: u64 = result
-            .streams
-            .iter()
-            .filter(|s| s.role == Role::Sender)
-            .map(|s| s.bytes)
-            .sum();
+        let received = result.bytes(Role::Receiver);
+        let sent = result.bytes(Role::Sender);
         Ok(format!(
             "client {}: {} {:?} x{} {:.2} s: received {}, sent {}",
             self.peer,

@@ -160,3 +160,14 @@ pub struct SideResult {
     pub seconds: f64,
     pub warnings: Vec<String>,
 }
+
+impl SideResult {
+    /// Bytes this end moved in `role` (sent or received), over all its streams.
+    pub fn bytes(&self, role: Role) -> u64 {
+        self.streams
+            .iter()
+            .filter(|s| s.role == role)
+            .map(|s| s.bytes)
+            .sum()
+    }
+}

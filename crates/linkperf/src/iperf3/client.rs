@@ -13,7 +13,6 @@ use linkperf_proto::iperf3::{self, Decoder, Item, Peer, State};
 use linkperf_proto::results::{CpuUsage, HostFacts, Role, SideResult, StreamResult};
 use linkperf_proto::{Direction, Protocol, TestConfig};
 use serde_json::json;
-use socket2::{Domain, Socket, Type};
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -118,7 +117,8 @@ pub fn run(
     } else {
         IpAddr::from([0u8; 4])
     });
-    let control_sock = new_tcp(server, options.bind.map(|ip| SocketAddr::new(ip, 0)))?;
+    let control_sock =
+        crate::client::tcp_socket(server, options.bind.map(|ip| SocketAddr::new(ip, 0)))?;
     control_sock
         .connect_timeout(&server.into(), Duration::from_secs(5))
         .map_err(|e| connect_error(server, e))?;
@@ -151,7 +151,7 @@ pub fn run(
             Protocol::Tcp => {
                 let bind =
                     (options.bind.is_some() || port != 0).then(|| SocketAddr::new(bind_ip, port));
-                let sock = new_tcp(server, bind)?;
+                let sock = crate::client::tcp_socket(server, bind)?;
                 warnings.extend(sockopt::apply_buffers(&sock, config));
                 sockopt::apply_tcp(&sock, config).map_err(usage)?;
                 sock.connect_timeout(&server.into(), Duration::from_secs(5))
@@ -566,21 +566,6 @@ fn spawn_reader(
         })
         .map(|_| ())
         .map_err(|e| e.to_string())
-}
-
-fn new_tcp(server: SocketAddr, bind: Option<SocketAddr>) -> Result<Socket, ClientError> {
-    let domain = if server.is_ipv6() {
-        Domain::IPV6
-    } else {
-        Domain::IPV4
-    };
-    let sock = Socket::new(domain, Type::STREAM, None).map_err(|e| fail(format!("socket: {e}")))?;
-    if let Some(b) = bind {
-        sock.set_reuse_address(true).ok();
-        sock.bind(&b.into())
-            .map_err(|e| fail(format!("cannot bind to {b}: {e}")))?;
-    }
-    Ok(sock)
 }
 
 fn connect_error(addr: SocketAddr, e: std::io::Error) -> ClientError {
