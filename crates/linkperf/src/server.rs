@@ -130,6 +130,7 @@ impl Server {
                 .spawn(move || {
                     for conn in extra.incoming() {
                         let Ok(stream) = conn else { continue };
+                        let accepted = crate::iperf3::server::accept_ticket();
                         let registry = registry.clone();
                         let options = options.clone();
                         let finished = finished.clone();
@@ -137,7 +138,8 @@ impl Server {
                             std::thread::Builder::new()
                                 .name("lp-conn".into())
                                 .spawn(move || {
-                                    if handle_connection(stream, registry, &options) && options.once
+                                    if handle_connection(stream, accepted, registry, &options)
+                                        && options.once
                                     {
                                         finished.store(true, Ordering::Release);
                                         let _ = TcpStream::connect_timeout(
@@ -154,13 +156,14 @@ impl Server {
                 return;
             }
             let Ok(stream) = conn else { continue };
+            let accepted = crate::iperf3::server::accept_ticket();
             let registry = self.registry.clone();
             let options = self.options.clone();
             let finished = finished.clone();
             let _ = std::thread::Builder::new()
                 .name("lp-conn".into())
                 .spawn(move || {
-                    if handle_connection(stream, registry, &options) && options.once {
+                    if handle_connection(stream, accepted, registry, &options) && options.once {
                         finished.store(true, Ordering::Release);
                         // Wake the accept loop so it sees the flag.
                         let mut addr = wake;
@@ -209,7 +212,14 @@ fn bind_dual_stack(port: u16) -> std::io::Result<TcpListener> {
 }
 
 /// Returns true when a control session ran to its end (for `--once`).
-fn handle_connection(mut stream: TcpStream, registry: Registry, options: &ServerOptions) -> bool {
+/// `accepted` is the connection's place in accept order (see
+/// [`crate::iperf3::server::accept_ticket`]).
+fn handle_connection(
+    mut stream: TcpStream,
+    accepted: u64,
+    registry: Registry,
+    options: &ServerOptions,
+) -> bool {
     let _ = stream.set_read_timeout(Some(SETUP_TIMEOUT));
     let mut preamble = [0u8; Preamble::LEN];
     if stream.read_exact(&mut preamble).is_err() {
@@ -253,7 +263,13 @@ fn handle_connection(mut stream: TcpStream, registry: Registry, options: &Server
             false
         }
         Some(Preamble::Rr) => crate::rr::server::handle(stream, options),
-        None => crate::iperf3::server::serve(stream, preamble, options.exclusive, options.verbose),
+        None => crate::iperf3::server::serve(
+            stream,
+            preamble,
+            accepted,
+            options.exclusive,
+            options.verbose,
+        ),
     }
 }
 

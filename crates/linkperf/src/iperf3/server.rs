@@ -15,7 +15,7 @@ use socket2::{Domain, Socket, Type};
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -23,15 +23,28 @@ use std::time::{Duration, Instant};
 /// How long a client may take for each step before the test starts.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(15);
 
+/// A data connection handed to its session, with its [`accept_ticket`].
+type Arrived = (u64, TcpStream);
+
 /// Sessions waiting for their data connections, by cookie, and the number
 /// of running sessions (for --exclusive). One per process: cookies are random.
 #[derive(Default)]
 struct Hub {
-    waiting: Mutex<HashMap<[u8; COOKIE_LEN], Sender<TcpStream>>>,
+    waiting: Mutex<HashMap<[u8; COOKIE_LEN], Sender<Arrived>>>,
     active: AtomicUsize,
     /// UDP streams are accepted on the server's own port, where one datagram
     /// does not say which session it belongs to: one session at a time does it.
     udp_accept: Mutex<()>,
+}
+
+/// A number that grows with every accepted connection, taken by the accept
+/// loop before the connection gets its own thread. iperf3 says which stream a
+/// data connection is only by its place in accept order (the client connects
+/// them one after the other), and the per-connection threads reach their
+/// session in any order: the session sorts its connections by this ticket.
+pub fn accept_ticket() -> u64 {
+    static ACCEPTED: AtomicU64 = AtomicU64::new(0);
+    ACCEPTED.fetch_add(1, Ordering::Relaxed)
 }
 
 fn hub() -> &'static Hub {
@@ -56,8 +69,15 @@ impl Drop for WaitingGuard {
 }
 
 /// Serves a connection whose first four bytes (`first`) were already read
-/// and are not linkperf's. Returns true when an iperf3 test session ran.
-pub fn serve(mut stream: TcpStream, first: [u8; 4], exclusive: bool, verbose: bool) -> bool {
+/// and are not linkperf's; `accepted` is its [`accept_ticket`]. Returns true
+/// when an iperf3 test session ran.
+pub fn serve(
+    mut stream: TcpStream,
+    first: [u8; 4],
+    accepted: u64,
+    exclusive: bool,
+    verbose: bool,
+) -> bool {
     if !iperf3::could_be_cookie(&first) {
         return false;
     }
@@ -73,7 +93,7 @@ pub fn serve(mut stream: TcpStream, first: [u8; 4], exclusive: bool, verbose: bo
         .ok()
         .and_then(|w| w.get(&cookie).cloned());
     if let Some(tx) = waiting {
-        let _ = tx.send(stream);
+        let _ = tx.send((accepted, stream));
         return false;
     }
     let previous = hub().active.fetch_add(1, Ordering::AcqRel);
@@ -228,21 +248,27 @@ impl Session {
         } else {
             self.state(State::CreateStreams)?;
             let deadline = Instant::now() + SETUP_TIMEOUT;
-            while sockets.len() < roles.len() {
+            let mut arrived = Vec::with_capacity(roles.len());
+            while arrived.len() < roles.len() {
                 let left = deadline.saturating_duration_since(Instant::now());
-                let stream = match data_rx.recv_timeout(left) {
-                    Ok(s) => s,
+                match data_rx.recv_timeout(left) {
+                    Ok(s) => arrived.push(s),
                     Err(_) => {
                         return self.refuse(
                             iperf3::errno::STREAM_ACCEPT,
                             format!(
                                 "{} of {} data connections arrived",
-                                sockets.len(),
+                                arrived.len(),
                                 roles.len()
                             ),
                         )
                     }
-                };
+                }
+            }
+            // Stream i (and so its role: with --bidir the client's senders come
+            // first) is the i-th connection accepted, not the i-th to get here.
+            arrived.sort_by_key(|(ticket, _)| *ticket);
+            for (_, stream) in arrived {
                 let _ = stream.set_read_timeout(None);
                 match data::prepare_tcp(&stream, &config) {
                     Ok(w) => warnings.extend(w),
