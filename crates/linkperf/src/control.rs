@@ -1,8 +1,7 @@
 //! Control connections over real sockets: the sans-IO sessions of
 //! `linkperf-proto` wired to a TCP stream, a reader thread and a channel.
 
-use linkperf_proto::session::{ClientSession, ProtocolError, ServerSession};
-use linkperf_proto::{ClientMessage, ServerMessage};
+use linkperf_proto::session::{Message, ProtocolError, Session};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::mpsc::Sender;
@@ -17,31 +16,17 @@ pub trait Endpoint: Send + 'static {
     fn wanted(&self) -> usize;
 }
 
-impl Endpoint for ServerSession {
-    type In = ClientMessage;
-    type Out = ServerMessage;
-    fn receive(&mut self, bytes: &[u8]) -> Result<Vec<ClientMessage>, ProtocolError> {
-        ServerSession::receive(self, bytes)
+impl<I: Message + Send + 'static, O: Message + 'static> Endpoint for Session<I, O> {
+    type In = I;
+    type Out = O;
+    fn receive(&mut self, bytes: &[u8]) -> Result<Vec<I>, ProtocolError> {
+        Session::receive(self, bytes)
     }
-    fn send(&mut self, m: &ServerMessage) -> Result<Vec<u8>, ProtocolError> {
-        ServerSession::send(self, m)
-    }
-    fn wanted(&self) -> usize {
-        ServerSession::wanted(self)
-    }
-}
-
-impl Endpoint for ClientSession {
-    type In = ServerMessage;
-    type Out = ClientMessage;
-    fn receive(&mut self, bytes: &[u8]) -> Result<Vec<ServerMessage>, ProtocolError> {
-        ClientSession::receive(self, bytes)
-    }
-    fn send(&mut self, m: &ClientMessage) -> Result<Vec<u8>, ProtocolError> {
-        ClientSession::send(self, m)
+    fn send(&mut self, m: &O) -> Result<Vec<u8>, ProtocolError> {
+        Session::send(self, m)
     }
     fn wanted(&self) -> usize {
-        ClientSession::wanted(self)
+        Session::wanted(self)
     }
 }
 

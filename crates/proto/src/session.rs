@@ -70,8 +70,9 @@ impl From<CodecError> for ProtocolError {
 }
 
 /// Shared transition logic.
+#[doc(hidden)]
 #[derive(Debug, Clone)]
-struct Machine {
+pub struct Machine {
     phase: Phase,
     client_finished: bool,
     server_finished: bool,
@@ -184,24 +185,49 @@ fn server_name(m: &ServerMessage) -> &'static str {
     }
 }
 
-/// The server's end of a control connection.
-#[derive(Debug)]
-pub struct ServerSession {
-    decoder: Decoder,
-    machine: Machine,
+/// A message type the state machine knows how to apply.
+#[doc(hidden)]
+pub trait Message: serde::Serialize + serde::de::DeserializeOwned {
+    fn apply(&self, machine: &mut Machine) -> Result<(), ProtocolError>;
 }
 
-impl Default for ServerSession {
+impl Message for ClientMessage {
+    fn apply(&self, machine: &mut Machine) -> Result<(), ProtocolError> {
+        machine.client(self)
+    }
+}
+
+impl Message for ServerMessage {
+    fn apply(&self, machine: &mut Machine) -> Result<(), ProtocolError> {
+        machine.server(self)
+    }
+}
+
+/// One end of a control connection: receives `In`, sends `Out`.
+#[derive(Debug)]
+pub struct Session<In, Out> {
+    decoder: Decoder,
+    machine: Machine,
+    _messages: std::marker::PhantomData<fn(In) -> Out>,
+}
+
+/// The server's end: receives client messages, sends server messages.
+pub type ServerSession = Session<ClientMessage, ServerMessage>;
+/// The client's end.
+pub type ClientSession = Session<ServerMessage, ClientMessage>;
+
+impl<In: Message, Out: Message> Default for Session<In, Out> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl ServerSession {
+impl<In: Message, Out: Message> Session<In, Out> {
     pub fn new() -> Self {
-        ServerSession {
+        Session {
             decoder: Decoder::new(),
             machine: Machine::new(),
+            _messages: std::marker::PhantomData,
         }
     }
 
@@ -214,65 +240,20 @@ impl ServerSession {
         self.decoder.wanted()
     }
 
-    /// Feeds bytes from the client; returns the messages they complete.
-    pub fn receive(&mut self, bytes: &[u8]) -> Result<Vec<ClientMessage>, ProtocolError> {
+    /// Feeds bytes from the peer; returns the messages they complete.
+    pub fn receive(&mut self, bytes: &[u8]) -> Result<Vec<In>, ProtocolError> {
         self.decoder.feed(bytes);
         let mut out = Vec::new();
-        while let Some(m) = self.decoder.next_message::<ClientMessage>()? {
-            self.machine.client(&m)?;
+        while let Some(m) = self.decoder.next_message::<In>()? {
+            m.apply(&mut self.machine)?;
             out.push(m);
         }
         Ok(out)
     }
 
     /// Checks that `m` may be sent now and returns its bytes.
-    pub fn send(&mut self, m: &ServerMessage) -> Result<Vec<u8>, ProtocolError> {
-        self.machine.server(m)?;
-        Ok(encode(m))
-    }
-}
-
-/// The client's end of a control connection.
-#[derive(Debug)]
-pub struct ClientSession {
-    decoder: Decoder,
-    machine: Machine,
-}
-
-impl Default for ClientSession {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl ClientSession {
-    pub fn new() -> Self {
-        ClientSession {
-            decoder: Decoder::new(),
-            machine: Machine::new(),
-        }
-    }
-
-    pub fn phase(&self) -> Phase {
-        self.machine.phase
-    }
-
-    pub fn wanted(&self) -> usize {
-        self.decoder.wanted()
-    }
-
-    pub fn receive(&mut self, bytes: &[u8]) -> Result<Vec<ServerMessage>, ProtocolError> {
-        self.decoder.feed(bytes);
-        let mut out = Vec::new();
-        while let Some(m) = self.decoder.next_message::<ServerMessage>()? {
-            self.machine.server(&m)?;
-            out.push(m);
-        }
-        Ok(out)
-    }
-
-    pub fn send(&mut self, m: &ClientMessage) -> Result<Vec<u8>, ProtocolError> {
-        self.machine.client(m)?;
+    pub fn send(&mut self, m: &Out) -> Result<Vec<u8>, ProtocolError> {
+        m.apply(&mut self.machine)?;
         Ok(encode(m))
     }
 }

@@ -13,7 +13,7 @@ use linkperf_proto::iperf3::{self, Decoder, Item, Peer, State};
 use linkperf_proto::results::{CpuUsage, HostFacts, Role, SideResult, StreamResult};
 use linkperf_proto::{Direction, Protocol, TestConfig};
 use serde_json::json;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
@@ -193,7 +193,8 @@ pub fn run(
     let local_sockets = side.socket_facts().to_vec();
     expect_state(&mut control, &mut decoder, State::TestStart, server)?;
     let (tx, events) = mpsc::channel();
-    spawn_reader(&control, decoder, tx.clone()).map_err(fail)?;
+    super::spawn_control_reader(&control, decoder, tx.clone(), control_event, "server")
+        .map_err(fail)?;
     let started_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
@@ -523,49 +524,12 @@ fn remote_side(config: &TestConfig, results: &iperf3::Results, roles: &[Role]) -
     }
 }
 
-fn spawn_reader(
-    control: &TcpStream,
-    mut decoder: Decoder,
-    tx: mpsc::Sender<Event>,
-) -> Result<(), String> {
-    let mut reader = control.try_clone().map_err(|e| e.to_string())?;
-    let _ = reader.set_read_timeout(None);
-    std::thread::Builder::new()
-        .name("lp-iperf3-ctl".into())
-        .spawn(move || {
-            let mut buf = vec![0u8; 64 * 1024];
-            loop {
-                let want = decoder.wanted().min(buf.len());
-                match reader.read(&mut buf[..want]) {
-                    Ok(0) => {
-                        let _ = tx.send(Event::Lost(
-                            "the server closed the control connection".into(),
-                        ));
-                        return;
-                    }
-                    Ok(n) => match decoder.feed(&buf[..n]) {
-                        Ok(items) => {
-                            for i in items {
-                                if tx.send(Event::Control(i)).is_err() {
-                                    return;
-                                }
-                            }
-                        }
-                        Err(e) => {
-                            let _ = tx.send(Event::Lost(e.to_string()));
-                            return;
-                        }
-                    },
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(e) => {
-                        let _ = tx.send(Event::Lost(format!("control connection: {e}")));
-                        return;
-                    }
-                }
-            }
-        })
-        .map(|_| ())
-        .map_err(|e| e.to_string())
+/// Control events into this client's event type.
+fn control_event(e: super::ControlEvent) -> Event {
+    match e {
+        super::ControlEvent::Item(i) => Event::Control(i),
+        super::ControlEvent::Lost(why) => Event::Lost(why),
+    }
 }
 
 fn connect_error(addr: SocketAddr, e: std::io::Error) -> ClientError {

@@ -380,6 +380,59 @@ fn fixed(v: f64) -> String {
     }
 }
 
+/// What an iperf3 control reader thread reports.
+pub enum ControlEvent {
+    Item(linkperf_proto::iperf3::Item),
+    /// The connection ended or broke; the text says how.
+    Lost(String),
+}
+
+/// Reads an iperf3 control connection on its own thread, turning bytes into
+/// items (through `wrap`, into the caller's event type). `peer` names the
+/// other end in messages ("server", "iperf3 client").
+pub fn spawn_control_reader<T: Send + 'static>(
+    control: &std::net::TcpStream,
+    mut decoder: linkperf_proto::iperf3::Decoder,
+    tx: std::sync::mpsc::Sender<T>,
+    wrap: fn(ControlEvent) -> T,
+    peer: &'static str,
+) -> Result<(), String> {
+    use std::io::Read;
+    let mut reader = control.try_clone().map_err(|e| e.to_string())?;
+    let _ = reader.set_read_timeout(None);
+    std::thread::Builder::new()
+        .name("lp-iperf3-ctl".into())
+        .spawn(move || {
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                let want = decoder.wanted().min(buf.len());
+                let event = match reader.read(&mut buf[..want]) {
+                    Ok(0) => {
+                        ControlEvent::Lost(format!("the {peer} closed the control connection"))
+                    }
+                    Ok(n) => match decoder.feed(&buf[..n]) {
+                        Ok(items) => {
+                            if items
+                                .into_iter()
+                                .any(|i| tx.send(wrap(ControlEvent::Item(i))).is_err())
+                            {
+                                return;
+                            }
+                            continue;
+                        }
+                        Err(e) => ControlEvent::Lost(e.to_string()),
+                    },
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => ControlEvent::Lost(format!("control connection to the {peer}: {e}")),
+                };
+                let _ = tx.send(wrap(event));
+                return;
+            }
+        })
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -447,46 +447,14 @@ impl Session {
     }
 
     /// Reads the client's control items on their own thread.
-    fn spawn_reader(&mut self, mut decoder: Decoder) -> Result<(), String> {
-        let mut reader = self.control.try_clone().map_err(|e| e.to_string())?;
-        let _ = reader.set_read_timeout(None);
-        let tx = self.tx.clone();
-        std::thread::Builder::new()
-            .name("lp-iperf3-ctl".into())
-            .spawn(move || {
-                let mut buf = vec![0u8; 64 * 1024];
-                loop {
-                    let want = decoder.wanted().min(buf.len());
-                    match reader.read(&mut buf[..want]) {
-                        Ok(0) => {
-                            let _ = tx.send(Event::Lost(
-                                "the iperf3 client closed the control connection".into(),
-                            ));
-                            return;
-                        }
-                        Ok(n) => match decoder.feed(&buf[..n]) {
-                            Ok(items) => {
-                                for i in items {
-                                    if tx.send(Event::Control(i)).is_err() {
-                                        return;
-                                    }
-                                }
-                            }
-                            Err(e) => {
-                                let _ = tx.send(Event::Lost(e.to_string()));
-                                return;
-                            }
-                        },
-                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                        Err(e) => {
-                            let _ = tx.send(Event::Lost(format!("iperf3 control connection: {e}")));
-                            return;
-                        }
-                    }
-                }
-            })
-            .map(|_| ())
-            .map_err(|e| e.to_string())
+    fn spawn_reader(&mut self, decoder: Decoder) -> Result<(), String> {
+        super::spawn_control_reader(
+            &self.control,
+            decoder,
+            self.tx.clone(),
+            control_event,
+            "iperf3 client",
+        )
     }
 }
 
@@ -685,4 +653,12 @@ fn server_output(
         out.push_str(&line(s.id, 0.0, s.seconds, s.bytes, s.udp.as_ref(), role));
     }
     out
+}
+
+/// Control events into this session's event type.
+fn control_event(e: super::ControlEvent) -> Event {
+    match e {
+        super::ControlEvent::Item(i) => Event::Control(i),
+        super::ControlEvent::Lost(why) => Event::Lost(why),
+    }
 }
