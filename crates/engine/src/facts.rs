@@ -20,6 +20,14 @@ fn read_triple(path: &str) -> Option<[u64; 3]> {
     (v.len() == 3).then(|| [v[0], v[1], v[2]])
 }
 
+/// net.core.rmem_max and wmem_max: the caps on socket buffers.
+pub fn buffer_limits() -> (Option<u64>, Option<u64>) {
+    (
+        read_u64("/proc/sys/net/core/rmem_max"),
+        read_u64("/proc/sys/net/core/wmem_max"),
+    )
+}
+
 /// Congestion control algorithms this kernel can use now.
 pub fn available_congestion_controls() -> Vec<String> {
     read_trimmed("/proc/sys/net/ipv4/tcp_available_congestion_control")
@@ -53,8 +61,8 @@ pub fn collect(software: &str) -> HostFacts {
         cpus: crate::cpu::cpu_count(),
         congestion_default: read_trimmed("/proc/sys/net/ipv4/tcp_congestion_control"),
         congestion_available: available_congestion_controls(),
-        rmem_max: read_u64("/proc/sys/net/core/rmem_max"),
-        wmem_max: read_u64("/proc/sys/net/core/wmem_max"),
+        rmem_max: buffer_limits().0,
+        wmem_max: buffer_limits().1,
         tcp_rmem: read_triple("/proc/sys/net/ipv4/tcp_rmem"),
         tcp_wmem: read_triple("/proc/sys/net/ipv4/tcp_wmem"),
     }

@@ -43,10 +43,11 @@ fn getsockopt_u32(fd: &impl AsRawFd, level: i32, name: i32) -> Option<u32> {
 /// capped them (rmem_max / wmem_max), which silently limits the TCP window.
 pub fn apply_buffers(socket: &Socket, config: &TestConfig) -> Vec<String> {
     let mut warnings = Vec::new();
-    let facts = crate::facts::collect("");
+    // Only the two limits: collecting all host facts per socket would read a dozen files.
+    let (rmem_max, wmem_max) = crate::facts::buffer_limits();
     if let Some(size) = config.sndbuf {
         let _ = socket.set_send_buffer_size(size as usize);
-        if let Some(max) = facts.wmem_max.filter(|&m| u64::from(size) > m) {
+        if let Some(max) = wmem_max.filter(|&m| u64::from(size) > m) {
             warnings.push(format!(
                 "send buffer capped: asked {size} bytes, net.core.wmem_max is {max}; raise it with sysctl -w net.core.wmem_max={size}"
             ));
@@ -54,7 +55,7 @@ pub fn apply_buffers(socket: &Socket, config: &TestConfig) -> Vec<String> {
     }
     if let Some(size) = config.rcvbuf {
         let _ = socket.set_recv_buffer_size(size as usize);
-        if let Some(max) = facts.rmem_max.filter(|&m| u64::from(size) > m) {
+        if let Some(max) = rmem_max.filter(|&m| u64::from(size) > m) {
             warnings.push(format!(
                 "receive buffer capped: asked {size} bytes, net.core.rmem_max is {max}; raise it with sysctl -w net.core.rmem_max={size}"
             ));
