@@ -82,6 +82,23 @@ pub struct ServerArgs {
     /// Serve iperf3 clients one at a time; a second one is told the server is busy.
     #[arg(long)]
     pub exclusive: bool,
+    /// Ports (LOW-HIGH) for the data listeners of tests that set socket buffers
+    /// or the MSS (default: any free port); open them in a firewall.
+    #[arg(long, value_name = "LOW-HIGH", value_parser = port_range)]
+    pub data_ports: Option<std::ops::RangeInclusive<u16>>,
+}
+
+fn port_range(s: &str) -> Result<std::ops::RangeInclusive<u16>, String> {
+    let bad = || format!("'{s}' is not a port range; expected LOW-HIGH, e.g. 5212-5251");
+    let (lo, hi) = s.split_once('-').ok_or_else(bad)?;
+    let (lo, hi): (u16, u16) = (
+        lo.trim().parse().map_err(|_| bad())?,
+        hi.trim().parse().map_err(|_| bad())?,
+    );
+    if lo == 0 || lo > hi {
+        return Err(bad());
+    }
+    Ok(lo..=hi)
 }
 
 #[derive(Args, Debug, Clone)]

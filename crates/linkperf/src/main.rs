@@ -91,6 +91,7 @@ fn run_server(args: cli::ServerArgs) -> ExitCode {
         verbose: !args.quiet,
         iperf3_port: args.iperf3_port,
         exclusive: args.exclusive,
+        data_ports: args.data_ports.clone(),
     };
     match server::Server::bind(options) {
         Ok(s) => {
