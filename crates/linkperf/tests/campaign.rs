@@ -17,7 +17,7 @@ fn is_root() -> bool {
 macro_rules! require_root {
     () => {
         if !is_root() {
-            eprintln!("SKIPPED: campaign tests need root for network namespaces");
+            linkperf_testsupport::skip("campaign tests need root for network namespaces");
             return;
         }
     };
@@ -482,7 +482,7 @@ fn an_agent_started_over_ssh_runs_its_flow_and_is_removed() {
         .into_iter()
         .find(|p| Path::new(p).exists())
     else {
-        eprintln!("SKIPPED: no OpenSSH server (apt-get install openssh-server)");
+        linkperf_testsupport::skip("no OpenSSH server (apt-get install openssh-server)");
         return;
     };
     let dir = scratch("ssh");

@@ -128,7 +128,7 @@ fn ctrl_c_in_reverse_mode_stops_the_server_sender() {
 #[test]
 fn ipv6_loopback() {
     if std::net::TcpListener::bind("[::1]:0").is_err() {
-        eprintln!("skipped: no IPv6 loopback");
+        linkperf_testsupport::skip("no IPv6 loopback");
         return;
     }
     let server = Server::start_on("::1", &[]);

@@ -58,12 +58,14 @@ fn buffer_above_rmem_max_warns() {
     let Some(rmem_max) =
         read_proc("/proc/sys/net/core/rmem_max").and_then(|s| s.parse::<u64>().ok())
     else {
-        eprintln!("skipped: /proc/sys/net/core/rmem_max unreadable");
+        linkperf_testsupport::skip("/proc/sys/net/core/rmem_max unreadable");
         return;
     };
     let ask = rmem_max * 2;
     if ask > 1 << 30 {
-        eprintln!("skipped: rmem_max {rmem_max} is above what --rcvbuf accepts");
+        linkperf_testsupport::skip(&format!(
+            "rmem_max {rmem_max} is above what --rcvbuf accepts"
+        ));
         return;
     }
     let server = Server::start();
@@ -111,7 +113,7 @@ fn congestion_reno() {
 #[test]
 fn congestion_bbr_when_available() {
     if !available_congestion_controls().iter().any(|c| c == "bbr") {
-        eprintln!("skipped: bbr is not in tcp_available_congestion_control");
+        linkperf_testsupport::skip("bbr is not in tcp_available_congestion_control");
         return;
     }
     congestion_is_applied("bbr");

@@ -49,7 +49,7 @@ fn pg_url() -> Option<String> {
         .ok()
         .filter(|u| !u.is_empty());
     if url.is_none() {
-        eprintln!("SKIPPED: set LINKPERF_TEST_PG=postgres://USER:PASS@127.0.0.1/DB to test the PostgreSQL backend (CI sets it)");
+        linkperf_testsupport::skip("set LINKPERF_TEST_PG=postgres://USER:PASS@127.0.0.1/DB to test the PostgreSQL backend (scripts/test sets it)");
     }
     url
 }
@@ -365,7 +365,7 @@ fn window_sweep_small_window_limits_throughput_on_loopback() {
 fn window_sweep_rises_with_the_window_on_a_delayed_link() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 || !std::path::Path::new("/dev/net/tun").exists() {
-        eprintln!("SKIPPED window_sweep_rises_with_the_window_on_a_delayed_link: needs root and /dev/net/tun (CI runs it)");
+        linkperf_testsupport::skip("needs root and /dev/net/tun (CI runs it)");
         return;
     }
     let name = format!("sw{}", std::process::id() % 100_000);

@@ -22,7 +22,10 @@ fn bin() -> &'static str {
 /// Takes the test lock, or None (with a message) when not root.
 fn start(test: &str) -> Option<std::sync::MutexGuard<'static, ()>> {
     if linkperf_testbed::require_root().is_err() {
-        eprintln!("SKIPPED {test}: testbed tests need root (namespaces, TAP devices); CI runs them as root");
+        linkperf_testsupport::skip_named(
+            test,
+            "testbed tests need root (namespaces, TAP devices); CI runs them as root",
+        );
         return None;
     }
     Some(ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner()))

@@ -226,7 +226,9 @@ fn postgres_backend_matches_sqlite() {
         .ok()
         .filter(|u| !u.is_empty())
     else {
-        eprintln!("skipped: set LINKPERF_TEST_PG=postgres://... to test the PostgreSQL backend");
+        linkperf_testsupport::skip(
+            "set LINKPERF_TEST_PG=postgres://... to test the PostgreSQL backend (scripts/test sets it)",
+        );
         return;
     };
     let schema = format!("lp_store_unit_{}", std::process::id());
