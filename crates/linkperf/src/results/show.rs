@@ -300,12 +300,26 @@ fn show_rr(store: &mut Store, run: &RunRow, doc: &Value) -> Result<(), Fail> {
         Some(r) => format!("{r} transactions/s"),
         None => "back to back".into(),
     };
+    let sizes: Vec<String> = t
+        .get("sizes")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|v| v.to_string())
+        .collect();
+    let what = if sizes.is_empty() {
+        format!(
+            "request {} B, response {} B",
+            num("request").unwrap_or(0),
+            num("response").unwrap_or(0)
+        )
+    } else {
+        format!("sizes {} B", sizes.join(","))
+    };
     say!(
-        "  {} {}, request {} B, response {} B, {} in flight, {pace}{}",
+        "  {} {}, {what}, {} in flight, {pace}{}",
         text("protocol").to_uppercase(),
         text("mode"),
-        num("request").unwrap_or(0),
-        num("response").unwrap_or(0),
         num("burst").unwrap_or(1),
         t.get("load")
             .and_then(Value::as_str)
