@@ -59,10 +59,10 @@ fn client_prints_the_id_of_the_run_it_stored() {
     let mut printed = json.clone();
     printed.as_object_mut().unwrap().remove("id");
     assert_eq!(stored.report, Some(printed), "run 2 is the printed run");
-    let unstored = client(server.port, &["-t", "0.2", "--db", &db, "--no-store", "-J"]).report();
+    let unstored = client(server.port, &["-t", "0.2", "--no-store", "-J"]).report();
     assert_valid(&unstored);
     assert_eq!(unstored["id"], Value::Null);
-    let quiet = client(server.port, &["-t", "0.2", "--db", &db, "--no-store"]);
+    let quiet = client(server.port, &["-t", "0.2", "--no-store"]);
     assert!(!ok(&quiet).contains("stored as"), "{}", quiet.stdout);
     assert_eq!(entries(&db).len(), 2);
     let _ = std::fs::remove_dir_all(&dir);

@@ -180,6 +180,7 @@ fn newer_schema_is_refused_with_one_line() {
     let dir = std::env::temp_dir().join(format!("linkperf-store-test-{}", std::process::id()));
     let path = dir.join("a.db");
     let _ = std::fs::remove_file(&path);
+    std::fs::create_dir_all(&dir).unwrap();
     {
         let mut s = Store::open_at(Location::Sqlite(path.clone())).unwrap();
         assert_eq!(s.schema_version().unwrap(), SCHEMA_VERSION);
