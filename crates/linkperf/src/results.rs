@@ -320,7 +320,8 @@ fn group_of(runs: &[&RunRow], params: Value) -> Group {
         sent: col(|r| r.metrics.sent_bps),
         cpu_local: col(|r| r.metrics.cpu_local_percent),
         cpu_remote: col(|r| r.metrics.cpu_remote_percent),
-        rtt_mean: col(|r| r.metrics.rtt_mean_ms),
+        // A test's RTT is its congestion window's, not a latency measurement.
+        rtt_mean: col(|r| r.rr.as_ref().and(r.metrics.rtt_mean_ms)),
         rtt_p50: col(|r| r.rr.as_ref()?.rtt_p50_ms),
         rtt_p99: col(|r| r.rr.as_ref()?.rtt_p99_ms),
     }
