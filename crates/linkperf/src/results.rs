@@ -385,6 +385,40 @@ fn mean(v: &[f64]) -> Option<f64> {
 /// Significance threshold of `compare`.
 const ALPHA: f64 = 0.05;
 
+/// One row per metric both sides of a pair have: means, difference and
+/// Welch's t-test.
+fn comparison_rows(pairs: &[(&Group, &Group)]) -> Vec<Value> {
+    let mut rows = Vec::new();
+    for (x, y) in pairs {
+        let metrics: [(&str, &Vec<f64>, &Vec<f64>); 7] = [
+            ("received_bits_per_second", &x.received, &y.received),
+            ("sent_bits_per_second", &x.sent, &y.sent),
+            ("cpu_local_percent", &x.cpu_local, &y.cpu_local),
+            ("cpu_remote_percent", &x.cpu_remote, &y.cpu_remote),
+            ("rtt_mean_ms", &x.rtt_mean, &y.rtt_mean),
+            ("rtt_p50_ms", &x.rtt_p50, &y.rtt_p50),
+            ("rtt_p99_ms", &x.rtt_p99, &y.rtt_p99),
+        ];
+        for (name, va, vb) in metrics {
+            let (Some(ma), Some(mb)) = (mean(va), mean(vb)) else {
+                continue;
+            };
+            let w = stats::welch(va, vb);
+            rows.push(json!({
+                "params": x.params,
+                "metric": name,
+                "a": {"n": va.len(), "mean": ma},
+                "b": {"n": vb.len(), "mean": mb},
+                "difference": mb - ma,
+                "difference_percent": (ma != 0.0).then(|| 100.0 * (mb - ma) / ma),
+                "welch": w,
+                "significant": w.as_ref().map(|w| w.p < ALPHA),
+            }));
+        }
+    }
+    rows
+}
+
 fn compare(store: &mut Store, a: i64, b: i64, json_out: bool) -> Result<(), Fail> {
     let ga = groups(store, a)?;
     let gb = groups(store, b)?;
@@ -416,34 +450,7 @@ fn compare(store: &mut Store, a: i64, b: i64, json_out: bool) -> Result<(), Fail
             )));
         }
     }
-    let mut rows = Vec::new();
-    for (x, y) in &pairs {
-        let metrics: [(&str, &Vec<f64>, &Vec<f64>); 7] = [
-            ("received_bits_per_second", &x.received, &y.received),
-            ("sent_bits_per_second", &x.sent, &y.sent),
-            ("cpu_local_percent", &x.cpu_local, &y.cpu_local),
-            ("cpu_remote_percent", &x.cpu_remote, &y.cpu_remote),
-            ("rtt_mean_ms", &x.rtt_mean, &y.rtt_mean),
-            ("rtt_p50_ms", &x.rtt_p50, &y.rtt_p50),
-            ("rtt_p99_ms", &x.rtt_p99, &y.rtt_p99),
-        ];
-        for (name, va, vb) in metrics {
-            let (Some(ma), Some(mb)) = (mean(va), mean(vb)) else {
-                continue;
-            };
-            let w = stats::welch(va, vb);
-            rows.push(json!({
-                "params": x.params,
-                "metric": name,
-                "a": {"n": va.len(), "mean": ma},
-                "b": {"n": vb.len(), "mean": mb},
-                "difference": mb - ma,
-                "difference_percent": (ma != 0.0).then(|| 100.0 * (mb - ma) / ma),
-                "welch": w,
-                "significant": w.as_ref().map(|w| w.p < ALPHA),
-            }));
-        }
-    }
+    let rows = comparison_rows(&pairs);
     if json_out {
         say!(
             "{}",

@@ -342,11 +342,19 @@ fn distribution_section(rep: &Value) -> Section {
             }
         ),
     );
-    // CDF and its tail.
+    cdf_figures(&mut sec, &b, log, &s);
+    sec
+}
+
+/// The CDF of every transaction (with the idle and loaded percentiles) and
+/// its tail, 1 - CDF on a log scale.
+fn cdf_figures(sec: &mut Section, b: &[(f64, u64)], log: bool, s: &Value) {
+    let total: u64 = b.iter().map(|x| x.1).sum();
+    let x_axis = || Axis::new("RTT", Quantity::Millis).log(log);
     let mut cdf = Series::new("all transactions", color(0));
     let mut tail = Series::new("all transactions", color(0));
     let mut seen = 0u64;
-    for (v, c) in &b {
+    for (v, c) in b {
         seen += c;
         cdf.points
             .push(Point::new(*v, 100.0 * seen as f64 / total as f64));
@@ -364,7 +372,7 @@ fn distribution_section(rep: &Value) -> Section {
             .at_least(100.0),
     );
     plot.series.push(cdf);
-    let phases = percentile_cdfs(&s);
+    let phases = percentile_cdfs(s);
     let markers = if phases.is_empty() {
         ""
     } else {
@@ -389,7 +397,6 @@ fn distribution_section(rep: &Value) -> Section {
             "1 − CDF on a log scale: 1 % is the p99, 0.1 % the p99.9.",
         );
     }
-    sec
 }
 
 /// Idle and loaded distributions as CDF points at their percentiles (the
