@@ -19,6 +19,7 @@ macro_rules! say_raw {
     }};
 }
 
+mod archive;
 mod campaign;
 mod cli;
 mod client;
@@ -135,6 +136,13 @@ fn run_client(args: ClientArgs) -> ExitCode {
         eprintln!("linkperf: {e}");
         return ExitCode::from(2);
     }
+    if !args.no_store && args.from.is_none() {
+        // A result that could not be stored where --db says: refused before the test.
+        if let Err(e) = linkperf_store::check_writable(args.db.as_deref()) {
+            eprintln!("linkperf: {e}");
+            return ExitCode::from(2);
+        }
+    }
     signals::install();
     if let Some(from) = &args.from {
         return third_party(from, &options, &args);
@@ -179,15 +187,10 @@ fn run_client(args: ClientArgs) -> ExitCode {
         Ok(report) => {
             // Stored before printing, so a slow archive cannot cut the output
             // short on Ctrl-C; a failure to store is only a warning.
-            if !args.no_store {
-                let doc = serde_json::to_value(&report).expect("report serialises");
-                let run = linkperf_store::NewRun::from_test_report(doc);
-                if let Err(e) = linkperf_store::Store::open(args.db.as_deref())
-                    .and_then(|mut s| s.insert_run(&run))
-                {
-                    eprintln!("linkperf: warning: the result was not stored: {e}");
-                }
-            }
+            let stored = (!args.no_store)
+                .then(|| archive::store_test(&report, args.db.as_deref()))
+                .flatten();
+            let printed = archive::WithId::new(&report, &stored);
             if iperf3_json {
                 say!(
                     "{}",
@@ -197,10 +200,10 @@ fn run_client(args: ClientArgs) -> ExitCode {
             } else if args.json {
                 say!(
                     "{}",
-                    serde_json::to_string_pretty(&report).expect("report serialises")
+                    serde_json::to_string_pretty(&printed).expect("report serialises")
                 );
             } else if json_stream {
-                let line = serde_json::json!({"schema": report::SCHEMA, "event": "summary", "data": &report});
+                let line = serde_json::json!({"schema": report::SCHEMA, "event": "summary", "data": &printed});
                 say!("{line}");
             } else {
                 if report.intervals.is_empty() {
@@ -210,6 +213,9 @@ fn run_client(args: ClientArgs) -> ExitCode {
                     );
                 }
                 say_raw!("{}", text::summary(&report));
+                if let Some((id, place)) = &stored {
+                    say!("stored as run {id} in {place}");
+                }
             }
             if report.errors.is_empty() {
                 ExitCode::SUCCESS

@@ -114,6 +114,8 @@ fn bad_input_fails_with_one_line() {
     let dir = scratch("bad");
     let db = s(&dir.join("empty.db"));
     let out = s(&dir.join("x.html"));
+    // An archive that exists but holds nothing (a missing one is refused too).
+    drop(linkperf_store::Store::open(Some(&db)).unwrap());
 
     let line = linkperf(&["report", "424242", "-o", &out, "--db", &db])
         .assert_one_line_failure(2)

@@ -309,10 +309,18 @@ fn client_runs_are_stored_unless_told_not_to() {
     assert_eq!(r.code(), Some(2), "--db and --no-store conflict");
     assert!(!other.exists());
 
-    // An archive that cannot be opened costs a warning, not the result.
+    // An archive in a directory that does not exist is refused before the test.
     let r = client(
         server.port,
         &["-t", "0.3", "-J", "--db", "/proc/linkperf/no/archive.db"],
+    );
+    assert!(r.assert_one_line_failure(2).contains("/proc/linkperf/no"));
+    // An archive that cannot be opened costs a warning, not the result.
+    let junk = dir.join("junk.db");
+    std::fs::write(&junk, vec![b'x'; 4096]).unwrap();
+    let r = client(
+        server.port,
+        &["-t", "0.3", "-J", "--db", junk.to_str().unwrap()],
     );
     let v = r.report();
     assert!(f64_at(&v, "/summary/received/bits_per_second") > 0.0);
@@ -744,12 +752,12 @@ fn bad_input_fails_with_one_line() {
         (&["results", "--db", &db, "show", "12345"], 2, "12345"),
         (
             &["results", "--db", "/proc/linkperf/x/archive.db", "list"],
-            1,
+            2,
             "/proc/linkperf/x",
         ),
         (
             &["results", "--db", "mysql://x/y", "list"],
-            1,
+            2,
             "postgres://",
         ),
         (
@@ -771,7 +779,7 @@ fn bad_input_fails_with_one_line() {
                 "--vary",
                 "P=1",
             ],
-            1,
+            2,
             "/proc/linkperf/x",
         ),
     ];

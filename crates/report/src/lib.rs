@@ -10,6 +10,8 @@
 //!   jitter, TCP RTT and congestion window;
 //! - `campaign`: aggregate time series with session means, per-host sent vs
 //!   received bars;
+//! - a `run` of kind `rr` (`linkperf rr`): RTT distribution, CDF and tail,
+//!   RTT against message size with its fit, idle against loaded;
 //!
 //! and always host facts, the test configuration and a table of all runs.
 //!
@@ -34,6 +36,7 @@ mod format;
 mod html;
 mod pages;
 mod plots;
+mod rr;
 mod scale;
 mod svg;
 

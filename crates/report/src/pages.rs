@@ -16,6 +16,7 @@ const DETAILED_RUNS: usize = 10;
 pub fn render(ex: &Export) -> String {
     let (title, subtitle, sections) = match ex.kind {
         Kind::Sweep => sweep_page(ex),
+        Kind::Run if crate::rr::is_rr(ex) => crate::rr::page(ex),
         Kind::Run => run_page(ex),
         Kind::Campaign => campaign_page(ex),
     };
