@@ -3,6 +3,8 @@
 //! (crates/report/tests/chromium.rs opens rendered pages in a browser.)
 
 mod common;
+#[path = "../../report/tests/common/svg.rs"]
+mod report_svg;
 
 use common::*;
 use serde_json::Value;
@@ -74,8 +76,12 @@ fn report_of_a_stored_sweep_and_of_one_run() {
     let runs = export["runs"].as_array().expect("runs");
     assert_eq!(runs.len(), 6);
     for r in runs {
-        let cell = format!("<td class=\"n\">{}</td>", r["id"]);
-        assert!(html.contains(&cell), "runs table lacks run {}", r["id"]);
+        let row = report_svg::row_text(&html, &format!("run-{}", r["id"]));
+        assert!(
+            row.is_some_and(|t| t.starts_with(&format!("{} |", r["id"]))),
+            "runs table lacks run {}",
+            r["id"]
+        );
     }
     // The received curve has one vertex per point.
     let first_line = html.split("<polyline").nth(1).expect("a polyline");

@@ -190,3 +190,5 @@ pub fn polylines(html: &str) -> Vec<Vec<(f64, f64)>> {
     }
     out
 }
+
+pub mod svg;
