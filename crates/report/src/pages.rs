@@ -64,7 +64,7 @@ fn banners(ex: &Export) -> Vec<String> {
                     .map(|r| format!(" of the {} planned", r as usize * ex.points.len()))
                     .unwrap_or_default();
                 out.push(format!(
-                    "Partial sweep: it stopped before it finished (interrupted, or a run failed). {measured} of its {} points have runs; {} runs are stored{planned}. Finish it with linkperf sweep --resume {}.",
+                    "Partial sweep: it stopped before it finished (interrupted, or a run failed). {measured} of its {} points have runs; {} runs are stored{planned}. Finish it with linkperf sweep --resume {} (and the --db it is stored in).",
                     ex.points.len(),
                     ex.runs.len(),
                     ex.id
@@ -814,7 +814,7 @@ fn runs_cell(p: &PointData, runs: &[&RunData], n: Option<u64>, stopped: usize) -
     }
     let mut c = Cell::num(text).flag(stopped > 0);
     if runs.is_empty() && p.runs.is_empty() {
-        return c.title("not measured");
+        return Cell::num("0, not measured");
     }
     let ids: Vec<i64> = if runs.is_empty() {
         p.runs.clone()
@@ -1150,9 +1150,9 @@ fn runs_section(ex: &Export) -> Section {
     }
     let n = ex.runs.len();
     if ex.kind != Kind::Run {
-        sec.push(&format!(
+        sec.push(
             "<p class=\"note\">Each run's own page, with its time series: <code>linkperf report RUN_ID -o run.html</code> (with the same <code>--db</code> as this report); hover a run's id for its command.</p>"
-        ));
+        );
     }
     sec.details(
         &format!("{n} run{}", if n == 1 { "" } else { "s" }),
@@ -1728,8 +1728,8 @@ fn throughput_series(intervals: &[&Value], d: &Direction, udp: bool, suffix: &st
         None
     };
     // Under the received line, wide and pale: where all that was sent
-    // arrived, the received line runs inside it.
-    let mut sent = Series::new(if multi { "sum as sent" } else { "sent" }, color(1));
+    // arrived, the received line runs inside it. Not a stream's colour.
+    let mut sent = Series::new(if multi { "sum as sent" } else { "sent" }, color(4));
     sent.band = true;
     for iv in intervals {
         let Some(end) = f(iv, "/end") else { continue };

@@ -277,6 +277,11 @@ fn display_unit(q: Quantity, max: f64) -> Unit {
             factor: 1.0,
             name: "%",
         },
+        // Loopback RTTs and jitter are µs: "0.047 ms" ticks read badly.
+        Quantity::Millis if max < 1.0 && max > 0.0 => Unit {
+            factor: 0.001,
+            name: "µs",
+        },
         Quantity::Millis => Unit {
             factor: 1.0,
             name: "ms",
@@ -914,6 +919,7 @@ impl LinePlot {
 fn line_runs(points: &[Point]) -> Vec<Vec<(f64, f64)>> {
     let mut runs: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
     let mut last_end: Option<f64> = None;
+    let mut last_len = 0.0f64;
     for p in points {
         let cur = runs.last_mut().expect("one run at least");
         if !(p.x.is_finite() && p.y.is_finite()) {
@@ -925,9 +931,11 @@ fn line_runs(points: &[Point]) -> Vec<Vec<(f64, f64)>> {
         }
         match p.x0.filter(|a| a.is_finite()) {
             Some(a) => {
-                // Clocks of the two ends leave µs between one interval's end
-                // and the next one's start: within 1% of an interval is joined.
-                let joined = last_end.is_some_and(|e| (e - a).abs() <= 0.01 * (p.x - a).abs());
+                // The two ends' clocks leave up to a few ms between one
+                // interval's end and the next one's start: within 1% of the
+                // longer of the two intervals (a short last one too) is joined.
+                let len = (p.x - a).abs();
+                let joined = last_end.is_some_and(|e| (e - a).abs() <= 0.01 * len.max(last_len));
                 if !cur.is_empty() && !joined {
                     runs.push(Vec::new());
                 }
@@ -937,6 +945,7 @@ fn line_runs(points: &[Point]) -> Vec<Vec<(f64, f64)>> {
             }
             None => cur.push((p.x, p.y)),
         }
+        last_len = p.x0.map(|a| (p.x - a).abs()).unwrap_or(0.0);
         last_end = Some(p.x);
     }
     runs.retain(|r| !r.is_empty());
@@ -1248,6 +1257,33 @@ mod tests {
         ];
         p.series.push(s);
         assert_eq!(count(&p.render(), "<polyline"), 2);
+    }
+
+    #[test]
+    fn intervals_are_steps_joined_across_clock_slop_and_broken_at_gaps() {
+        let over = |a: f64, b: f64, y: f64| Point::over(a, b, y);
+        // Ends and starts differ by µs (two clocks), a short last interval
+        // overlaps its predecessor by 0.3 ms: one line, a step per interval.
+        let pts = [
+            over(0.0, 0.100153, 1.0),
+            over(0.100088, 0.200082, 2.0),
+            over(0.200082, 0.300412, 3.0),
+            over(0.300099, 0.310315, 0.5),
+        ];
+        let runs = line_runs(&pts);
+        assert_eq!(runs.len(), 1, "{runs:?}");
+        assert_eq!(runs[0].len(), 8);
+        assert_eq!(runs[0][0], (0.0, 1.0), "from the first interval's start");
+        assert_eq!(runs[0][7], (0.310315, 0.5));
+        // A missing second breaks the line, as a NaN does.
+        let runs = line_runs(&[over(0.0, 1.0, 1.0), over(2.0, 3.0, 1.0)]);
+        assert_eq!(runs.len(), 2);
+        let runs = line_runs(&[
+            over(0.0, 1.0, 1.0),
+            over(1.0, 2.0, f64::NAN),
+            over(2.0, 3.0, 1.0),
+        ]);
+        assert_eq!(runs.len(), 2);
     }
 
     #[test]

@@ -132,7 +132,9 @@ pub fn numeric_axes(svg: &str) -> Vec<Ticks> {
         .filter(|l| l.size == 12.0 && !l.rotated)
         .collect();
     let mut out = Vec::new();
-    let mut groups: Vec<(bool, f64, String, Vec<(f64, f64)>)> = Vec::new();
+    // (vertical, the shared x or y, anchor, ticks)
+    type Group = (bool, f64, String, Vec<(f64, f64)>);
+    let mut groups: Vec<Group> = Vec::new();
     for l in &ls {
         let Ok(v) = l.text.trim().parse::<f64>() else {
             continue;
