@@ -292,7 +292,7 @@ fn report_marks_an_interrupted_run_and_a_partial_sweep() {
         "{text}: not in {least:.2}..{most:.2} s"
     );
     assert!(text.contains(" of 10 s)"), "{text}");
-    let row = report_svg::row_text(&html, &format!("run-{id}")).expect("run row");
+    let row = report_svg::row_text(&html, &format!("row-run-{id}")).expect("run row");
     assert!(row.contains("interrupted (stopped after"), "{row}");
 
     // A sweep of 2 x 3 runs of 0.5 s stopped once its first run is stored.

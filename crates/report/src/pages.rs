@@ -1142,11 +1142,12 @@ fn runs_section(ex: &Export) -> Section {
     let mut t = Table::new(headers);
     for r in &ex.runs {
         let class = interrupted(r.report).then_some("interrupted");
-        t.row_at(
-            run_anchor(r.id).trim_start_matches('#'),
-            class,
-            run_row(ex, r, &sweep_params),
-        );
+        // A run page's sections already carry "run-ID".
+        let id = match ex.kind {
+            Kind::Run => format!("row-run-{}", r.id),
+            _ => run_anchor(r.id).trim_start_matches('#').to_string(),
+        };
+        t.row_at(id, class, run_row(ex, r, &sweep_params));
     }
     let n = ex.runs.len();
     if ex.kind != Kind::Run {

@@ -114,7 +114,9 @@ fn reports_render_in_headless_chromium() {
         if std::env::var_os("CI").is_some() {
             panic!("chromium is not installed: apt-get install -y chromium");
         }
-        eprintln!("SKIPPED: chromium not found (Debian: apt-get install -y chromium)");
+        eprintln!(
+            "SKIPPED: reports_render_in_headless_chromium: chromium not found (Debian: apt-get install -y chromium)"
+        );
         return;
     };
     let out = match std::env::var_os("LINKPERF_REPORT_OUT") {

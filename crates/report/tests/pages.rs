@@ -17,6 +17,16 @@ fn page(export: &Value) -> String {
     for bad in ["NaN", "\"inf", ">inf", "-inf", "e+"] {
         assert!(!html.contains(bad), "broken number {bad:?}");
     }
+    // Every id once: a link leads to one place.
+    let mut ids: Vec<&str> = html
+        .split(" id=\"")
+        .skip(1)
+        .map(|c| &c[..c.find('"').unwrap()])
+        .collect();
+    ids.sort();
+    let n = ids.len();
+    ids.dedup();
+    assert_eq!(ids.len(), n, "duplicate ids");
     html
 }
 
@@ -519,7 +529,7 @@ fn an_interrupted_run_is_marked_above_everything() {
     );
     assert!(html.contains("Interrupted: run 41 was stopped early (stopped after 3 s of "));
     // In the table of runs too.
-    let row = svg::row_text(&html, "run-41").expect("row of run 41");
+    let row = svg::row_text(&html, "row-run-41").expect("row of run 41");
     assert!(row.contains("interrupted (stopped after 3 s"), "{row}");
 }
 
