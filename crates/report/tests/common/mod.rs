@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod browser;
+pub mod svg;
 
 use serde_json::{json, Value};
 
