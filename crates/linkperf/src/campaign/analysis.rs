@@ -436,6 +436,9 @@ pub fn phase_flags(p: &PhaseResult, shortfall_percent: f64) -> Vec<Flag> {
     flags
 }
 
+/// One direction's aggregate of a phase run, when it has that direction.
+type PhaseRate = fn(&PhaseResult) -> Option<f64>;
+
 fn median(mut values: Vec<f64>) -> Option<f64> {
     values.sort_by(f64::total_cmp);
     let n = values.len();
@@ -457,14 +460,14 @@ pub fn session_outliers(phases: &[PhaseResult], outlier_percent: f64) -> Vec<Fla
         .collect();
     groups.sort();
     groups.dedup();
-    let forward = |p: &PhaseResult| Some(p.aggregate.received_bits_per_second);
-    let reverse = |p: &PhaseResult| {
-        p.aggregate_reverse
-            .as_ref()
-            .map(|a| a.received_bits_per_second)
-    };
-    let directions: [(&str, &dyn Fn(&PhaseResult) -> Option<f64>); 2] =
-        [("aggregate", &forward), ("reverse aggregate", &reverse)];
+    let directions: [(&str, PhaseRate); 2] = [
+        ("aggregate", |p| Some(p.aggregate.received_bits_per_second)),
+        ("reverse aggregate", |p| {
+            p.aggregate_reverse
+                .as_ref()
+                .map(|a| a.received_bits_per_second)
+        }),
+    ];
     for (name, params) in groups {
         let runs: Vec<&PhaseResult> = phases
             .iter()
@@ -527,7 +530,7 @@ mod tests {
 
     #[test]
     fn aggregates_hosts_spread_and_flags() {
-        let outcomes = vec![
+        let outcomes = [
             outcome("a1", "b1", 100.0, 100.0, 1_000_000),
             outcome("a2", "b2", 100.0, 80.0, 1_400_000),
         ];
@@ -612,7 +615,7 @@ mod tests {
 
     #[test]
     fn a_bidir_flow_reports_each_direction_apart() {
-        let outcomes = vec![bidir_outcome()];
+        let outcomes = [bidir_outcome()];
         let flows: Vec<FlowResult> = outcomes.iter().map(flow_result).collect();
         let f = &flows[0];
         assert_eq!(
