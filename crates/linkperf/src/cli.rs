@@ -10,8 +10,8 @@ Units: rates are bits/s, k M G T = x1000 in any case (100M = 100Mbit = 100mbit/s
 sizes are bytes, K M G T = x1024 in any case (64K = 64k = 64KB = 64KiB = 65536).
 Bytes per second (100MB/s) are refused for rates: write 800M. Table: README.md, Units.
 
-Ctrl-C ends client, rr, sweep and campaign run early: the partial result is printed
-(and stored), then linkperf exits 130; a second Ctrl-C exits at once.
+Ctrl-C ends client, rr, sweep, campaign run and demo early: the partial result is
+printed, then linkperf exits 130; a second Ctrl-C exits at once.
 Exit codes: 0 done, 1 the test failed, 2 usage error, 130 interrupted (143 on SIGTERM).";
 
 #[derive(Parser, Debug)]

@@ -129,3 +129,21 @@ fn campaign_run_prints_the_partial_result_then_exits_130() {
         "received {bytes} bytes, at most {most} in {lived:.2} s"
     );
 }
+
+#[test]
+fn demo_stops_at_the_interrupted_test_and_exits_130() {
+    // The demo's first test is 3 s of TCP: interrupt it in the middle.
+    let (run, _) = interrupt(spawn(&["demo"]), Duration::from_millis(1500));
+    assert_exit_130(&run);
+    assert_eq!(
+        run.stdout.matches("interrupted: partial result").count(),
+        1,
+        "{}",
+        run.stdout
+    );
+    assert!(
+        !run.stdout.contains("== UDP"),
+        "no further test after Ctrl-C:\n{}",
+        run.stdout
+    );
+}
