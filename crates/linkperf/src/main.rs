@@ -48,23 +48,32 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind;
-            if matches!(
-                e.kind(),
-                ErrorKind::DisplayHelp
-                    | ErrorKind::DisplayVersion
-                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
-            ) {
-                let _ = e.print();
-                return ExitCode::SUCCESS;
+            match e.kind() {
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+                    let _ = e.print();
+                    return ExitCode::SUCCESS;
+                }
+                // `linkperf` (or `linkperf results`) alone: the help, on
+                // stderr, and the usage error's exit code.
+                ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+                    let _ = e.print();
+                    return ExitCode::from(2);
+                }
+                _ => {
+                    eprintln!("linkperf: {}", cli::one_line(&e));
+                    return ExitCode::from(2);
+                }
             }
-            // One line: clap's first line without its "error: " prefix.
-            let text = e.to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments");
-            eprintln!("linkperf: {}", first.trim_start_matches("error: "));
-            return ExitCode::from(2);
         }
     };
-    match cli.command {
+    let code = dispatch(cli.command);
+    // One convention for every command: interrupted means 128 + the signal,
+    // after the command has printed (and stored) its partial result.
+    signals::exit_code().unwrap_or(code)
+}
+
+fn dispatch(command: Command) -> ExitCode {
+    match command {
         Command::Server(args) => run_server(args),
         Command::Client(args) => run_client(args),
         Command::Demo => demo::run(),

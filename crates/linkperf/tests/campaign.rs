@@ -595,6 +595,7 @@ fn ctrl_c_stops_every_flow_within_a_second_and_keeps_the_partial_result() {
         took < Duration::from_secs(4),
         "the campaign took {took:?} to stop"
     );
+    assert_eq!(out.status.code(), Some(130), "Ctrl-C exits 130");
     let v: Value = serde_json::from_slice(&out.stdout).expect("partial result printed as JSON");
     assert_eq!(v["interrupted"], true);
     assert_eq!(

@@ -332,15 +332,8 @@ impl RrArgs {
         let port = self.port.to_string();
         let mut argv = vec!["linkperf", "client", self.host.as_str(), "-p", &port];
         argv.extend(load.split_whitespace());
-        let cli = Cli::try_parse_from(&argv).map_err(|e| {
-            let text = e.to_string();
-            let first = text
-                .lines()
-                .next()
-                .unwrap_or("invalid arguments")
-                .to_string();
-            format!("--load: {}", first.trim_start_matches("error: "))
-        })?;
+        let cli = Cli::try_parse_from(&argv)
+            .map_err(|e| format!("--load: {}", crate::cli::one_line(&e)))?;
         let Command::Client(args) = cli.command else {
             return Err("--load takes options of `linkperf client`".into());
         };
