@@ -1008,7 +1008,7 @@ fn postgres_going_away_stops_the_sweep_and_resume_finishes_it() {
     assert!(wait_runs(&pg.url, id, 2, Duration::from_secs(30)) >= 2);
     relay.cut.store(true, Ordering::SeqCst);
     let run = wait_child(child, Duration::from_secs(60));
-    let line = run.assert_one_line_failure(1).to_string();
+    let line = run.assert_failure_after_progress(1).to_string();
     assert!(
         line.contains("archive") && line.contains(&format!("--resume {id}")),
         "{line}"
