@@ -32,6 +32,22 @@ pub struct ClientOptions {
     pub clocks_synchronised: bool,
 }
 
+impl ClientOptions {
+    /// The resolved input of one test run: the spec's server and its
+    /// configuration with every default filled in.
+    pub fn from_spec(spec: &crate::spec::TestSpec) -> ClientOptions {
+        ClientOptions {
+            host: spec.host.clone(),
+            port: spec.port,
+            bind: spec.bind,
+            cport: spec.cport,
+            family: spec.family,
+            config: spec.config(),
+            clocks_synchronised: spec.clock_sync,
+        }
+    }
+}
+
 /// A failed run: one line for the user and the exit code (2 usage, 1 run).
 #[derive(Debug, Clone)]
 pub struct ClientError {
@@ -252,7 +268,7 @@ fn drive(
     control
         .send(&ClientMessage::Hello {
             version: PROTOCOL_VERSION,
-            software: crate::SOFTWARE.into(),
+            software: crate::report::SOFTWARE.into(),
         })
         .map_err(fail)?;
     let remote_facts: HostFacts = match wait_message(events, Duration::from_secs(10), "greeting")? {
@@ -492,7 +508,7 @@ fn drive(
         .collect();
     Ok(Report {
         schema: report::SCHEMA,
-        software: crate::SOFTWARE.into(),
+        software: crate::report::SOFTWARE.into(),
         test: TestInfo {
             server: options.host.clone(),
             port: server.port(),
@@ -500,7 +516,7 @@ fn drive(
         },
         start: StartInfo {
             timestamp_unix_ms: started_ms,
-            local: facts::collect(crate::SOFTWARE),
+            local: facts::collect(crate::report::SOFTWARE),
             remote: remote_facts,
             clock: clock.into(),
             streams,
@@ -529,7 +545,7 @@ pub fn greet(host: &str, port: u16) -> Result<(), ClientError> {
     control
         .send(&ClientMessage::Hello {
             version: PROTOCOL_VERSION,
-            software: crate::SOFTWARE.into(),
+            software: crate::report::SOFTWARE.into(),
         })
         .map_err(fail)?;
     let result = wait_message(&events, Duration::from_secs(5), "greeting").map(|_| ());
@@ -578,7 +594,7 @@ fn relay_loop(
     control
         .send(&ClientMessage::Hello {
             version: PROTOCOL_VERSION,
-            software: crate::SOFTWARE.into(),
+            software: crate::report::SOFTWARE.into(),
         })
         .map_err(fail)?;
     wait_message(events, Duration::from_secs(10), "greeting")?;

@@ -12,6 +12,9 @@ use serde::Serialize;
 
 pub const SCHEMA: &str = "linkperf/1";
 
+/// The software string both ends report ("linkperf 0.1.0").
+pub const SOFTWARE: &str = concat!("linkperf ", env!("CARGO_PKG_VERSION"));
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     pub schema: &'static str,

@@ -267,7 +267,7 @@ fn handle_connection(
             }
             false
         }
-        Some(Preamble::Rr) => crate::rr::server::handle(stream, options),
+        Some(Preamble::Rr) => crate::rr::server::handle(stream, options.verbose),
         None => crate::iperf3::server::serve(
             stream,
             preamble,
@@ -435,8 +435,8 @@ impl ControlSession {
         }
         self.control.send(&ServerMessage::Welcome {
             version: PROTOCOL_VERSION,
-            software: crate::SOFTWARE.into(),
-            facts: facts::collect(crate::SOFTWARE),
+            software: crate::report::SOFTWARE.into(),
+            facts: facts::collect(crate::report::SOFTWARE),
         })?;
         match self.next_message(SETUP_TIMEOUT)? {
             ClientMessage::Setup { config } => self.run_test(config, local, options),

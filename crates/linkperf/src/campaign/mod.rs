@@ -1,54 +1,22 @@
-//! `linkperf campaign run FILE`: many hosts, many flows, one synchronised
-//! experiment. The controller asks each flow's `from` agent (a `linkperf
-//! server --allow-third-party`) to run the flow towards its `to` agent at an
-//! agreed instant, over connections the controller opens: agents never need
-//! to reach the controller.
+//! Campaigns: many hosts, many flows, one synchronised experiment. The
+//! controller asks each flow's `from` agent (a `linkperf server
+//! --allow-third-party`) to run the flow towards its `to` agent at an agreed
+//! instant, over connections the controller opens: agents never need to
+//! reach the controller. This module plans and runs a campaign and analyses
+//! what the agents relayed; it prints nothing (progress goes to an
+//! [`Observer`]) and knows no command line.
 
-mod analysis;
+pub mod analysis;
 mod controller;
 mod file;
-mod plan;
-mod progress;
+pub mod plan;
 mod ssh;
-mod text;
+pub mod text;
 
 use analysis::{Flag, PhaseResult};
-use clap::{Args, Subcommand};
 use serde::Serialize;
-use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-
-#[derive(Subcommand, Debug)]
-pub enum CampaignCommand {
-    /// Run a campaign file.
-    Run(RunArgs),
-    /// Check a campaign file and list the flows it expands to, without running it.
-    Check(CheckArgs),
-}
-
-#[derive(Args, Debug)]
-pub struct RunArgs {
-    /// Campaign file (TOML); see docs/campaign.md.
-    pub file: String,
-    /// One JSON document at the end.
-    #[arg(short = 'J', long)]
-    pub json: bool,
-    /// Run even when some agents are unreachable; their flows are marked missing.
-    #[arg(long)]
-    pub keep_going: bool,
-    /// Results archive: a SQLite file or a postgres:// URL (default: the user's archive).
-    #[arg(long)]
-    pub db: Option<String>,
-    /// Do not store the result in the archive.
-    #[arg(long)]
-    pub no_store: bool,
-}
-
-#[derive(Args, Debug)]
-pub struct CheckArgs {
-    pub file: String,
-}
 
 /// Mean aggregate of one phase over the sessions.
 #[derive(Debug, Serialize, Default)]
@@ -81,80 +49,18 @@ pub struct CampaignResult {
     pub interrupted: bool,
 }
 
-pub fn run(cmd: CampaignCommand) -> ExitCode {
-    match cmd {
-        CampaignCommand::Run(args) => run_file(&args),
-        CampaignCommand::Check(args) => match load(&args.file) {
-            Ok(c) => {
-                for p in &c.phases {
-                    say!(
-                        "phase {} ({} s): {} flow(s)",
-                        p.name,
-                        p.duration_s,
-                        p.flows.len()
-                    );
-                    for f in &p.flows {
-                        say!("  {} -> {}: {}", f.from, f.to, flow_words(&f.config, &f.to));
-                    }
-                }
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("linkperf: {e}");
-                ExitCode::from(2)
-            }
-        },
-    }
+/// What a running campaign tells its caller.
+pub trait Observer {
+    /// Something the user should know that does not stop the campaign.
+    fn warning(&mut self, message: &str);
+    /// Run (phase, session, point) number k starts; `what` describes it.
+    fn run_started(&mut self, what: &str);
+    /// One flow's interval arrived; `line` once every running flow's has.
+    fn interval(&mut self, phase: &str, session: u32, line: Option<&LiveLine>, flows: usize);
 }
 
-/// A flow's options as users spell them: "UDP client->server, 1 stream,
-/// 950 Mbit/s per stream".
-fn flow_words(c: &linkperf_proto::TestConfig, to: &str) -> String {
-    use linkperf_proto::{Direction, Protocol};
-    let mut s = format!(
-        "{} {}, {} stream{}",
-        if c.protocol == Protocol::Udp {
-            "UDP"
-        } else {
-            "TCP"
-        },
-        match c.direction {
-            Direction::Forward => "client->server".to_string(),
-            Direction::Reverse => format!("server->client (reverse: {to} sends)"),
-            Direction::Bidir => "both ways (bidir)".to_string(),
-        },
-        c.parallel,
-        if c.parallel == 1 { "" } else { "s" }
-    );
-    if let Some(b) = c.bitrate.filter(|b| *b > 0) {
-        s.push_str(&format!(
-            ", {} per stream",
-            linkperf_units::format_rate(b as f64)
-        ));
-    }
-    match (c.sndbuf, c.rcvbuf) {
-        (Some(a), Some(b)) if a == b => s.push_str(&format!(
-            ", window {}",
-            linkperf_units::format_bytes(a as f64)
-        )),
-        (a, b) => {
-            for (name, v) in [("sndbuf", a), ("rcvbuf", b)] {
-                if let Some(v) = v {
-                    s.push_str(&format!(
-                        ", {name} {}",
-                        linkperf_units::format_bytes(v as f64)
-                    ));
-                }
-            }
-        }
-    }
-    if let Some(cc) = &c.congestion {
-        s.push_str(&format!(", congestion {cc}"));
-    }
-    s
-}
-
-fn load(path: &str) -> Result<plan::Campaign, String> {
+/// Reads and checks a campaign file; errors name the file, line and key.
+pub fn load(path: &str) -> Result<plan::Campaign, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read campaign file {path}: {e}"))?;
     let parsed = file::parse(path, &text)?;
@@ -165,50 +71,35 @@ fn load(path: &str) -> Result<plan::Campaign, String> {
     plan::build(path, &text, parsed, &stem)
 }
 
-fn run_file(args: &RunArgs) -> ExitCode {
-    let mut campaign = match load(&args.file) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("linkperf: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    crate::signals::install();
-    let cancel = Arc::new(AtomicBool::new(false));
-    {
-        let cancel = cancel.clone();
-        std::thread::spawn(move || loop {
-            if crate::signals::INTERRUPTED.load(Ordering::Relaxed) {
-                cancel.store(true, Ordering::Relaxed);
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        });
-    }
+/// Runs a loaded campaign: agents over SSH started, every agent probed, then
+/// every round until done or `cancel`. Unreachable agents stop it before
+/// anything runs unless `keep_going` (their flows are then marked missing).
+pub fn run(
+    campaign: &mut plan::Campaign,
+    keep_going: bool,
+    cancel: &Arc<AtomicBool>,
+    observer: &mut dyn Observer,
+) -> Result<CampaignResult, String> {
     // Agents over SSH first: they must be up before anyone probes them.
-    let ssh_agents = match ssh::start_all(&mut campaign.agents) {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("linkperf: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    let unreachable = probe_all(&campaign);
+    let ssh_agents = ssh::start_all(&mut campaign.agents)?;
+    let unreachable = probe_all(campaign);
     if !unreachable.is_empty() {
         let list = unreachable
             .iter()
             .map(|(n, why)| format!("{n} ({why})"))
             .collect::<Vec<_>>()
             .join("; ");
-        if !args.keep_going {
-            eprintln!("linkperf: unreachable agent(s), nothing was run: {list}; start `linkperf server --allow-third-party` there, or use --keep-going");
-            return ExitCode::from(1);
+        if !keep_going {
+            ssh::stop_all(ssh_agents);
+            return Err(format!("unreachable agent(s), nothing was run: {list}; start `linkperf server --allow-third-party` there, or use --keep-going"));
         }
-        eprintln!("linkperf: unreachable agent(s), their flows are marked missing: {list}");
+        observer.warning(&format!(
+            "unreachable agent(s), their flows are marked missing: {list}"
+        ));
     }
     let unreachable: Vec<String> = unreachable.into_iter().map(|(n, _)| n).collect();
     let started = controller::unix_ms();
-    let phases = run_rounds(&campaign, &unreachable, &cancel, args.json);
+    let phases = run_rounds(campaign, &unreachable, cancel, observer);
     ssh::stop_all(ssh_agents);
     let mut flags: Vec<Flag> = phases
         .iter()
@@ -219,7 +110,7 @@ fn run_file(args: &RunArgs) -> ExitCode {
         campaign.outlier_percent,
     ));
     let phase_means = phase_means(&phases);
-    let mut result = CampaignResult {
+    Ok(CampaignResult {
         schema: crate::report::SCHEMA,
         id: None,
         name: campaign.name.clone(),
@@ -230,38 +121,22 @@ fn run_file(args: &RunArgs) -> ExitCode {
         phase_means,
         flags,
         interrupted: cancel.load(Ordering::Relaxed),
-    };
-    if !args.no_store {
-        // Stored before printing so the printed document carries its archive id;
-        // a store failure costs the archive copy, never the printed result.
-        match store(&result, args.db.as_deref()) {
-            Ok(id) => result.id = Some(id),
-            Err(e) => eprintln!("linkperf: warning: the campaign was not stored: {e}"),
-        }
-    }
-    if args.json {
-        say!(
-            "{}",
-            serde_json::to_string_pretty(&result).expect("campaign result serialises")
-        );
-    } else {
-        say_raw!("{}", text::summary(&result));
-    }
-    let failed = result
-        .phases
-        .iter()
-        .flat_map(|p| &p.flows)
-        .any(|f| f.status != "ok");
-    if failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
+    })
+}
+
+impl CampaignResult {
+    /// Whether every flow of every phase ran as planned.
+    pub fn all_ok(&self) -> bool {
+        self.phases
+            .iter()
+            .flat_map(|p| &p.flows)
+            .all(|f| f.status == "ok")
     }
 }
 
 /// Planned seconds of each run, in the order they run: the start delay, the
 /// phase, and the pause after it (none after the last).
-fn planned_runs(campaign: &plan::Campaign) -> Vec<f64> {
+pub fn planned_runs(campaign: &plan::Campaign) -> Vec<f64> {
     let per_point: Vec<f64> = (0..campaign.sessions)
         .flat_map(|_| campaign.phases.iter().map(|p| p.duration_s))
         .collect();
@@ -282,12 +157,11 @@ fn run_rounds(
     campaign: &plan::Campaign,
     unreachable: &[String],
     cancel: &Arc<AtomicBool>,
-    json: bool,
+    observer: &mut dyn Observer,
 ) -> Vec<PhaseResult> {
     let mut phases = Vec::new();
     let varied = campaign.points.iter().any(|p| !p.is_empty());
-    let mut progress = progress::Progress::new(planned_runs(campaign), json);
-    let rounds = progress.total();
+    let rounds = planned_runs(campaign).len();
     'points: for point in &campaign.points {
         // Checked when the file was loaded, so this cannot fail here.
         let phases_here = campaign
@@ -298,7 +172,7 @@ fn run_rounds(
                 if cancel.load(Ordering::Relaxed) {
                     break 'points;
                 }
-                progress.start_run(&format!(
+                observer.run_started(&format!(
                     "phase {} session {}/{}{}, {} flow(s), {} s",
                     phase.name,
                     session,
@@ -314,15 +188,8 @@ fn run_rounds(
                 let mut live = LiveAggregate::new(phase.flows.len());
                 let mut on_progress = |p: &controller::Progress| {
                     let controller::Progress::Interval(interval) = p;
-                    match live.add(interval) {
-                        Some(line) if !json => progress.print(&text::progress_line(
-                            &phase.name,
-                            session,
-                            &line,
-                            phase.flows.len(),
-                        )),
-                        _ => progress.redraw(),
-                    }
+                    let line = live.add(interval);
+                    observer.interval(&phase.name, session, line.as_ref(), phase.flows.len());
                 };
                 let mut result = controller::run_phase(
                     campaign,
@@ -340,7 +207,6 @@ fn run_rounds(
             }
         }
     }
-    progress.finish();
     phases
 }
 
@@ -380,7 +246,7 @@ fn phase_means(phases: &[PhaseResult]) -> Vec<PhaseMean> {
 }
 
 /// Stores the campaign as one archive entry of kind "campaign"; returns its id.
-fn store(result: &CampaignResult, db: Option<&str>) -> Result<i64, String> {
+pub fn store(result: &CampaignResult, db: Option<&str>) -> Result<i64, String> {
     let document = serde_json::to_value(result).map_err(|e| e.to_string())?;
     let host = crate::data::hostname();
     let run =

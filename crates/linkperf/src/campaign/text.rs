@@ -147,3 +147,50 @@ pub fn summary(r: &CampaignResult) -> String {
     }
     out
 }
+
+/// A flow's options as users spell them: "UDP client->server, 1 stream,
+/// 950 Mbit/s per stream".
+pub fn flow_words(c: &linkperf_proto::TestConfig, to: &str) -> String {
+    use linkperf_proto::{Direction, Protocol};
+    let mut s = format!(
+        "{} {}, {} stream{}",
+        if c.protocol == Protocol::Udp {
+            "UDP"
+        } else {
+            "TCP"
+        },
+        match c.direction {
+            Direction::Forward => "client->server".to_string(),
+            Direction::Reverse => format!("server->client (reverse: {to} sends)"),
+            Direction::Bidir => "both ways (bidir)".to_string(),
+        },
+        c.parallel,
+        if c.parallel == 1 { "" } else { "s" }
+    );
+    if let Some(b) = c.bitrate.filter(|b| *b > 0) {
+        s.push_str(&format!(
+            ", {} per stream",
+            linkperf_units::format_rate(b as f64)
+        ));
+    }
+    match (c.sndbuf, c.rcvbuf) {
+        (Some(a), Some(b)) if a == b => s.push_str(&format!(
+            ", window {}",
+            linkperf_units::format_bytes(a as f64)
+        )),
+        (a, b) => {
+            for (name, v) in [("sndbuf", a), ("rcvbuf", b)] {
+                if let Some(v) = v {
+                    s.push_str(&format!(
+                        ", {name} {}",
+                        linkperf_units::format_bytes(v as f64)
+                    ));
+                }
+            }
+        }
+    }
+    if let Some(cc) = &c.congestion {
+        s.push_str(&format!(", congestion {cc}"));
+    }
+    s
+}

@@ -249,7 +249,7 @@ pub fn run(
         .collect();
     Ok(Report {
         schema: report::SCHEMA,
-        software: crate::SOFTWARE.into(),
+        software: crate::report::SOFTWARE.into(),
         test: TestInfo {
             server: options.host.clone(),
             port: server.port(),
@@ -257,7 +257,7 @@ pub fn run(
         },
         start: StartInfo {
             timestamp_unix_ms: started_ms,
-            local: facts::collect(crate::SOFTWARE),
+            local: facts::collect(crate::report::SOFTWARE),
             remote: HostFacts {
                 software: "iperf3".into(),
                 ..Default::default()

@@ -166,7 +166,7 @@ pub fn params_from_config(config: &TestConfig, udp_counters_64bit: bool) -> Para
         congestion: config.congestion.clone(),
         udp_counters_64bit,
         dont_fragment: config.dont_fragment,
-        client_version: Some(crate::SOFTWARE.replace(' ', "-")),
+        client_version: Some(crate::report::SOFTWARE.replace(' ', "-")),
         ..Default::default()
     }
 }

@@ -118,7 +118,7 @@ impl Control {
             session
                 .send(&RrClientMessage::Hello {
                     version: RR_VERSION,
-                    software: crate::SOFTWARE.into(),
+                    software: crate::report::SOFTWARE.into(),
                     protocol: plan.protocol,
                 })
                 .map_err(|e| fail(e.to_string()))?,
@@ -1024,7 +1024,7 @@ pub fn run(
     intervals.sort_by(|a, b| a.start.total_cmp(&b.start));
     Ok(RrReport {
         schema: crate::report::SCHEMA,
-        software: crate::SOFTWARE.into(),
+        software: crate::report::SOFTWARE.into(),
         test: RrTestInfo {
             kind: "rr",
             server: plan.host.clone(),

@@ -5,7 +5,6 @@
 //! client that vanishes ends only its own session.
 
 use crate::data;
-use crate::server::ServerOptions;
 use linkperf_proto::rr::{
     self, RrClientMessage, RrServerMessage, RrServerSession, RR_VERSION, UDP_HEADER_LEN,
 };
@@ -35,7 +34,7 @@ const SETUP_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Serves one rr connection (the preamble is already read). Returns true when
 /// it was a session that ran to its end (for `linkperf server --once`).
-pub fn handle(mut stream: TcpStream, options: &ServerOptions) -> bool {
+pub fn handle(mut stream: TcpStream, verbose: bool) -> bool {
     let _ = stream.set_read_timeout(Some(SETUP_TIMEOUT));
     let _ = stream.set_nodelay(true);
     let mut session = RrServerSession::new();
@@ -50,7 +49,7 @@ pub fn handle(mut stream: TcpStream, options: &ServerOptions) -> bool {
                         message: message.into(),
                     },
                 );
-                if options.verbose {
+                if verbose {
                     eprintln!("rr client {}: {message}", peer(&stream));
                 }
             }
@@ -70,12 +69,12 @@ pub fn handle(mut stream: TcpStream, options: &ServerOptions) -> bool {
             let who = peer(&stream);
             match run_session(stream, session, protocol) {
                 Ok(line) => {
-                    if options.verbose {
+                    if verbose {
                         println!("client {who}: {line}");
                     }
                 }
                 Err(why) => {
-                    if options.verbose {
+                    if verbose {
                         eprintln!("rr client {who}: {why}");
                     }
                 }
@@ -217,7 +216,7 @@ fn run_session(
     };
     let welcome = RrServerMessage::Welcome {
         version: RR_VERSION,
-        software: crate::SOFTWARE.into(),
+        software: crate::report::SOFTWARE.into(),
         cookie,
         udp_port,
         boot_id: boot_id(),

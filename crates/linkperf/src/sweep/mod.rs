@@ -1,64 +1,16 @@
-//! `linkperf sweep`: a parameter study in one command. Every combination of
-//! the varied client options, each repeated, every run stored in the archive
-//! as it finishes (so an interrupted sweep loses nothing and `--resume`
-//! finishes it), and per-point statistics with a Student-t confidence interval.
+//! Sweeps: a parameter study of one test. Every combination of the varied
+//! options of a [`TestSpec`](crate::spec::TestSpec), each repeated, every run
+//! stored in the archive as it finishes (so an interrupted sweep loses
+//! nothing and a resumed one finishes it), and per-point statistics with a
+//! Student-t confidence interval. Prints nothing and knows no command line.
 
 pub mod plan;
-pub mod progress;
 pub mod run;
 pub mod stats;
 
-use crate::cli::ClientArgs;
-use clap::{Args, Parser};
 use linkperf_store::{RunRow, SweepRow};
 use serde_json::{json, Value};
 use stats::Summary;
-
-fn seconds(s: &str) -> Result<f64, String> {
-    linkperf_units::parse_duration(s)
-        .map(|d| d.as_secs_f64())
-        .map_err(|e| e.to_string())
-}
-
-#[derive(Args, Debug)]
-pub struct SweepArgs {
-    /// Vary a client option: NAME=V1,V2,..., NAME=START..END*FACTOR (geometric)
-    /// or NAME=START..END+STEP (arithmetic). Repeat for a cartesian product.
-    #[arg(long = "vary", value_name = "NAME=VALUES")]
-    pub vary: Vec<String>,
-    /// Runs per point (the minimum with --confidence; default 1, or 3 with --confidence).
-    #[arg(long, value_name = "N")]
-    pub repeat: Option<u32>,
-    /// Run the points and repetitions in a random (seeded, stored) order.
-    #[arg(long)]
-    pub shuffle: bool,
-    /// Seed of --shuffle (default: from the clock; stored either way).
-    #[arg(long, requires = "shuffle")]
-    pub seed: Option<u64>,
-    /// Seconds to wait between runs.
-    #[arg(long, value_parser = seconds, default_value = "0", value_name = "SECS")]
-    pub pause: f64,
-    /// Repeat each point until the LEVEL % confidence interval of the received
-    /// throughput is within ±WIDTH/2 % of the mean (netperf's -I), e.g. 99,5.
-    #[arg(long, value_name = "LEVEL,WIDTH")]
-    pub confidence: Option<String>,
-    /// Most runs per point with --confidence (default 10).
-    #[arg(long, value_name = "N", requires = "confidence")]
-    pub max_runs: Option<u32>,
-    /// Finish sweep ID from the archive (only --db and -J may be given with it).
-    #[arg(long, value_name = "ID")]
-    pub resume: Option<i64>,
-    #[command(flatten)]
-    pub client: ClientArgs,
-}
-
-/// For re-reading the stored command line of a sweep on `--resume`.
-#[derive(Parser, Debug)]
-#[command(name = "sweep")]
-pub struct SweepCommandLine {
-    #[command(flatten)]
-    pub args: SweepArgs,
-}
 
 /// `--confidence LEVEL,WIDTH`.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -1,7 +1,7 @@
 //! What a sweep runs: `--vary NAME=VALUES` parsed and checked, value ranges
 //! expanded, the cartesian product of the points, and the order of the runs.
 
-use crate::cli::ClientArgs;
+use crate::spec::TestSpec;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -394,54 +394,10 @@ pub fn expand(varies: &[Vary]) -> Result<Vec<Params>, String> {
     Ok(points)
 }
 
-/// Sets one varied option on the client arguments of a point.
-pub fn apply(args: &mut ClientArgs, name: &str, value: &str) -> Result<(), String> {
+/// Sets one varied option (by any of its names) on the test of a point.
+pub fn apply(spec: &mut TestSpec, name: &str, value: &str) -> Result<(), String> {
     let def = find(name).ok_or_else(|| format!("'{name}' is not a client option"))?;
-    let size = |v: &str| -> Result<u32, String> {
-        let n = linkperf_units::parse_size(v).map_err(|e| e.to_string())?;
-        u32::try_from(n).map_err(|_| format!("{name}={v} is too large"))
-    };
-    let on = || normalise_bool(value) == Some("on");
-    match def.name {
-        "window" => args.window = Some(size(value)?),
-        "sndbuf" => args.sndbuf = Some(size(value)?),
-        "rcvbuf" => args.rcvbuf = Some(size(value)?),
-        "length" => args.length = Some(size(value)?),
-        "mss" => args.mss = Some(size(value)?),
-        "bytes" => args.bytes = Some(linkperf_units::parse_size(value).map_err(|e| e.to_string())?),
-        "parallel" => {
-            let n = linkperf_units::parse_count(value).map_err(|e| e.to_string())?;
-            args.parallel =
-                u32::try_from(n).map_err(|_| format!("parallel={value} is too large"))?;
-        }
-        "bitrate" => {
-            args.bitrate = Some(linkperf_units::parse_rate(value).map_err(|e| e.to_string())?)
-        }
-        "pacing-rate" => {
-            args.pacing_rate = Some(linkperf_units::parse_rate(value).map_err(|e| e.to_string())?)
-        }
-        "congestion" => args.congestion = Some(value.to_string()),
-        "time" => args.time = parse_number(Kind::Seconds, value)?,
-        "omit" => args.omit = parse_number(Kind::Seconds, value)?,
-        "nodelay" => args.nodelay = on(),
-        "udp" => args.udp = on(),
-        "reverse" => {
-            args.reverse = on();
-            if args.reverse {
-                args.bidir = false;
-            }
-        }
-        "bidir" => {
-            args.bidir = on();
-            if args.bidir {
-                args.reverse = false;
-            }
-        }
-        "zerocopy" => args.zerocopy = on(),
-        "dont-fragment" => args.dont_fragment = on(),
-        other => return Err(format!("'{other}' cannot vary")),
-    }
-    Ok(())
+    spec.set(def.name, value)
 }
 
 /// Run order: every (point, repetition) pair.
@@ -494,7 +450,6 @@ pub fn label(p: &Params) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
 
     #[test]
     fn lists_keep_the_user_spelling() {
@@ -606,15 +561,9 @@ mod tests {
         assert_eq!(sorted, schedule(10, 3, None), "a permutation");
     }
 
-    #[derive(Parser)]
-    struct Wrap {
-        #[command(flatten)]
-        args: ClientArgs,
-    }
-
     #[test]
     fn apply_sets_the_client_options() {
-        let mut args = Wrap::try_parse_from(["x", "h", "-t", "2"]).unwrap().args;
+        let mut args = TestSpec::new("h");
         apply(&mut args, "window", "64K").unwrap();
         apply(&mut args, "l", "8K").unwrap();
         apply(&mut args, "P", "4").unwrap();
@@ -625,7 +574,7 @@ mod tests {
         assert_eq!((c.length, c.parallel, c.duration_s), (8192, 4, 0.5));
         assert_eq!(c.congestion.as_deref(), Some("reno"));
         // Switching to UDP brings UDP's defaults unless the user set them.
-        let mut args = Wrap::try_parse_from(["x", "h"]).unwrap().args;
+        let mut args = TestSpec::new("h");
         apply(&mut args, "udp", "on").unwrap();
         let c = args.config();
         assert_eq!(c.protocol, linkperf_proto::Protocol::Udp);

@@ -2,7 +2,7 @@
 //! time left. On a terminal a live line on stderr; otherwise plain lines, so a
 //! log under nohup shows how far the campaign got.
 
-use crate::sweep::progress::format_eta;
+use crate::progress::format_eta;
 use std::io::Write;
 use std::time::{Duration, Instant};
 

@@ -3,8 +3,8 @@
 //! rates and intervals; a campaign its aggregate per phase and per host; an
 //! rr run its latency distribution, sizes and fit; a sweep its table.
 
-use super::{load_sweep, not_found, rate, utc, Fail};
-use crate::sweep;
+use super::lookup::{load_sweep, not_found, rate, utc, Fail};
+use linkperf::sweep;
 use linkperf_store::{EntryKind, RunRow, Store};
 use serde_json::Value;
 
@@ -21,7 +21,7 @@ pub(super) fn show(store: &mut Store, id: i64, json_out: bool) -> Result<(), Fai
                         .expect("sweep serialises")
                 );
             } else {
-                say!("{}", sweep::run::sweep_heading(&sweep, runs.len(), store));
+                say!("{}", crate::sweep::sweep_heading(&sweep, runs.len(), store));
                 say_raw!("{}", sweep::sweep_table(&sweep, &points));
                 for w in sweep::confidence_warnings(&sweep, &points) {
                     say!("{w}");

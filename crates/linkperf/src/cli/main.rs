@@ -1,4 +1,5 @@
-//! linkperf: one binary for the server, the client and the demo.
+//! The `linkperf` command: parses the command line (args), dispatches to the
+//! library (`linkperf`), and prints. No measuring or analysis lives here.
 
 /// `println!` that ends the process quietly when stdout is gone (`| head`),
 /// instead of panicking on a broken pipe.
@@ -19,29 +20,20 @@ macro_rules! say_raw {
     }};
 }
 
-mod archive;
+mod args;
 mod campaign;
-mod cli;
-mod client;
-mod control;
-mod data;
+mod campaign_progress;
 mod demo;
-mod diagnose;
-mod iperf3;
-mod report;
+mod progress;
 mod report_cmd;
 mod results;
 mod rr;
-mod server;
-mod signals;
 mod sweep;
-mod text;
 
+use args::{Cli, ClientArgs, Command};
 use clap::Parser;
-use cli::{Cli, ClientArgs, Command};
+use linkperf::{archive, client, iperf3, report, server, signals, text};
 use std::process::ExitCode;
-
-pub const SOFTWARE: &str = concat!("linkperf ", env!("CARGO_PKG_VERSION"));
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -60,7 +52,7 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
                 _ => {
-                    eprintln!("linkperf: {}", cli::one_line(&e));
+                    eprintln!("linkperf: {}", args::one_line(&e));
                     return ExitCode::from(2);
                 }
             }
@@ -77,7 +69,7 @@ fn dispatch(command: Command) -> ExitCode {
         Command::Server(args) => run_server(args),
         Command::Client(args) => run_client(args),
         Command::Demo => demo::run(),
-        Command::Sweep(args) => sweep::run::run(args),
+        Command::Sweep(args) => sweep::run(args),
         Command::Results(args) => results::run(args),
         Command::Report(args) => report_cmd::run(args),
         Command::Campaign(cmd) => campaign::run(cmd),
@@ -92,7 +84,7 @@ fn dispatch(command: Command) -> ExitCode {
     }
 }
 
-fn run_server(args: cli::ServerArgs) -> ExitCode {
+fn run_server(args: args::ServerArgs) -> ExitCode {
     let options = server::ServerOptions {
         port: args.port,
         bind: args.bind,
@@ -119,32 +111,18 @@ fn run_server(args: cli::ServerArgs) -> ExitCode {
 }
 
 fn run_client(args: ClientArgs) -> ExitCode {
-    let host = match args.host() {
-        Ok(h) => h,
+    let spec = match args.spec() {
+        Ok(s) => s,
         Err(e) => {
             eprintln!("linkperf: {e}");
             return ExitCode::from(2);
         }
     };
-    let options = client::ClientOptions {
-        host,
-        port: args.port,
-        bind: args.bind,
-        cport: args.cport,
-        family: if args.ipv4 {
-            Some(4)
-        } else if args.ipv6 {
-            Some(6)
-        } else {
-            None
-        },
-        config: args.config(),
-        clocks_synchronised: args.clock_sync,
-    };
-    if let Err(e) = options.config.validate() {
+    if let Err(e) = spec.validate() {
         eprintln!("linkperf: {e}");
         return ExitCode::from(2);
     }
+    let options = client::ClientOptions::from_spec(&spec);
     if !args.no_store && args.from.is_none() {
         // A result that could not be stored where --db says: refused before the test.
         if let Err(e) = linkperf_store::check_writable(args.db.as_deref()) {
@@ -156,10 +134,10 @@ fn run_client(args: ClientArgs) -> ExitCode {
     if let Some(from) = &args.from {
         return third_party(from, &options, &args);
     }
-    let iperf3_json = args.format == cli::OutputFormat::Iperf3Json;
+    let iperf3_json = args.format == args::OutputFormat::Iperf3Json;
     let args = ClientArgs {
-        json: args.json || args.format == cli::OutputFormat::Json,
-        json_stream: args.json_stream || args.format == cli::OutputFormat::JsonStream,
+        json: args.json || args.format == args::OutputFormat::Json,
+        json_stream: args.json_stream || args.format == args::OutputFormat::JsonStream,
         ..args
     };
     let human = !args.json && !args.json_stream && !iperf3_json;
@@ -187,7 +165,7 @@ fn run_client(args: ClientArgs) -> ExitCode {
             say!("{line}");
         }
     };
-    let outcome = if args.iperf3_mode() {
+    let outcome = if spec.peer == linkperf::Peer::Iperf3 {
         iperf3::client::run(&options, &mut on_interval, Some(&signals::INTERRUPTED))
     } else {
         client::run(&options, &mut on_interval, Some(&signals::INTERRUPTED))

@@ -1,7 +1,10 @@
-//! Command-line parsing: iperf3's spelling where iperf3 has one.
+//! The command line: every subcommand's flags (iperf3's spelling where
+//! iperf3 has one), clap errors cut to one whole line, and flags turned into
+//! the library's [`TestSpec`].
 
 use clap::{Args, Parser, Subcommand};
-use linkperf_proto::{Direction, Protocol, TestConfig};
+use linkperf::spec::{Peer, TestSpec};
+use linkperf_proto::{Direction, Protocol};
 use std::net::IpAddr;
 
 /// Shown under the command list of `linkperf --help`.
@@ -307,45 +310,54 @@ impl ClientArgs {
         }
     }
 
-    pub fn config(&self) -> TestConfig {
-        let protocol = if self.udp {
+    /// The test these flags ask for: the one place flags become a [`TestSpec`].
+    pub fn spec(&self) -> Result<TestSpec, String> {
+        let mut spec = TestSpec::new(self.host()?);
+        spec.port = self.port;
+        spec.bind = self.bind;
+        spec.cport = self.cport;
+        spec.family = if self.ipv4 {
+            Some(4)
+        } else if self.ipv6 {
+            Some(6)
+        } else {
+            None
+        };
+        spec.peer = if self.iperf3_mode() {
+            Peer::Iperf3
+        } else {
+            Peer::Linkperf
+        };
+        spec.protocol = if self.udp {
             Protocol::Udp
         } else {
             Protocol::Tcp
         };
-        let direction = if self.bidir {
+        spec.direction = if self.bidir {
             Direction::Bidir
         } else if self.reverse {
             Direction::Reverse
         } else {
             Direction::Forward
         };
-        TestConfig {
-            protocol,
-            direction,
-            duration_s: self.time,
-            bytes: self.bytes,
-            interval_s: self.interval,
-            omit_s: self.omit,
-            parallel: self.parallel,
-            length: self
-                .length
-                .unwrap_or(if self.udp { 1460 } else { 128 * 1024 }),
-            sndbuf: self.sndbuf.or(self.window),
-            rcvbuf: self.rcvbuf.or(self.window),
-            nodelay: self.nodelay,
-            mss: self.mss,
-            congestion: self.congestion.clone(),
-            pacing_rate: self.pacing_rate,
-            bitrate: match (self.bitrate, self.udp) {
-                (Some(0), _) => None,
-                (Some(r), _) => Some(r),
-                (None, true) => Some(1_000_000),
-                (None, false) => None,
-            },
-            dont_fragment: self.dont_fragment,
-            zerocopy: self.zerocopy,
-            start_at_unix_ms: self.start_at,
-        }
+        spec.time = self.time;
+        spec.bytes = self.bytes;
+        spec.interval = self.interval;
+        spec.omit = self.omit;
+        spec.parallel = self.parallel;
+        spec.length = self.length;
+        spec.window = self.window;
+        spec.sndbuf = self.sndbuf;
+        spec.rcvbuf = self.rcvbuf;
+        spec.nodelay = self.nodelay;
+        spec.mss = self.mss;
+        spec.congestion = self.congestion.clone();
+        spec.pacing_rate = self.pacing_rate;
+        spec.bitrate = self.bitrate;
+        spec.dont_fragment = self.dont_fragment;
+        spec.zerocopy = self.zerocopy;
+        spec.clock_sync = self.clock_sync;
+        spec.start_at = self.start_at;
+        Ok(spec)
     }
 }

@@ -1,7 +1,7 @@
 //! `linkperf demo`: the embedded default. A server on loopback inside this
 //! process, a short TCP test and a short UDP test against it.
 
-use crate::{client, report, server, text};
+use linkperf::{client, report, server, signals, text};
 use linkperf_proto::{Protocol, TestConfig};
 use std::process::ExitCode;
 
@@ -20,11 +20,7 @@ fn run_one(title: &str, addr: std::net::SocketAddr, config: TestConfig) -> bool 
     );
     say!("{}", text::interval_header(udp));
     let mut on_interval = |i: &report::IntervalReport| say!("{}", text::interval(i, udp));
-    match client::run(
-        &options,
-        &mut on_interval,
-        Some(&crate::signals::INTERRUPTED),
-    ) {
+    match client::run(&options, &mut on_interval, Some(&signals::INTERRUPTED)) {
         Ok(r) => {
             say_raw!("{}", text::summary(&r));
             r.errors.is_empty()
@@ -37,7 +33,7 @@ fn run_one(title: &str, addr: std::net::SocketAddr, config: TestConfig) -> bool 
 }
 
 pub fn run() -> ExitCode {
-    crate::signals::install();
+    signals::install();
     let options = server::ServerOptions {
         port: 0,
         bind: Some([127, 0, 0, 1].into()),
@@ -64,7 +60,7 @@ pub fn run() -> ExitCode {
         ..Default::default()
     };
     // After Ctrl-C the interrupted test's partial result is the last output.
-    let go_on = || !crate::signals::INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed);
+    let go_on = || !signals::INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed);
     let ok = run_one("TCP, one stream, loopback", addr, tcp)
         && go_on()
         && run_one(
@@ -140,7 +136,7 @@ fn emulated_wan() -> bool {
             ("window-limited: -w 64K", "64K"),
             ("well tuned: -w 2M", "2M"),
         ] {
-            if crate::signals::INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) {
+            if signals::INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) {
                 break;
             }
             say!("\n-- {title}");

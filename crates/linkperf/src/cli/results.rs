@@ -2,11 +2,14 @@
 //! The export JSON is the input of `linkperf report` (docs/archive.md).
 //! Reading never creates an archive: a missing one is an error.
 
+mod lookup;
 mod show;
 
-use crate::sweep::{self, stats, PointSummary};
+use lookup::{load_sweep, not_found, rate, utc, Fail};
+
 use clap::{Args, Subcommand, ValueEnum};
-use linkperf_store::{EntryKind, ListEntry, ListFilter, RunRow, Store, SweepRow};
+use linkperf::sweep::{self, stats, PointSummary};
+use linkperf_store::{EntryKind, ListEntry, ListFilter, RunRow, Store};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -75,22 +78,6 @@ pub enum ExportFormat {
     Json,
 }
 
-/// A usage problem (exit 2) or a failure (exit 1), one line each.
-pub(crate) enum Fail {
-    Usage(String),
-    Run(String),
-}
-
-impl From<linkperf_store::StoreError> for Fail {
-    fn from(e: linkperf_store::StoreError) -> Self {
-        if e.usage {
-            Fail::Usage(e.to_string())
-        } else {
-            Fail::Run(e.to_string())
-        }
-    }
-}
-
 pub fn run(args: ResultsArgs) -> ExitCode {
     let result = Store::open_existing(args.db.as_deref())
         .map_err(Fail::from)
@@ -130,34 +117,6 @@ pub fn run(args: ResultsArgs) -> ExitCode {
     }
 }
 
-/// `2026-11-21 21:23:06` (UTC) from ms since the epoch.
-pub fn utc(ms: i64) -> String {
-    let secs = ms.div_euclid(1000);
-    let days = secs.div_euclid(86_400);
-    let tod = secs.rem_euclid(86_400);
-    // Civil date from days since 1970-01-01 (proleptic Gregorian).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
-        tod / 3600,
-        (tod % 3600) / 60,
-        tod % 60
-    )
-}
-
-pub(crate) fn rate(v: Option<f64>) -> String {
-    v.map(linkperf_units::format_rate)
-        .unwrap_or_else(|| "-".into())
-}
-
 fn list(store: &mut Store, filter: &ListFilter, json_out: bool) -> Result<(), Fail> {
     if filter.limit < 1 {
         return Err(Fail::Usage("--limit must be at least 1".into()));
@@ -189,7 +148,7 @@ fn list(store: &mut Store, filter: &ListFilter, json_out: bool) -> Result<(), Fa
         say!(
             "{}",
             serde_json::to_string_pretty(
-                &json!({"schema": crate::report::SCHEMA, "entries": rows})
+                &json!({"schema": linkperf::report::SCHEMA, "entries": rows})
             )
             .expect("list serialises")
         );
@@ -281,21 +240,6 @@ fn list_summary(e: &ListEntry) -> String {
         s.push_str(" (interrupted)");
     }
     s
-}
-
-pub(crate) fn load_sweep(store: &mut Store, id: i64) -> Result<(SweepRow, Vec<RunRow>), Fail> {
-    let sweep = store
-        .sweep(id)?
-        .ok_or_else(|| Fail::Run(format!("sweep {id} is missing from the archive")))?;
-    let runs = store.sweep_runs(id, false)?;
-    Ok((sweep, runs))
-}
-
-pub(crate) fn not_found(store: &Store, id: i64) -> Fail {
-    Fail::Usage(format!(
-        "no run or sweep {id} in the archive {} (see linkperf results list)",
-        store.location().describe()
-    ))
 }
 
 /// The samples of one side of a comparison: parameters and per-run values.
@@ -455,7 +399,7 @@ fn compare(store: &mut Store, a: i64, b: i64, json_out: bool) -> Result<(), Fail
         say!(
             "{}",
             serde_json::to_string_pretty(&json!({
-                "schema": crate::report::SCHEMA, "a": a, "b": b, "alpha": ALPHA, "rows": rows,
+                "schema": linkperf::report::SCHEMA, "a": a, "b": b, "alpha": ALPHA, "rows": rows,
                 "only_in_a": only_a, "only_in_b": only_b,
             }))
             .expect("comparison serialises")
@@ -543,7 +487,7 @@ fn export_json(store: &mut Store, id: i64) -> Result<Value, Fail> {
             let points = sweep::summarise(&sweep, &runs);
             let spec = &sweep.spec;
             Ok(json!({
-                "schema": crate::report::SCHEMA,
+                "schema": linkperf::report::SCHEMA,
                 "kind": "sweep",
                 "id": id,
                 "sweep": {
@@ -581,7 +525,7 @@ fn export_json(store: &mut Store, id: i64) -> Result<Value, Fail> {
                 return Ok(doc);
             }
             Ok(json!({
-                "schema": crate::report::SCHEMA,
+                "schema": linkperf::report::SCHEMA,
                 "kind": "run",
                 "id": id,
                 "sweep": null,

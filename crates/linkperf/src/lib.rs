@@ -1,0 +1,52 @@
+//! linkperf as a library: run a throughput test, a latency test, a sweep or a
+//! campaign from a Rust program, serve tests, and analyse and store what was
+//! measured. The `linkperf` binary (src/cli) only parses flags, dispatches
+//! here and prints; docs/architecture.md draws the layers.
+//!
+//! Data flows one way, and a module imports only those listed before it
+//! (`scripts/layers` checks this):
+//!
+//! - [`signals`]: the process's interrupt flag (Ctrl-C, SIGTERM).
+//! - [`spec`]: what to run ([`TestSpec`]), as a user states it.
+//! - [`report`]: what was measured ([`TestResult`]), JSON schema `linkperf/1`.
+//! - [`diagnose`]: why the numbers are what they are (pure analysis).
+//! - [`text`]: the human rendering of a result.
+//! - [`control`], [`data`]: control sessions and data connections on sockets.
+//! - [`client`]: runs one test against a server.
+//! - [`iperf3`]: interoperability with stock iperf3 clients and servers.
+//! - [`rr`]: request/response latency, connection set-up, latency under load.
+//! - [`server`]: serves tests, rr sessions and iperf3 clients.
+//! - [`archive`]: storing results in the archive.
+//! - [`sweep`]: parameter studies of one test.
+//! - [`campaign`]: many hosts, many flows, one synchronised experiment.
+
+pub mod signals;
+pub mod spec;
+
+pub mod report;
+
+pub mod diagnose;
+
+pub mod text;
+
+pub mod control;
+pub mod data;
+
+pub mod client;
+
+pub mod iperf3;
+
+pub mod rr;
+
+pub mod server;
+
+pub mod archive;
+
+pub mod sweep;
+
+pub mod campaign;
+
+pub use client::{ClientError, ClientOptions};
+pub use report::Report as TestResult;
+pub use report::SOFTWARE;
+pub use spec::{Peer, TestSpec};

@@ -1,0 +1,243 @@
+//! What to run: a [`TestSpec`] names the server, the protocol, the direction,
+//! the streams, sizes, buffers and rates of one throughput test, as a user
+//! states them (an unset option keeps its default). The command line, sweeps
+//! (`--vary NAME=...`), campaigns and rr's load all describe a test with it;
+//! [`TestSpec::config`] derives the wire configuration both ends run.
+//!
+//! This module knows no command-line parser and runs nothing.
+
+use linkperf_proto::{Direction, Protocol, TestConfig};
+use std::net::IpAddr;
+
+/// Which protocol the server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Peer {
+    /// A `linkperf server`.
+    #[default]
+    Linkperf,
+    /// A stock iperf3 server (`iperf3 -s`).
+    Iperf3,
+}
+
+/// One throughput test, as asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TestSpec {
+    /// Server name or address.
+    pub host: String,
+    pub port: u16,
+    /// Local address to bind.
+    pub bind: Option<IpAddr>,
+    /// Local port of the data connections (stream i uses PORT + i).
+    pub cport: Option<u16>,
+    /// 4 or 6 to use one address family only.
+    pub family: Option<u8>,
+    pub peer: Peer,
+    pub protocol: Protocol,
+    pub direction: Direction,
+    /// Seconds to run (ignored when `bytes` is set).
+    pub time: f64,
+    /// Send exactly this many bytes instead of running for `time`.
+    pub bytes: Option<u64>,
+    /// Seconds between interval reports (0: none).
+    pub interval: f64,
+    /// Seconds omitted from the summary at the start (warm-up).
+    pub omit: f64,
+    pub parallel: u32,
+    /// Write size (TCP) or datagram payload (UDP); default 128 KiB or 1460.
+    pub length: Option<u32>,
+    /// Both socket buffers, on both ends; `sndbuf`/`rcvbuf` override it.
+    pub window: Option<u32>,
+    pub sndbuf: Option<u32>,
+    pub rcvbuf: Option<u32>,
+    pub nodelay: bool,
+    pub mss: Option<u32>,
+    pub congestion: Option<String>,
+    /// Kernel pacing (SO_MAX_PACING_RATE), bits/s.
+    pub pacing_rate: Option<u64>,
+    /// Target rate per stream, bits/s; UDP defaults to 1 Mbit/s, 0 is unlimited.
+    pub bitrate: Option<u64>,
+    pub dont_fragment: bool,
+    pub zerocopy: bool,
+    /// Both clocks are synchronised: one-way delay is meaningful.
+    pub clock_sync: bool,
+    /// Start at this wall-clock time (ms since the Unix epoch).
+    pub start_at: Option<u64>,
+}
+
+impl TestSpec {
+    /// A 10 s single-stream TCP test towards `host` on linkperf's port.
+    pub fn new(host: impl Into<String>) -> TestSpec {
+        TestSpec {
+            host: host.into(),
+            port: linkperf_proto::DEFAULT_PORT,
+            bind: None,
+            cport: None,
+            family: None,
+            peer: Peer::Linkperf,
+            protocol: Protocol::Tcp,
+            direction: Direction::Forward,
+            time: 10.0,
+            bytes: None,
+            interval: 1.0,
+            omit: 0.0,
+            parallel: 1,
+            length: None,
+            window: None,
+            sndbuf: None,
+            rcvbuf: None,
+            nodelay: false,
+            mss: None,
+            congestion: None,
+            pacing_rate: None,
+            bitrate: None,
+            dont_fragment: false,
+            zerocopy: false,
+            clock_sync: false,
+            start_at: None,
+        }
+    }
+
+    /// The configuration both ends run, with every default filled in.
+    pub fn config(&self) -> TestConfig {
+        let udp = self.protocol == Protocol::Udp;
+        TestConfig {
+            protocol: self.protocol,
+            direction: self.direction,
+            duration_s: self.time,
+            bytes: self.bytes,
+            interval_s: self.interval,
+            omit_s: self.omit,
+            parallel: self.parallel,
+            length: self.length.unwrap_or(if udp { 1460 } else { 128 * 1024 }),
+            sndbuf: self.sndbuf.or(self.window),
+            rcvbuf: self.rcvbuf.or(self.window),
+            nodelay: self.nodelay,
+            mss: self.mss,
+            congestion: self.congestion.clone(),
+            pacing_rate: self.pacing_rate,
+            bitrate: match (self.bitrate, udp) {
+                (Some(0), _) => None,
+                (Some(r), _) => Some(r),
+                (None, true) => Some(1_000_000),
+                (None, false) => None,
+            },
+            dont_fragment: self.dont_fragment,
+            zerocopy: self.zerocopy,
+            start_at_unix_ms: self.start_at,
+        }
+    }
+
+    /// Checks the test before anything runs: a server is named and the
+    /// options fit the protocol. One line saying what is wrong.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.host.is_empty() {
+            return Err("which server? usage: linkperf client HOST [options]".into());
+        }
+        self.config().validate()
+    }
+
+    /// Sets one option by its `--vary` name (the long option's name:
+    /// `window`, `length`, `udp`, ...) from a value as a user writes it.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
+        let size = |v: &str| -> Result<u32, String> {
+            let n = linkperf_units::parse_size(v).map_err(|e| e.to_string())?;
+            u32::try_from(n).map_err(|_| format!("{name}={v} is too large"))
+        };
+        let rate = |v: &str| linkperf_units::parse_rate(v).map_err(|e| e.to_string());
+        let seconds = |v: &str| -> Result<f64, String> {
+            linkperf_units::parse_duration(v.trim())
+                .map(|d| d.as_secs_f64())
+                .map_err(|e| e.to_string())
+        };
+        let on = || {
+            matches!(
+                value.trim().to_ascii_lowercase().as_str(),
+                "on" | "yes" | "true" | "1"
+            )
+        };
+        match name {
+            "window" => self.window = Some(size(value)?),
+            "sndbuf" => self.sndbuf = Some(size(value)?),
+            "rcvbuf" => self.rcvbuf = Some(size(value)?),
+            "length" => self.length = Some(size(value)?),
+            "mss" => self.mss = Some(size(value)?),
+            "bytes" => {
+                self.bytes = Some(linkperf_units::parse_size(value).map_err(|e| e.to_string())?)
+            }
+            "parallel" => {
+                let n = linkperf_units::parse_count(value).map_err(|e| e.to_string())?;
+                self.parallel =
+                    u32::try_from(n).map_err(|_| format!("parallel={value} is too large"))?;
+            }
+            "bitrate" => self.bitrate = Some(rate(value)?),
+            "pacing-rate" => self.pacing_rate = Some(rate(value)?),
+            "congestion" => self.congestion = Some(value.to_string()),
+            "time" => self.time = seconds(value)?,
+            "omit" => self.omit = seconds(value)?,
+            "nodelay" => self.nodelay = on(),
+            "udp" => self.protocol = if on() { Protocol::Udp } else { Protocol::Tcp },
+            "reverse" => self.set_direction(Direction::Reverse, on()),
+            "bidir" => self.set_direction(Direction::Bidir, on()),
+            "zerocopy" => self.zerocopy = on(),
+            "dont-fragment" => self.dont_fragment = on(),
+            other => return Err(format!("'{other}' cannot vary")),
+        }
+        Ok(())
+    }
+
+    /// `reverse=on` or `bidir=on` selects that direction; `=off` turns it
+    /// off (back to forward) and leaves the other one alone.
+    fn set_direction(&mut self, which: Direction, on: bool) {
+        if on {
+            self.direction = which;
+        } else if self.direction == which {
+            self.direction = Direction::Forward;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_follow_the_protocol() {
+        let mut s = TestSpec::new("h");
+        assert_eq!(s.config().length, 128 * 1024);
+        assert_eq!(s.config().bitrate, None);
+        s.set("udp", "on").unwrap();
+        assert_eq!(s.config().length, 1460);
+        assert_eq!(s.config().bitrate, Some(1_000_000));
+        s.set("bitrate", "0").unwrap();
+        assert_eq!(s.config().bitrate, None);
+    }
+
+    #[test]
+    fn window_sets_both_buffers_unless_one_is_given() {
+        let mut s = TestSpec::new("h");
+        s.set("window", "64K").unwrap();
+        s.set("sndbuf", "8K").unwrap();
+        let c = s.config();
+        assert_eq!((c.sndbuf, c.rcvbuf), (Some(8192), Some(65536)));
+    }
+
+    #[test]
+    fn directions_switch_and_switch_off() {
+        let mut s = TestSpec::new("h");
+        s.set("bidir", "on").unwrap();
+        s.set("reverse", "off").unwrap();
+        assert_eq!(s.direction, Direction::Bidir);
+        s.set("reverse", "on").unwrap();
+        assert_eq!(s.direction, Direction::Reverse);
+        s.set("reverse", "off").unwrap();
+        assert_eq!(s.direction, Direction::Forward);
+    }
+
+    #[test]
+    fn bad_values_are_refused_whole() {
+        let mut s = TestSpec::new("h");
+        assert!(s.set("window", "lots").is_err());
+        assert!(s.set("length", "8G").unwrap_err().contains("too large"));
+        assert_eq!(s.set("host", "x").unwrap_err(), "'host' cannot vary");
+    }
+}
