@@ -2,10 +2,11 @@
 //! labels slanted, reference lines across. Axes from `axes`, legend from
 //! `legend`; it must not choose units or colours.
 
-use super::axes::{finite_range, resolve_y, y_axis_width};
+use super::axes::{finite_range, resolve_y, y_axis_width, Resolved};
 use super::legend::{draw_legend, legend_rows, LegendItem, LEGEND_ROW};
 use super::{Axis, Quantity, Rule, AXIS_TITLE_GAP, TICK_LEN, TITLE_H};
 use crate::format;
+use crate::scale::Scale;
 use crate::svg::{text_width, Anchor, Stroke, Svg, Text, FONT};
 
 /// Bars of one series across the categories of a bar plot.
@@ -45,6 +46,63 @@ impl BarPlot {
     }
 
     pub fn render(&self) -> String {
+        let f = self.layout();
+        let (left, top, plot_w, plot_h) = (f.left, f.top, f.plot_w, f.plot_h);
+        let mut svg = Svg::new(self.width, f.height, &self.title);
+        svg.text(
+            self.width / 2.0,
+            20.0,
+            &self.title,
+            Text::new(15.0).anchor(Anchor::Middle).bold(),
+        );
+        svg.group("grid");
+        for (v, l) in &f.ry.ticks {
+            let y = f.sy.map(*v);
+            svg.line(left, y, left + plot_w, y, Stroke::new("#e3e3e3", 1.0));
+            svg.line(left - TICK_LEN, y, left, y, Stroke::new("#666", 1.0));
+            svg.text(
+                left - TICK_LEN - 3.0,
+                y + 4.0,
+                l,
+                Text::new(FONT).anchor(Anchor::End),
+            );
+        }
+        svg.end_group();
+        self.draw_bars(&mut svg, &f);
+        svg.group("rules");
+        for r in &self.rules {
+            let y = f.my(r.y);
+            let mut s = Stroke::new(r.color, 1.8);
+            if let Some(d) = r.dash {
+                s = s.dashed(d);
+            }
+            svg.line(left, y, left + plot_w, y, s);
+        }
+        svg.end_group();
+        svg.frame(left, top, plot_w, plot_h, Stroke::new("#666", 1.0));
+        svg.text(
+            left + plot_w / 2.0,
+            top + plot_h + TICK_LEN + f.label_h + AXIS_TITLE_GAP - 4.0,
+            &self.x_label,
+            Text::new(FONT + 1.0).anchor(Anchor::Middle),
+        );
+        svg.text(
+            14.0,
+            top + plot_h / 2.0,
+            &f.ry.title,
+            Text::new(FONT + 1.0).anchor(Anchor::Middle).rotate(-90.0),
+        );
+        draw_legend(
+            &mut svg,
+            &f.rows,
+            10.0,
+            top + plot_h + f.bottom_axis,
+            self.width - 20.0,
+        );
+        svg.finish()
+    }
+
+    fn layout(&self) -> BarFrame {
         let values = self
             .series
             .iter()
@@ -114,35 +172,29 @@ impl BarPlot {
             left = left.max(widest * 0.82 - group_w / 2.0 + 8.0);
         }
         let plot_w = (self.width - left - 24.0).max(100.0);
-        let group_w = plot_w / n as f64;
-        let height = top + plot_h + bottom_axis + rows.len() as f64 * LEGEND_ROW + 8.0;
-        let sy = ry.scale((top + plot_h, top));
-        let my = |v: f64| sy.map(v / ry.factor);
-
-        let mut svg = Svg::new(self.width, height, &self.title);
-        svg.text(
-            self.width / 2.0,
-            20.0,
-            &self.title,
-            Text::new(15.0).anchor(Anchor::Middle).bold(),
-        );
-        svg.group("grid");
-        for (v, l) in &ry.ticks {
-            let y = sy.map(*v);
-            svg.line(left, y, left + plot_w, y, Stroke::new("#e3e3e3", 1.0));
-            svg.line(left - TICK_LEN, y, left, y, Stroke::new("#666", 1.0));
-            svg.text(
-                left - TICK_LEN - 3.0,
-                y + 4.0,
-                l,
-                Text::new(FONT).anchor(Anchor::End),
-            );
+        BarFrame {
+            group_w: plot_w / n as f64,
+            height: top + plot_h + bottom_axis + rows.len() as f64 * LEGEND_ROW + 8.0,
+            sy: ry.scale((top + plot_h, top)),
+            left,
+            top,
+            plot_w,
+            plot_h,
+            bottom_axis,
+            label_h,
+            slant,
+            every,
+            ry,
+            rows,
         }
-        svg.end_group();
+    }
 
+    /// The bars of each category, with their values and the category's label.
+    fn draw_bars(&self, svg: &mut Svg, f: &BarFrame) {
+        let (group_w, ry) = (f.group_w, &f.ry);
         let ns = self.series.len().max(1);
         let bar_w = (group_w * 0.8 / ns as f64).min(60.0);
-        let base = my(0.0_f64.max(ry.domain.0 * ry.factor));
+        let base = f.my(0.0_f64.max(ry.domain.0 * ry.factor));
         let value_labels = self.series.iter().all(|s| {
             s.values
                 .iter()
@@ -151,7 +203,7 @@ impl BarPlot {
         });
         svg.group("bars");
         for (c, cat) in self.categories.iter().enumerate() {
-            let gx = left + c as f64 * group_w;
+            let gx = f.left + c as f64 * group_w;
             let x0 = gx + (group_w - bar_w * ns as f64) / 2.0;
             for (k, s) in self.series.iter().enumerate() {
                 let Some(v) = s.values.get(c).copied().flatten() else {
@@ -160,7 +212,7 @@ impl BarPlot {
                 if !v.is_finite() {
                     continue;
                 }
-                let y = my(v);
+                let y = f.my(v);
                 let tip = format!("{}: {} {}", one_line(cat), s.label, self.tip_value(v));
                 let bx = x0 + k as f64 * bar_w;
                 svg.rect(
@@ -182,60 +234,11 @@ impl BarPlot {
                     );
                 }
             }
-            let lx = gx + group_w / 2.0;
-            let ly = top + plot_h + TICK_LEN + 13.0;
-            if c % every == 0 {
-                if slant {
-                    svg.text(
-                        lx + 4.0,
-                        ly - 4.0,
-                        &one_line(cat),
-                        Text::new(FONT).anchor(Anchor::End).rotate(-35.0),
-                    );
-                } else {
-                    for (i, line) in cat.lines().enumerate() {
-                        svg.text(
-                            lx,
-                            ly + i as f64 * 14.0,
-                            line,
-                            Text::new(FONT).anchor(Anchor::Middle),
-                        );
-                    }
-                }
+            if c % f.every == 0 {
+                draw_category_label(svg, f, cat, gx + group_w / 2.0);
             }
         }
         svg.end_group();
-        svg.group("rules");
-        for r in &self.rules {
-            let y = my(r.y);
-            let mut s = Stroke::new(r.color, 1.8);
-            if let Some(d) = r.dash {
-                s = s.dashed(d);
-            }
-            svg.line(left, y, left + plot_w, y, s);
-        }
-        svg.end_group();
-        svg.frame(left, top, plot_w, plot_h, Stroke::new("#666", 1.0));
-        svg.text(
-            left + plot_w / 2.0,
-            top + plot_h + TICK_LEN + label_h + AXIS_TITLE_GAP - 4.0,
-            &self.x_label,
-            Text::new(FONT + 1.0).anchor(Anchor::Middle),
-        );
-        svg.text(
-            14.0,
-            top + plot_h / 2.0,
-            &ry.title,
-            Text::new(FONT + 1.0).anchor(Anchor::Middle).rotate(-90.0),
-        );
-        draw_legend(
-            &mut svg,
-            &rows,
-            10.0,
-            top + plot_h + bottom_axis,
-            self.width - 20.0,
-        );
-        svg.finish()
     }
 
     pub(super) fn tip_value(&self, v: f64) -> String {
@@ -251,4 +254,53 @@ impl BarPlot {
 /// A category label on one line (an SVG text element does not wrap).
 fn one_line(s: &str) -> String {
     s.lines().collect::<Vec<_>>().join(" ")
+}
+
+/// Where the bars sit in the picture, how the categories are labelled, and
+/// how values map onto the y axis.
+struct BarFrame {
+    left: f64,
+    top: f64,
+    plot_w: f64,
+    plot_h: f64,
+    group_w: f64,
+    bottom_axis: f64,
+    label_h: f64,
+    height: f64,
+    /// Category labels slanted (they do not fit their group), every k-th shown.
+    slant: bool,
+    every: usize,
+    ry: Resolved,
+    sy: Scale,
+    rows: Vec<Vec<LegendItem>>,
+}
+
+impl BarFrame {
+    /// The pixel y of value `v`.
+    fn my(&self, v: f64) -> f64 {
+        self.sy.map(v / self.ry.factor)
+    }
+}
+
+/// A category's label under its group centred at `lx`: slanted on one line,
+/// or upright with a row per line.
+fn draw_category_label(svg: &mut Svg, f: &BarFrame, cat: &str, lx: f64) {
+    let ly = f.top + f.plot_h + TICK_LEN + 13.0;
+    if f.slant {
+        svg.text(
+            lx + 4.0,
+            ly - 4.0,
+            &one_line(cat),
+            Text::new(FONT).anchor(Anchor::End).rotate(-35.0),
+        );
+    } else {
+        for (i, line) in cat.lines().enumerate() {
+            svg.text(
+                lx,
+                ly + i as f64 * 14.0,
+                line,
+                Text::new(FONT).anchor(Anchor::Middle),
+            );
+        }
+    }
 }

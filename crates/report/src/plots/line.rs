@@ -2,9 +2,10 @@
 //! reference lines, shaded bands, hover tips and links. The axes come from
 //! `axes`, the legend from `legend`; it must not choose units or colours.
 
-use super::axes::{finite_range, resolve_x, resolve_y, y_axis_width};
+use super::axes::{finite_range, resolve_x, resolve_y, y_axis_width, Resolved};
 use super::legend::{draw_legend, legend_rows, LegendItem, LEGEND_ROW};
 use super::{Axis, Band, Point, Rule, Series, AXIS_TITLE_GAP, TICK_LEN, TITLE_H};
+use crate::scale::Scale;
 use crate::svg::{text_width, Anchor, Stroke, Svg, Text, FONT};
 
 /// A line plot.
@@ -72,6 +73,27 @@ impl LinePlot {
     }
 
     pub fn render(&self) -> String {
+        let f = self.layout();
+        let mut svg = Svg::new(self.width, f.height, &self.title);
+        svg.text(
+            self.width / 2.0,
+            20.0,
+            &self.title,
+            Text::new(15.0).anchor(Anchor::Middle).bold(),
+        );
+        // Bands under everything else.
+        self.draw_bands(&mut svg, &f);
+        draw_grid_and_axes(&mut svg, &f, self.width);
+        self.draw_series(&mut svg, &f);
+        // Reference lines over the data, so a mean stays visible.
+        self.draw_rules(&mut svg, &f);
+        let legend_y = f.top + f.plot_h + f.bottom_axis;
+        draw_legend(&mut svg, &f.rows, 10.0, legend_y, self.width - 20.0);
+        svg.finish()
+    }
+
+    /// The data range on each side: (left y, right y, x).
+    fn ranges(&self) -> ((f64, f64), (f64, f64), (f64, f64)) {
         let side = |right: bool| {
             let pts = self
                 .series
@@ -85,9 +107,7 @@ impl LinePlot {
             let rules = self.rules.iter().filter(|r| r.right == right).map(|r| r.y);
             finite_range(pts.chain(rules))
         };
-        let (y_min, y_max) = side(false);
-        let (y2_min, y2_max) = side(true);
-        let (x_min, x_max) = finite_range(
+        let x = finite_range(
             self.series
                 .iter()
                 .flat_map(|s| s.points.iter().filter(|p| p.y.is_finite()))
@@ -95,7 +115,11 @@ impl LinePlot {
                 .chain(self.bands.iter().flat_map(|b| [b.x0, b.x1]))
                 .chain(self.x.ticks_at.iter().flatten().copied()),
         );
+        (side(false), side(true), x)
+    }
 
+    fn layout(&self) -> Frame {
+        let ((y_min, y_max), (y2_min, y2_max), (x_min, x_max)) = self.ranges();
         // Vertical layout first: the plot height decides the y ticks, whose
         // label widths decide the horizontal layout.
         let legend = self.legend_items();
@@ -120,29 +144,29 @@ impl LinePlot {
         let rx = resolve_x(&self.x, x_min, x_max, plot_w);
         let rows = legend_rows(&legend, self.width - 20.0);
         let height = top + plot_h + bottom_axis + rows.len() as f64 * LEGEND_ROW + 8.0;
+        Frame {
+            sx: rx.scale((left, left + plot_w)),
+            sy: ry.scale((top + plot_h, top)),
+            sy2: ry2.as_ref().map(|r| r.scale((top + plot_h, top))),
+            left,
+            top,
+            plot_w,
+            plot_h,
+            bottom_axis,
+            height,
+            rx,
+            ry,
+            ry2,
+            rows,
+        }
+    }
 
-        let sx = rx.scale((left, left + plot_w));
-        let sy = ry.scale((top + plot_h, top));
-        let sy2 = ry2.as_ref().map(|r| r.scale((top + plot_h, top)));
-        let mx = |v: f64| sx.map(v / rx.factor);
-        let my = |v: f64, right: bool| match (&sy2, right) {
-            (Some(s), true) => s.map(v / ry2.as_ref().map(|r| r.factor).unwrap_or(1.0)),
-            _ => sy.map(v / ry.factor),
-        };
-
-        let mut svg = Svg::new(self.width, height, &self.title);
-        svg.text(
-            self.width / 2.0,
-            20.0,
-            &self.title,
-            Text::new(15.0).anchor(Anchor::Middle).bold(),
-        );
-
-        // Bands under everything else.
+    fn draw_bands(&self, svg: &mut Svg, f: &Frame) {
+        let (left, top, plot_w, plot_h) = (f.left, f.top, f.plot_w, f.plot_h);
         svg.group("bands");
         for (i, b) in self.bands.iter().enumerate() {
-            let x0 = mx(b.x0).max(left);
-            let x1 = mx(b.x1).min(left + plot_w);
+            let x0 = f.mx(b.x0).max(left);
+            let x1 = f.mx(b.x1).min(left + plot_w);
             if b.shaded {
                 let fill = if i % 2 == 0 { "#eef1f5" } else { "#f7f8fa" };
                 svg.rect(x0, top, x1 - x0, plot_h, fill, Some(&b.label));
@@ -162,79 +186,9 @@ impl LinePlot {
             }
         }
         svg.end_group();
+    }
 
-        // Grid and ticks.
-        svg.group("grid");
-        for (v, _) in &ry.ticks {
-            let y = sy.map(*v);
-            svg.line(left, y, left + plot_w, y, Stroke::new("#e3e3e3", 1.0));
-        }
-        for (v, _) in &rx.ticks {
-            let x = sx.map(*v);
-            svg.line(x, top, x, top + plot_h, Stroke::new("#efefef", 1.0));
-        }
-        svg.end_group();
-        svg.group("axes");
-        svg.frame(left, top, plot_w, plot_h, Stroke::new("#666", 1.0));
-        for (v, l) in &ry.ticks {
-            let y = sy.map(*v);
-            svg.line(left - TICK_LEN, y, left, y, Stroke::new("#666", 1.0));
-            svg.text(
-                left - TICK_LEN - 3.0,
-                y + 4.0,
-                l,
-                Text::new(FONT).anchor(Anchor::End),
-            );
-        }
-        if let (Some(r2), Some(s2)) = (&ry2, &sy2) {
-            for (v, l) in &r2.ticks {
-                let y = s2.map(*v);
-                svg.line(
-                    left + plot_w,
-                    y,
-                    left + plot_w + TICK_LEN,
-                    y,
-                    Stroke::new("#666", 1.0),
-                );
-                svg.text(left + plot_w + TICK_LEN + 3.0, y + 4.0, l, Text::new(FONT));
-            }
-            svg.text(
-                self.width - 8.0,
-                top + plot_h / 2.0,
-                &r2.title,
-                Text::new(FONT + 1.0).anchor(Anchor::Middle).rotate(90.0),
-            );
-        }
-        for (v, l) in &rx.ticks {
-            let x = sx.map(*v);
-            svg.line(
-                x,
-                top + plot_h,
-                x,
-                top + plot_h + TICK_LEN,
-                Stroke::new("#666", 1.0),
-            );
-            svg.text(
-                x,
-                top + plot_h + TICK_LEN + 13.0,
-                l,
-                Text::new(FONT).anchor(Anchor::Middle),
-            );
-        }
-        svg.text(
-            left + plot_w / 2.0,
-            top + plot_h + TICK_LEN + 16.0 + AXIS_TITLE_GAP - 2.0,
-            &rx.title,
-            Text::new(FONT + 1.0).anchor(Anchor::Middle),
-        );
-        svg.text(
-            14.0,
-            top + plot_h / 2.0,
-            &ry.title,
-            Text::new(FONT + 1.0).anchor(Anchor::Middle).rotate(-90.0),
-        );
-        svg.end_group();
-
+    fn draw_series(&self, svg: &mut Svg, f: &Frame) {
         // Series with error bars are nudged apart so their bars stay visible.
         let with_err: Vec<usize> = (0..self.series.len())
             .filter(|&i| self.series[i].points.iter().any(|p| p.err.is_some()))
@@ -255,51 +209,24 @@ impl LinePlot {
             for run in line_runs(&s.points) {
                 let px: Vec<(f64, f64)> = run
                     .iter()
-                    .map(|(x, y)| (mx(*x) + nudge, my(*y, s.right)))
+                    .map(|(x, y)| (f.mx(*x) + nudge, f.my(*y, s.right)))
                     .collect();
                 svg.polyline(&px, stroke, "line");
             }
             for p in &s.points {
-                if !(p.x.is_finite() && p.y.is_finite()) {
-                    continue;
-                }
-                let x = mx(p.marker_x()) + nudge;
-                if let Some(h) = &p.href {
-                    svg.link(h);
-                }
-                if let Some((lo, hi)) = p.err {
-                    if lo.is_finite() && hi.is_finite() {
-                        let (y0, y1) = (my(lo, s.right), my(hi, s.right));
-                        let st = Stroke::new(s.color, 1.3);
-                        svg.line(x, y0, x, y1, st);
-                        svg.line(x - 4.0, y0, x + 4.0, y0, st);
-                        svg.line(x - 4.0, y1, x + 4.0, y1, st);
-                    }
-                }
-                match (s.marker, s.hollow) {
-                    (Some(m), false) => {
-                        svg.marker(m, x, my(p.y, s.right), 8.0, s.color, p.tip.as_deref())
-                    }
-                    (Some(m), true) => {
-                        svg.hollow_marker(m, x, my(p.y, s.right), 11.0, s.color, p.tip.as_deref())
-                    }
-                    (None, _) => {}
-                }
-                if p.href.is_some() {
-                    svg.end_link();
+                if p.x.is_finite() && p.y.is_finite() {
+                    draw_point(svg, f, s, p, f.mx(p.marker_x()) + nudge);
                 }
             }
             svg.end_group();
         }
+    }
 
-        // Reference lines over the data, so a mean stays visible.
+    fn draw_rules(&self, svg: &mut Svg, f: &Frame) {
         svg.group("rules");
         for r in &self.rules {
-            let y = my(r.y, r.right);
-            let (x0, x1) = match r.span {
-                Some((a, b)) => (mx(a).max(left), mx(b).min(left + plot_w)),
-                None => (left, left + plot_w),
-            };
+            let y = f.my(r.y, r.right);
+            let (x0, x1) = f.span(r.span);
             let mut s = Stroke::new(r.color, 1.8);
             if let Some(d) = r.dash {
                 s = s.dashed(d);
@@ -311,16 +238,13 @@ impl LinePlot {
         // Inline rule labels last, over the data, on a white halo.
         svg.group("rule-labels");
         for r in self.rules.iter().filter(|r| r.inline) {
-            let y = my(r.y, r.right);
-            let (x0, x1) = match r.span {
-                Some((a, b)) => (mx(a).max(left), mx(b).min(left + plot_w)),
-                None => (left, left + plot_w),
-            };
+            let y = f.my(r.y, r.right);
+            let (x0, x1) = f.span(r.span);
             if text_width(&r.label, FONT) < x1 - x0 {
                 let mut t = Text::new(FONT).anchor(Anchor::Middle).bold();
                 t.fill = r.color;
                 t.halo = true;
-                let below = y + 16.0 < top + plot_h;
+                let below = y + 16.0 < f.top + f.plot_h;
                 svg.text(
                     (x0 + x1) / 2.0,
                     if below { y + 16.0 } else { y - 6.0 },
@@ -330,10 +254,151 @@ impl LinePlot {
             }
         }
         svg.end_group();
+    }
+}
 
-        let legend_y = top + plot_h + bottom_axis;
-        draw_legend(&mut svg, &rows, 10.0, legend_y, self.width - 20.0);
-        svg.finish()
+/// Where the plot area sits in the picture and how data values map onto it.
+struct Frame {
+    left: f64,
+    top: f64,
+    plot_w: f64,
+    plot_h: f64,
+    bottom_axis: f64,
+    height: f64,
+    rx: Resolved,
+    ry: Resolved,
+    ry2: Option<Resolved>,
+    sx: Scale,
+    sy: Scale,
+    sy2: Option<Scale>,
+    rows: Vec<Vec<LegendItem>>,
+}
+
+impl Frame {
+    /// The pixel x of data value `v`.
+    fn mx(&self, v: f64) -> f64 {
+        self.sx.map(v / self.rx.factor)
+    }
+
+    /// The pixel y of data value `v` on the left or the right axis.
+    fn my(&self, v: f64, right: bool) -> f64 {
+        match (&self.sy2, right) {
+            (Some(s), true) => s.map(v / self.ry2.as_ref().map(|r| r.factor).unwrap_or(1.0)),
+            _ => self.sy.map(v / self.ry.factor),
+        }
+    }
+
+    /// A rule's x extent in pixels: its span clipped to the plot, or the plot.
+    fn span(&self, span: Option<(f64, f64)>) -> (f64, f64) {
+        let (left, right) = (self.left, self.left + self.plot_w);
+        match span {
+            Some((a, b)) => (self.mx(a).max(left), self.mx(b).min(right)),
+            None => (left, right),
+        }
+    }
+}
+
+/// The grid, the frame, the ticks and labels of both y axes and the x axis,
+/// and the axis titles.
+fn draw_grid_and_axes(svg: &mut Svg, f: &Frame, width: f64) {
+    let (left, top, plot_w, plot_h) = (f.left, f.top, f.plot_w, f.plot_h);
+    let (rx, ry, sx, sy) = (&f.rx, &f.ry, &f.sx, &f.sy);
+    svg.group("grid");
+    for (v, _) in &ry.ticks {
+        let y = sy.map(*v);
+        svg.line(left, y, left + plot_w, y, Stroke::new("#e3e3e3", 1.0));
+    }
+    for (v, _) in &rx.ticks {
+        let x = sx.map(*v);
+        svg.line(x, top, x, top + plot_h, Stroke::new("#efefef", 1.0));
+    }
+    svg.end_group();
+    svg.group("axes");
+    svg.frame(left, top, plot_w, plot_h, Stroke::new("#666", 1.0));
+    for (v, l) in &ry.ticks {
+        let y = sy.map(*v);
+        svg.line(left - TICK_LEN, y, left, y, Stroke::new("#666", 1.0));
+        svg.text(
+            left - TICK_LEN - 3.0,
+            y + 4.0,
+            l,
+            Text::new(FONT).anchor(Anchor::End),
+        );
+    }
+    if let (Some(r2), Some(s2)) = (&f.ry2, &f.sy2) {
+        for (v, l) in &r2.ticks {
+            let y = s2.map(*v);
+            svg.line(
+                left + plot_w,
+                y,
+                left + plot_w + TICK_LEN,
+                y,
+                Stroke::new("#666", 1.0),
+            );
+            svg.text(left + plot_w + TICK_LEN + 3.0, y + 4.0, l, Text::new(FONT));
+        }
+        svg.text(
+            width - 8.0,
+            top + plot_h / 2.0,
+            &r2.title,
+            Text::new(FONT + 1.0).anchor(Anchor::Middle).rotate(90.0),
+        );
+    }
+    for (v, l) in &rx.ticks {
+        let x = sx.map(*v);
+        svg.line(
+            x,
+            top + plot_h,
+            x,
+            top + plot_h + TICK_LEN,
+            Stroke::new("#666", 1.0),
+        );
+        svg.text(
+            x,
+            top + plot_h + TICK_LEN + 13.0,
+            l,
+            Text::new(FONT).anchor(Anchor::Middle),
+        );
+    }
+    svg.text(
+        left + plot_w / 2.0,
+        top + plot_h + TICK_LEN + 16.0 + AXIS_TITLE_GAP - 2.0,
+        &rx.title,
+        Text::new(FONT + 1.0).anchor(Anchor::Middle),
+    );
+    svg.text(
+        14.0,
+        top + plot_h / 2.0,
+        &ry.title,
+        Text::new(FONT + 1.0).anchor(Anchor::Middle).rotate(-90.0),
+    );
+    svg.end_group();
+}
+
+/// One point of series `s` at pixel x `x`: its error bar, its marker with
+/// the hover tip, inside its link.
+fn draw_point(svg: &mut Svg, f: &Frame, s: &Series, p: &Point, x: f64) {
+    if let Some(h) = &p.href {
+        svg.link(h);
+    }
+    if let Some((lo, hi)) = p.err {
+        if lo.is_finite() && hi.is_finite() {
+            let (y0, y1) = (f.my(lo, s.right), f.my(hi, s.right));
+            let st = Stroke::new(s.color, 1.3);
+            svg.line(x, y0, x, y1, st);
+            svg.line(x - 4.0, y0, x + 4.0, y0, st);
+            svg.line(x - 4.0, y1, x + 4.0, y1, st);
+        }
+    }
+    match (s.marker, s.hollow) {
+        (Some(m), false) => svg.marker(m, x, f.my(p.y, s.right), 8.0, s.color, p.tip.as_deref()),
+        (Some(m), true) => {
+            svg.hollow_marker(m, x, f.my(p.y, s.right), 11.0, s.color, p.tip.as_deref())
+        }
+        (None, _) => {}
+    }
+    if p.href.is_some() {
+        svg.end_link();
     }
 }
 
