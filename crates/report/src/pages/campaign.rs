@@ -143,6 +143,77 @@ pub(super) type FlowRates = ((String, String), Vec<f64>, Vec<f64>);
 pub(super) fn phase_section(k: usize, name: &str, phases: &[&Phase]) -> (Section, Vec<Cell>) {
     let mut sec = Section::new(&format!("phase-{k}"), format!("Phase: {name}"));
     // Aggregate time series, sessions one after the other.
+    let (plot, session_means, overall) = aggregate_plot(name, phases);
+    if plot.has_data() {
+        sec.figure(
+            &plot.render(),
+            "Aggregate throughput received per interval (the sum over all flows), each session in its own band with its mean; the black dashed line is the mean over all sessions.",
+        );
+    } else {
+        sec.note("No aggregate intervals in this phase.");
+    }
+    // Sessions table with the short ones marked.
+    let mut means: Vec<f64> = session_means.iter().filter_map(|s| s.1).collect();
+    means.sort_by(f64::total_cmp);
+    let median = if means.is_empty() {
+        None
+    } else {
+        Some(means[means.len() / 2])
+    };
+    sec.push(&sessions_table(&session_means, median).render());
+
+    // Per flow, averaged over sessions.
+    let flows = flow_rates(phases);
+    let target = phases.iter().find_map(|p| p.target);
+    let shorts = if flows.is_empty() {
+        0
+    } else {
+        sec.figure(
+            &flow_bars(name, &flows, target).render(),
+            "Mean rate each flow's sender sent and its receiver received, over all sessions of this phase.",
+        );
+        let (ft, shorts) = flows_table(&flows, target);
+        sec.push(&ft.render());
+        shorts
+    };
+    hosts_table(phases, &mut sec);
+    let worst = session_means
+        .iter()
+        .filter_map(|s| s.1.map(|m| (s.0.clone(), m)))
+        .min_by(|a, b| a.1.total_cmp(&b.1));
+    let best = session_means
+        .iter()
+        .filter_map(|s| s.1.map(|m| (s.0.clone(), m)))
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    let short_session = worst
+        .as_ref()
+        .zip(median)
+        .is_some_and(|(w, m)| w.1 < 0.95 * m);
+    let row = vec![
+        Cell::text(name),
+        Cell::num(phases.len().to_string()),
+        Cell::num(overall.map(format::rate).unwrap_or("–".into())),
+        Cell::num(
+            worst
+                .map(|(n, m)| format!("{} (session {n})", format::rate(m)))
+                .unwrap_or("–".into()),
+        )
+        .flag(short_session),
+        Cell::num(
+            best.map(|(n, m)| format!("{} (session {n})", format::rate(m)))
+                .unwrap_or("–".into()),
+        ),
+        Cell::num(format!("{shorts} of {}", flows.len())).flag(shorts > 0),
+    ];
+    (sec, row)
+}
+
+/// A session's name, mean, interval count, lowest and highest interval.
+type SessionMean = (String, Option<f64>, usize, f64, f64);
+
+/// The aggregate series of each session one after the other, each in its
+/// band with its mean; with the sessions' means and the mean over all.
+fn aggregate_plot(name: &str, phases: &[&Phase]) -> (LinePlot, Vec<SessionMean>, Option<f64>) {
     let mut plot = LinePlot::new(
         format!("Aggregate throughput, {name}"),
         Axis::new("Time, sessions one after another", Quantity::Seconds).zero(),
@@ -158,7 +229,7 @@ pub(super) fn phase_section(k: usize, name: &str, phases: &[&Phase]) -> (Section
     let mut sent = Series::new("sent per interval (sum over flows)", color(1));
     sent.band = true;
     let mut offset = 0.0;
-    let mut session_means: Vec<(String, Option<f64>, usize, f64, f64)> = Vec::new();
+    let mut session_means: Vec<SessionMean> = Vec::new();
     let mut all = Vec::new();
     for (i, p) in phases.iter().enumerate() {
         let sname = session_name(p, i);
@@ -233,23 +304,12 @@ pub(super) fn phase_section(k: usize, name: &str, phases: &[&Phase]) -> (Section
             inline: false,
         });
     }
-    if plot.has_data() {
-        sec.figure(
-            &plot.render(),
-            "Aggregate throughput received per interval (the sum over all flows), each session in its own band with its mean; the black dashed line is the mean over all sessions.",
-        );
-    } else {
-        sec.note("No aggregate intervals in this phase.");
-    }
+    (plot, session_means, overall)
+}
 
-    // Sessions table with the short ones marked.
-    let mut means: Vec<f64> = session_means.iter().filter_map(|s| s.1).collect();
-    means.sort_by(f64::total_cmp);
-    let median = if means.is_empty() {
-        None
-    } else {
-        Some(means[means.len() / 2])
-    };
+/// The sessions with their mean, range and ratio to the median session;
+/// the short ones marked.
+fn sessions_table(session_means: &[SessionMean], median: Option<f64>) -> Table {
     let mut st = Table::new(
         [
             "session",
@@ -272,7 +332,7 @@ pub(super) fn phase_section(k: usize, name: &str, phases: &[&Phase]) -> (Section
     )
     .caption("Sessions: aggregate received throughput");
     st.row_headers = true;
-    for (sname, m, n, lo, hi) in &session_means {
+    for (sname, m, n, lo, hi) in session_means {
         let ratio = m
             .zip(median)
             .map(|(a, b)| if b > 0.0 { a / b } else { 1.0 });
@@ -299,10 +359,11 @@ pub(super) fn phase_section(k: usize, name: &str, phases: &[&Phase]) -> (Section
             .flag(short),
         ]);
     }
-    sec.push(&st.render());
+    st
+}
 
-    // Per flow, averaged over sessions.
-    // (from, to), sent rates, received rates: one entry per session.
+/// Each flow's sent and received rates, one entry per session.
+fn flow_rates(phases: &[&Phase]) -> Vec<FlowRates> {
     let mut flows: Vec<FlowRates> = Vec::new();
     for p in phases {
         for fl in &p.flows {
@@ -322,113 +383,97 @@ pub(super) fn phase_section(k: usize, name: &str, phases: &[&Phase]) -> (Section
             }
         }
     }
-    let target = phases.iter().find_map(|p| p.target);
-    let mut shorts = 0;
-    if !flows.is_empty() {
-        let mut bars = BarPlot::new(
-            format!("Sent vs received per flow, {name} (mean over sessions)"),
-            "Flow (sender → receiver)",
-            Axis::new("Throughput", Quantity::Rate),
-        );
-        bars.categories = flows
-            .iter()
-            .map(|((a, b), _, _)| format!("{a}\n→ {b}"))
-            .collect();
-        bars.series = vec![
-            BarSeries {
-                label: "sent (by the sender)".into(),
-                color: color(0),
-                values: flows.iter().map(|f| mean(&f.1)).collect(),
-            },
-            BarSeries {
-                label: "received (by the receiver)".into(),
-                color: color(1),
-                values: flows.iter().map(|f| mean(&f.2)).collect(),
-            },
-        ];
-        if let Some(t) = target {
-            bars.rules.push(Rule {
-                y: t,
-                span: None,
-                label: format!("target {}", format::rate(t)),
-                color: "#000000",
-                dash: Some("6 4"),
-                right: false,
-                inline: false,
-            });
-        }
-        sec.figure(
-            &bars.render(),
-            "Mean rate each flow's sender sent and its receiver received, over all sessions of this phase.",
-        );
-        let mut ft = Table::new(
-            ["from", "to", "sessions", "sent", "received", "received / sent", "worst session received"]
-                .iter()
-                .enumerate()
-                .map(|(i, h)| if i < 2 { Cell::text(*h) } else { Cell::num(*h) })
-                .collect(),
-        )
-        .caption("Flows (mean over sessions); marked: received more than 5% below sent or below the target");
-        for ((a, b), sent, recv) in &flows {
-            let (ms, mr) = (mean(sent), mean(recv));
-            let ratio = ms.zip(mr).map(|(s, r)| if s > 0.0 { r / s } else { 1.0 });
-            let short_ratio = ratio.is_some_and(|r| r < 0.95);
-            let short_target = target.zip(mr).is_some_and(|(t, r)| r < 0.95 * t);
-            let short_sent = target.zip(ms).is_some_and(|(t, s)| s < 0.95 * t);
-            if short_ratio || short_target || short_sent {
-                shorts += 1;
-            }
-            ft.row(vec![
-                Cell::text(a.clone()),
-                Cell::text(b.clone()),
-                Cell::num(sent.len().max(recv.len()).to_string()),
-                Cell::num(ms.map(format::rate).unwrap_or("–".into())).flag(short_sent),
-                Cell::num(mr.map(format::rate).unwrap_or("–".into())).flag(short_target),
-                Cell::num(
-                    ratio
-                        .map(|r| format!("{} %", format::sig3(r * 100.0)))
-                        .unwrap_or("–".into()),
-                )
-                .flag(short_ratio),
-                Cell::num(
-                    recv.iter()
-                        .copied()
-                        .reduce(f64::min)
-                        .map(format::rate)
-                        .unwrap_or("–".into()),
-                ),
-            ]);
-        }
-        sec.push(&ft.render());
-    }
-    hosts_table(phases, &mut sec);
-    let worst = session_means
+    flows
+}
+
+/// Sent against received, a pair of bars per flow, with the target rate.
+fn flow_bars(name: &str, flows: &[FlowRates], target: Option<f64>) -> BarPlot {
+    let mut bars = BarPlot::new(
+        format!("Sent vs received per flow, {name} (mean over sessions)"),
+        "Flow (sender → receiver)",
+        Axis::new("Throughput", Quantity::Rate),
+    );
+    bars.categories = flows
         .iter()
-        .filter_map(|s| s.1.map(|m| (s.0.clone(), m)))
-        .min_by(|a, b| a.1.total_cmp(&b.1));
-    let best = session_means
-        .iter()
-        .filter_map(|s| s.1.map(|m| (s.0.clone(), m)))
-        .max_by(|a, b| a.1.total_cmp(&b.1));
-    let short_session = worst
-        .as_ref()
-        .zip(median)
-        .is_some_and(|(w, m)| w.1 < 0.95 * m);
-    let row = vec![
-        Cell::text(name),
-        Cell::num(phases.len().to_string()),
-        Cell::num(overall.map(format::rate).unwrap_or("–".into())),
-        Cell::num(
-            worst
-                .map(|(n, m)| format!("{} (session {n})", format::rate(m)))
-                .unwrap_or("–".into()),
-        )
-        .flag(short_session),
-        Cell::num(
-            best.map(|(n, m)| format!("{} (session {n})", format::rate(m)))
-                .unwrap_or("–".into()),
-        ),
-        Cell::num(format!("{shorts} of {}", flows.len())).flag(shorts > 0),
+        .map(|((a, b), _, _)| format!("{a}\n→ {b}"))
+        .collect();
+    bars.series = vec![
+        BarSeries {
+            label: "sent (by the sender)".into(),
+            color: color(0),
+            values: flows.iter().map(|f| mean(&f.1)).collect(),
+        },
+        BarSeries {
+            label: "received (by the receiver)".into(),
+            color: color(1),
+            values: flows.iter().map(|f| mean(&f.2)).collect(),
+        },
     ];
-    (sec, row)
+    if let Some(t) = target {
+        bars.rules.push(Rule {
+            y: t,
+            span: None,
+            label: format!("target {}", format::rate(t)),
+            color: "#000000",
+            dash: Some("6 4"),
+            right: false,
+            inline: false,
+        });
+    }
+    bars
+}
+
+/// The flows with their means; marked: received short of sent or of the
+/// target. Returns the table and the number of short flows.
+fn flows_table(flows: &[FlowRates], target: Option<f64>) -> (Table, usize) {
+    let mut shorts = 0;
+    let mut ft = Table::new(
+        [
+            "from",
+            "to",
+            "sessions",
+            "sent",
+            "received",
+            "received / sent",
+            "worst session received",
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, h)| if i < 2 { Cell::text(*h) } else { Cell::num(*h) })
+        .collect(),
+    )
+    .caption(
+        "Flows (mean over sessions); marked: received more than 5% below sent or below the target",
+    );
+    for ((a, b), sent, recv) in flows {
+        let (ms, mr) = (mean(sent), mean(recv));
+        let ratio = ms.zip(mr).map(|(s, r)| if s > 0.0 { r / s } else { 1.0 });
+        let short_ratio = ratio.is_some_and(|r| r < 0.95);
+        let short_target = target.zip(mr).is_some_and(|(t, r)| r < 0.95 * t);
+        let short_sent = target.zip(ms).is_some_and(|(t, s)| s < 0.95 * t);
+        if short_ratio || short_target || short_sent {
+            shorts += 1;
+        }
+        ft.row(vec![
+            Cell::text(a.clone()),
+            Cell::text(b.clone()),
+            Cell::num(sent.len().max(recv.len()).to_string()),
+            Cell::num(ms.map(format::rate).unwrap_or("–".into())).flag(short_sent),
+            Cell::num(mr.map(format::rate).unwrap_or("–".into())).flag(short_target),
+            Cell::num(
+                ratio
+                    .map(|r| format!("{} %", format::sig3(r * 100.0)))
+                    .unwrap_or("–".into()),
+            )
+            .flag(short_ratio),
+            Cell::num(
+                recv.iter()
+                    .copied()
+                    .reduce(f64::min)
+                    .map(format::rate)
+                    .unwrap_or("–".into()),
+            ),
+        ]);
+    }
+    (ft, shorts)
 }
