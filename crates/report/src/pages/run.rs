@@ -109,7 +109,36 @@ pub(super) fn run_section(r: &RunData, many: bool) -> Section {
         .unwrap_or_default();
     let t = summary_table(&dirs, &intervals, udp);
     sec.push(&t.render());
-    for d in &dirs {
+    verdicts_and_messages(rep, &dirs, &mut sec);
+
+    if intervals.is_empty() {
+        sec.note("No interval samples in this run (it ran with -i 0): no time series.");
+    } else {
+        for d in &dirs {
+            let suffix = if dirs.len() > 1 {
+                format!(", {}", direction_label(&d.name))
+            } else {
+                String::new()
+            };
+            direction_figures(&mut sec, &intervals, d, udp, &suffix);
+        }
+        sec.details(
+            &format!("{} intervals", intervals.len()),
+            &intervals_table(&intervals, &dirs, udp).render(),
+            false,
+        );
+    }
+    let sockets = sockets_table(rep);
+    if !sockets.rows.is_empty() {
+        sec.details("Sockets of each stream", &sockets.render(), false);
+    }
+    sec
+}
+
+/// Each direction's verdict (what limited it), then the run's warnings and
+/// errors as the client reported them.
+fn verdicts_and_messages(rep: &Value, dirs: &[Direction], sec: &mut Section) {
+    for d in dirs {
         if let Some(ex) = s(d.summary, "/verdict/explanation") {
             let limited = s(d.summary, "/verdict/limited_by").unwrap_or_default();
             let advice = s(d.summary, "/verdict/advice")
@@ -142,62 +171,51 @@ pub(super) fn run_section(r: &RunData, many: bool) -> Section {
     {
         sec.push(&format!("<p class=\"warn\">error: {}</p>", html::escape(e)));
     }
+}
 
-    if intervals.is_empty() {
-        sec.note("No interval samples in this run (it ran with -i 0): no time series.");
+/// The plots of one direction: throughput, then UDP loss and jitter or TCP
+/// RTT and congestion window.
+fn direction_figures(
+    sec: &mut Section,
+    intervals: &[&Value],
+    d: &Direction,
+    udp: bool,
+    suffix: &str,
+) {
+    let p = throughput_series(intervals, d, udp, suffix);
+    if p.has_data() {
+        sec.figure(
+            &p.render(),
+            &format!(
+                "Throughput per interval{suffix}: each stream (as received), their sum, and the mean over the whole test{}. Each interval's rate is drawn across the interval, from its start to its end.",
+                if udp { "; the wide pale band: what was sent" } else { "" }
+            ),
+        );
+    }
+    if udp {
+        let p = udp_series(intervals, d, suffix);
+        if p.has_data() {
+            sec.figure(
+                &p.render(),
+                "Datagrams lost in each interval (percent of those sent, left axis, drawn across the interval) and the RFC 3550 jitter estimate at each interval's end (right axis), with its mean over the intervals (the summary's \"mean of intervals\").",
+            );
+        }
     } else {
-        for d in &dirs {
-            let suffix = if dirs.len() > 1 {
-                format!(", {}", direction_label(&d.name))
-            } else {
-                String::new()
-            };
-            let p = throughput_series(&intervals, d, udp, &suffix);
+        for (what, field, q) in [
+            ("RTT", "rtt_ms", Quantity::Millis),
+            ("Congestion window", "cwnd_bytes", Quantity::Bytes),
+        ] {
+            let p = tcp_series(intervals, d, what, field, q, suffix);
             if p.has_data() {
                 sec.figure(
                     &p.render(),
                     &format!(
-                        "Throughput per interval{suffix}: each stream (as received), their sum, and the mean over the whole test{}. Each interval's rate is drawn across the interval, from its start to its end.",
-                        if udp { "; the wide pale band: what was sent" } else { "" }
+                        "{what} of each stream's sender as the kernel reports it (tcp_info), sampled at the end of each interval."
                     ),
                 );
             }
-            if udp {
-                let p = udp_series(&intervals, d, &suffix);
-                if p.has_data() {
-                    sec.figure(
-                        &p.render(),
-                        "Datagrams lost in each interval (percent of those sent, left axis, drawn across the interval) and the RFC 3550 jitter estimate at each interval's end (right axis), with its mean over the intervals (the summary's \"mean of intervals\").",
-                    );
-                }
-            } else {
-                for (what, field, q) in [
-                    ("RTT", "rtt_ms", Quantity::Millis),
-                    ("Congestion window", "cwnd_bytes", Quantity::Bytes),
-                ] {
-                    let p = tcp_series(&intervals, d, what, field, q, &suffix);
-                    if p.has_data() {
-                        sec.figure(
-                            &p.render(),
-                            &format!(
-                                "{what} of each stream's sender as the kernel reports it (tcp_info), sampled at the end of each interval."
-                            ),
-                        );
-                    }
-                }
-            }
         }
-        sec.details(
-            &format!("{} intervals", intervals.len()),
-            &intervals_table(&intervals, &dirs, udp).render(),
-            false,
-        );
     }
-    let sockets = sockets_table(rep);
-    if !sockets.rows.is_empty() {
-        sec.details("Sockets of each stream", &sockets.render(), false);
-    }
-    sec
 }
 
 /// The summary of a run, one row per direction. UDP jitter is given as the

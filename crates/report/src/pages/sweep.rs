@@ -213,47 +213,7 @@ pub(super) fn many_params(
     cpu.height = 340.0;
     let combos = combos(axes);
     for (i, c) in combos.iter().enumerate() {
-        let mut pts: Vec<&PointData> = ex.points.iter().filter(|p| matches(p, c)).collect();
-        pts.sort_by(|a, b| {
-            pa.x(a.param(&pa.name).unwrap_or(""))
-                .total_cmp(&pa.x(b.param(&pa.name).unwrap_or("")))
-        });
-        let label = combo_label(c);
-        let mk = |label: &str| {
-            let mut s = Series::new(label, color(i));
-            s.marker = Some(marker(i));
-            s.dash = dash(i);
-            s
-        };
-        let (mut recv, mut sent, mut cpu_s) = (mk(&label), mk(&label), mk(&label));
-        sent.dash = Some("7 4");
-        sent.legend = false;
-        sent.marker = None;
-        sent.width = 1.4;
-        for p in pts {
-            let x = pa.x(p.param(&pa.name).unwrap_or(""));
-            let where_ = format!("{} = {}, {label}", pa.name, p.param(&pa.name).unwrap_or(""));
-            if let Some(st) = &p.stats.received {
-                if let Some(m) = st.mean {
-                    let mut pt = Point::new(x, m);
-                    pt.err = bars.bar(st);
-                    pt.tip = Some(tip(&format!("{where_}, received"), st, Quantity::Rate));
-                    pt.href = Some(point_anchor(p));
-                    recv.points.push(pt);
-                }
-            }
-            if let Some(m) = p.stats.sent.as_ref().and_then(|s| s.mean) {
-                sent.points.push(Point::new(x, m));
-            }
-            if let Some(st) = &p.stats.cpu_local {
-                if let Some(m) = st.mean {
-                    let mut pt = Point::new(x, m);
-                    pt.tip = Some(tip(&format!("{where_}, CPU"), st, Quantity::Percent));
-                    pt.href = Some(point_anchor(p));
-                    cpu_s.points.push(pt);
-                }
-            }
-        }
+        let (recv, sent, cpu_s) = combo_series(ex, pa, c, i, bars);
         if !recv.points.is_empty() {
             plot.series.push(recv);
         }
@@ -292,6 +252,59 @@ pub(super) fn many_params(
             "Mean CPU use of the client process (100% = one core fully busy), a curve per value as above.",
         );
     }
+}
+
+/// The received, sent and CPU series of the points with the other
+/// parameters at combination `c` (the `i`-th curve), along `pa`.
+fn combo_series(
+    ex: &Export,
+    pa: &ParamAxis,
+    c: &[(String, String)],
+    i: usize,
+    bars: ErrorBars,
+) -> (Series, Series, Series) {
+    let mut pts: Vec<&PointData> = ex.points.iter().filter(|p| matches(p, c)).collect();
+    pts.sort_by(|a, b| {
+        pa.x(a.param(&pa.name).unwrap_or(""))
+            .total_cmp(&pa.x(b.param(&pa.name).unwrap_or("")))
+    });
+    let label = combo_label(c);
+    let mk = |label: &str| {
+        let mut s = Series::new(label, color(i));
+        s.marker = Some(marker(i));
+        s.dash = dash(i);
+        s
+    };
+    let (mut recv, mut sent, mut cpu_s) = (mk(&label), mk(&label), mk(&label));
+    sent.dash = Some("7 4");
+    sent.legend = false;
+    sent.marker = None;
+    sent.width = 1.4;
+    for p in pts {
+        let x = pa.x(p.param(&pa.name).unwrap_or(""));
+        let where_ = format!("{} = {}, {label}", pa.name, p.param(&pa.name).unwrap_or(""));
+        if let Some(st) = &p.stats.received {
+            if let Some(m) = st.mean {
+                let mut pt = Point::new(x, m);
+                pt.err = bars.bar(st);
+                pt.tip = Some(tip(&format!("{where_}, received"), st, Quantity::Rate));
+                pt.href = Some(point_anchor(p));
+                recv.points.push(pt);
+            }
+        }
+        if let Some(m) = p.stats.sent.as_ref().and_then(|s| s.mean) {
+            sent.points.push(Point::new(x, m));
+        }
+        if let Some(st) = &p.stats.cpu_local {
+            if let Some(m) = st.mean {
+                let mut pt = Point::new(x, m);
+                pt.tip = Some(tip(&format!("{where_}, CPU"), st, Quantity::Percent));
+                pt.href = Some(point_anchor(p));
+                cpu_s.points.push(pt);
+            }
+        }
+    }
+    (recv, sent, cpu_s)
 }
 
 /// The table of means as the seeds print them: first parameter down, the
