@@ -33,26 +33,17 @@ pub(super) fn campaign_page(ex: &Export) -> (String, String, Vec<Section>) {
         ex.phases.iter().map(|p| p.flows.len()).max().unwrap_or(0)
     );
     let mut sections = Vec::new();
-    let mut overview = Table::new(
-        [
+    let mut overview = Table::new(header_cells(
+        &[
             "phase",
             "sessions",
             "mean aggregate",
             "worst session",
             "best session",
             "flows short",
-        ]
-        .iter()
-        .enumerate()
-        .map(|(i, h)| {
-            if i == 0 {
-                Cell::text(*h)
-            } else {
-                Cell::num(*h)
-            }
-        })
-        .collect(),
-    )
+        ],
+        1,
+    ))
     .caption("Overview: aggregate received throughput per phase (mean of the per-interval sums)");
     overview.row_headers = true;
     for (k, (name, phases)) in groups.iter().enumerate() {
@@ -112,11 +103,10 @@ pub(super) fn hosts_table(phases: &[&Phase], sec: &mut Section) {
         return;
     }
     let mut t = Table::new(
-        ["host", "sent", "received", "its peers sent to it", "shortfall"]
-            .iter()
-            .enumerate()
-            .map(|(i, h)| if i == 0 { Cell::text(*h) } else { Cell::num(*h) })
-            .collect(),
+        header_cells(
+            &["host", "sent", "received", "its peers sent to it", "shortfall"],
+            1,
+        ),
     )
     .caption("Hosts (mean over sessions); shortfall: how much less a host received than its peers sent it");
     t.row_headers = true;
@@ -310,26 +300,17 @@ fn aggregate_plot(name: &str, phases: &[&Phase]) -> (LinePlot, Vec<SessionMean>,
 /// The sessions with their mean, range and ratio to the median session;
 /// the short ones marked.
 fn sessions_table(session_means: &[SessionMean], median: Option<f64>) -> Table {
-    let mut st = Table::new(
-        [
+    let mut st = Table::new(header_cells(
+        &[
             "session",
             "intervals",
             "mean",
             "min",
             "max",
             "vs median session",
-        ]
-        .iter()
-        .enumerate()
-        .map(|(i, h)| {
-            if i == 0 {
-                Cell::text(*h)
-            } else {
-                Cell::num(*h)
-            }
-        })
-        .collect(),
-    )
+        ],
+        1,
+    ))
     .caption("Sessions: aggregate received throughput");
     st.row_headers = true;
     for (sname, m, n, lo, hi) in session_means {
@@ -427,8 +408,8 @@ fn flow_bars(name: &str, flows: &[FlowRates], target: Option<f64>) -> BarPlot {
 /// target. Returns the table and the number of short flows.
 fn flows_table(flows: &[FlowRates], target: Option<f64>) -> (Table, usize) {
     let mut shorts = 0;
-    let mut ft = Table::new(
-        [
+    let mut ft = Table::new(header_cells(
+        &[
             "from",
             "to",
             "sessions",
@@ -436,12 +417,9 @@ fn flows_table(flows: &[FlowRates], target: Option<f64>) -> (Table, usize) {
             "received",
             "received / sent",
             "worst session received",
-        ]
-        .iter()
-        .enumerate()
-        .map(|(i, h)| if i < 2 { Cell::text(*h) } else { Cell::num(*h) })
-        .collect(),
-    )
+        ],
+        2,
+    ))
     .caption(
         "Flows (mean over sessions); marked: received more than 5% below sent or below the target",
     );
@@ -476,4 +454,19 @@ fn flows_table(flows: &[FlowRates], target: Option<f64>) -> (Table, usize) {
         ]);
     }
     (ft, shorts)
+}
+
+/// A table's header: the first `text` columns name text, the rest numbers.
+fn header_cells(names: &[&str], text: usize) -> Vec<Cell> {
+    names
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            if i < text {
+                Cell::text(*h)
+            } else {
+                Cell::num(*h)
+            }
+        })
+        .collect()
 }

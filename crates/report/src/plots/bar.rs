@@ -4,7 +4,7 @@
 
 use super::axes::{finite_range, resolve_y, y_axis_width, Resolved};
 use super::legend::{draw_legend, legend_rows, LegendItem, LEGEND_ROW};
-use super::{Axis, Quantity, Rule, AXIS_TITLE_GAP, TICK_LEN, TITLE_H};
+use super::{titled_svg, Axis, Quantity, Rule, AXIS_TITLE_GAP, TICK_LEN, TITLE_H};
 use crate::format;
 use crate::scale::Scale;
 use crate::svg::{text_width, Anchor, Stroke, Svg, Text, FONT};
@@ -48,13 +48,7 @@ impl BarPlot {
     pub fn render(&self) -> String {
         let f = self.layout();
         let (left, top, plot_w, plot_h) = (f.left, f.top, f.plot_w, f.plot_h);
-        let mut svg = Svg::new(self.width, f.height, &self.title);
-        svg.text(
-            self.width / 2.0,
-            20.0,
-            &self.title,
-            Text::new(15.0).anchor(Anchor::Middle).bold(),
-        );
+        let mut svg = titled_svg(self.width, f.height, &self.title);
         svg.group("grid");
         for (v, l) in &f.ry.ticks {
             let y = f.sy.map(*v);

@@ -4,7 +4,7 @@
 
 use super::axes::{finite_range, resolve_x, resolve_y, y_axis_width, Resolved};
 use super::legend::{draw_legend, legend_rows, LegendItem, LEGEND_ROW};
-use super::{Axis, Band, Point, Rule, Series, AXIS_TITLE_GAP, TICK_LEN, TITLE_H};
+use super::{titled_svg, Axis, Band, Point, Rule, Series, AXIS_TITLE_GAP, TICK_LEN, TITLE_H};
 use crate::scale::Scale;
 use crate::svg::{text_width, Anchor, Stroke, Svg, Text, FONT};
 
@@ -74,13 +74,7 @@ impl LinePlot {
 
     pub fn render(&self) -> String {
         let f = self.layout();
-        let mut svg = Svg::new(self.width, f.height, &self.title);
-        svg.text(
-            self.width / 2.0,
-            20.0,
-            &self.title,
-            Text::new(15.0).anchor(Anchor::Middle).bold(),
-        );
+        let mut svg = titled_svg(self.width, f.height, &self.title);
         // Bands under everything else.
         self.draw_bands(&mut svg, &f);
         draw_grid_and_axes(&mut svg, &f, self.width);

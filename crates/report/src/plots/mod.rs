@@ -10,7 +10,7 @@ mod bar;
 mod legend;
 mod line;
 
-use crate::svg::{Marker, Stroke};
+use crate::svg::{Anchor, Marker, Stroke, Svg, Text};
 
 pub use bar::{BarPlot, BarSeries};
 pub use line::LinePlot;
@@ -243,6 +243,18 @@ const TITLE_H: f64 = 30.0;
 const TICK_LEN: f64 = 5.0;
 
 const AXIS_TITLE_GAP: f64 = 20.0;
+
+/// A picture `width` x `height` with `title` centred at its top.
+fn titled_svg(width: f64, height: f64, title: &str) -> Svg {
+    let mut svg = Svg::new(width, height, title);
+    svg.text(
+        width / 2.0,
+        20.0,
+        title,
+        Text::new(15.0).anchor(Anchor::Middle).bold(),
+    );
+    svg
+}
 
 #[cfg(test)]
 mod tests;
