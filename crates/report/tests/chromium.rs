@@ -8,10 +8,9 @@
 
 mod common;
 
-use common::browser::{chromium, ink, run_chromium};
+use common::browser::{check_dom_plots, check_ink, chromium_or_skip, pixels, Browser};
 use common::svg;
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::Path;
 
 struct Page {
     name: &'static str,
@@ -29,21 +28,19 @@ struct Page {
 
 #[test]
 fn reports_render_in_headless_chromium() {
-    let Some(bin) = chromium() else {
-        if std::env::var_os("CI").is_some() {
-            panic!("chromium is not installed: apt-get install -y chromium");
-        }
-        linkperf_testsupport::skip("chromium not found (Debian: apt-get install -y chromium)");
+    let Some(bin) = chromium_or_skip() else {
         return;
     };
-    let out = match std::env::var_os("LINKPERF_REPORT_OUT") {
-        Some(d) => PathBuf::from(d),
-        None => {
-            std::env::temp_dir().join(format!("linkperf-report-chromium-{}", std::process::id()))
-        }
-    };
-    std::fs::create_dir_all(&out).expect("output dir");
-    let pages = [
+    let browser = Browser::new(bin, "linkperf-report-chromium");
+    for page in &pages() {
+        check_page(&browser, page);
+    }
+    browser.finish();
+}
+
+/// The pages checked: each page kind, from the shared exports.
+fn pages() -> Vec<Page> {
+    vec![
         Page {
             name: "sweep-1-param",
             export: common::window_sweep(),
@@ -103,140 +100,63 @@ fn reports_render_in_headless_chromium() {
             texts: &["session 1", "sent (by the sender)", "target 950 Mbit/s"],
             target_run: None,
         },
-    ];
-    let profile = out.join("profile");
-    for page in &pages {
-        let html = linkperf_report::render(&page.export).expect("render");
-        let file = out.join(format!("{}.html", page.name));
-        std::fs::write(&file, &html).expect("write page");
-        let url = format!("file://{}", file.display());
+    ]
+}
 
-        let dom = run_chromium(
-            &bin,
-            &profile,
-            &["--dump-dom".to_string(), url.clone()],
-            Duration::from_secs(120),
-        );
+/// Renders `page`, opens it in the browser, and checks its DOM and its
+/// screenshot; then follows the link to its target run, if any.
+fn check_page(browser: &Browser, page: &Page) {
+    let html = linkperf_report::render(&page.export).expect("render");
+    let file = browser.write_page(page.name, &html);
+    let url = format!("file://{}", file.display());
+    let dom = browser.dump_dom(&url);
+    check_dom_plots(page.name, &dom, page.plots);
+    let rows = common::count(&dom, "<tr");
+    assert!(
+        rows >= page.rows,
+        "{}: {rows} table rows, expected {}",
+        page.name,
+        page.rows
+    );
+    for t in page.texts {
         assert!(
-            dom.contains("</html>"),
-            "{}: chromium returned no document ({} bytes)",
-            page.name,
-            dom.len()
-        );
-        let svgs = common::count(&dom, "<svg");
-        assert!(
-            svgs >= page.plots,
-            "{}: {svgs} plots in the DOM, expected {}",
-            page.name,
-            page.plots
-        );
-        // Every plot has at least one line with real points in it.
-        let lines = common::polylines(&dom);
-        assert!(
-            lines.iter().filter(|l| l.len() >= 2).count() >= page.plots,
-            "{}: too few drawn lines: {lines:?}",
+            dom.contains(&linkperf_report_escape(t)),
+            "{}: page lacks {t:?}",
             page.name
         );
-        for l in &lines {
-            for (x, y) in l {
-                assert!(
-                    x.is_finite() && y.is_finite() && *x >= 0.0 && *y >= 0.0,
-                    "{}: bad point",
-                    page.name
-                );
-            }
-        }
-        let rows = common::count(&dom, "<tr");
-        assert!(
-            rows >= page.rows,
-            "{}: {rows} table rows, expected {}",
-            page.name,
-            page.rows
-        );
-        for t in page.texts {
-            assert!(
-                dom.contains(&linkperf_report_escape(t)),
-                "{}: page lacks {t:?}",
-                page.name
-            );
-        }
-        check_rendered_dom(page, &dom);
-
-        let png = out.join(format!("{}.png", page.name));
-        let _ = std::fs::remove_file(&png);
-        run_chromium(
-            &bin,
-            &profile,
-            &[
-                format!("--screenshot={}", png.display()),
-                "--window-size=1200,2000".to_string(),
-                url,
-            ],
-            Duration::from_secs(120),
-        );
-        let (fraction, coloured, w, h) = ink(&png);
-        assert_eq!((w, h), (1200, 2000), "{}: screenshot size", page.name);
-        // Plots, text and table rules: a blank or failed page is ~0.
-        assert!(
-            fraction > 0.03,
-            "{}: screenshot nearly blank ({:.1}% inked) at {}",
-            page.name,
-            fraction * 100.0,
-            png.display()
-        );
-        // The palette's lines and markers: these pages with their plots
-        // removed have 1000-1800 such pixels (links, marked cells); with
-        // them, 5000 and more.
-        assert!(
-            coloured > 2500 + page.plots * 1000,
-            "{}: only {coloured} coloured pixels: are the plots drawn? {}",
-            page.name,
-            png.display()
-        );
-        eprintln!(
-            "{}: {:.1}% inked, {coloured} coloured pixels, {}",
-            page.name,
-            fraction * 100.0,
-            png.display()
-        );
-        assert_eq!(
-            highlighted(&png),
-            0,
-            "{}: a row highlighted with no link followed",
-            page.name
-        );
-        if let Some(run) = page.target_run {
-            // Following a run link scrolls to its row and highlights it.
-            let png = out.join(format!("{}-run-{run}.png", page.name));
-            let _ = std::fs::remove_file(&png);
-            assert!(
-                html.contains(&format!("href=\"#run-{run}\"")),
-                "a link to run {run}"
-            );
-            run_chromium(
-                &bin,
-                &profile,
-                &[
-                    format!("--screenshot={}", png.display()),
-                    // Taller than the page: headless Chromium paints only
-                    // the first screen of a page scrolled to a fragment.
-                    "--window-size=1200,9000".to_string(),
-                    format!("file://{}#run-{run}", file.display()),
-                ],
-                Duration::from_secs(120),
-            );
-            let lit = highlighted(&png);
-            // One table row: some 1100 x 18 pixels; without the fragment, none.
-            assert!(
-                lit > 5000 && lit < 60_000,
-                "{}: run {run}'s row is not shown highlighted ({lit} pixels) in {}",
-                page.name,
-                png.display()
-            );
-        }
     }
-    if std::env::var_os("LINKPERF_REPORT_OUT").is_none() {
-        let _ = std::fs::remove_dir_all(&out);
+    check_rendered_dom(page, &dom);
+
+    let png = browser.screenshot(&url, page.name, 1200, 2000);
+    check_ink(page.name, &png, (1200, 2000), page.plots);
+    assert_eq!(
+        highlighted(&png),
+        0,
+        "{}: a row highlighted with no link followed",
+        page.name
+    );
+    if let Some(run) = page.target_run {
+        // Following a run link scrolls to its row and highlights it.
+        assert!(
+            html.contains(&format!("href=\"#run-{run}\"")),
+            "a link to run {run}"
+        );
+        // Taller than the page: headless Chromium paints only the first
+        // screen of a page scrolled to a fragment.
+        let png = browser.screenshot(
+            &format!("{url}#run-{run}"),
+            &format!("{}-run-{run}", page.name),
+            1200,
+            9000,
+        );
+        let lit = highlighted(&png);
+        // One table row: some 1100 x 18 pixels; without the fragment, none.
+        assert!(
+            lit > 5000 && lit < 60_000,
+            "{}: run {run}'s row is not shown highlighted ({lit} pixels) in {}",
+            page.name,
+            png.display()
+        );
     }
 }
 
@@ -300,15 +220,8 @@ fn check_rendered_dom(page: &Page, dom: &str) {
 
 /// Pixels of the highlight a `#row` link gives its target row.
 fn highlighted(png_path: &Path) -> usize {
-    let file = std::fs::File::open(png_path).expect("open screenshot");
-    let mut reader = png::Decoder::new(std::io::BufReader::new(file))
-        .read_info()
-        .expect("png header");
-    let mut buf = vec![0; reader.output_buffer_size()];
-    let info = reader.next_frame(&mut buf).expect("png frame");
-    let channels = info.color_type.samples();
-    buf[..info.buffer_size()]
-        .chunks(channels)
+    let (buf, channels, _, _) = pixels(png_path);
+    buf.chunks(channels)
         .filter(|p| p[0] == 0xff && p[1] == 0xf3 && p[2] == 0xbf)
         .count()
 }

@@ -8,9 +8,7 @@
 
 mod common;
 
-use common::browser::{chromium, ink, run_chromium};
-use std::path::PathBuf;
-use std::time::Duration;
+use common::browser::{check_dom_plots, check_ink, chromium_or_skip, Browser};
 
 struct Page {
     name: &'static str,
@@ -22,18 +20,10 @@ struct Page {
 
 #[test]
 fn rr_reports_render_in_headless_chromium() {
-    let Some(bin) = chromium() else {
-        if std::env::var_os("CI").is_some() {
-            panic!("chromium is not installed: apt-get install -y chromium");
-        }
-        linkperf_testsupport::skip("chromium not found (Debian: apt-get install -y chromium)");
+    let Some(bin) = chromium_or_skip() else {
         return;
     };
-    let out = match std::env::var_os("LINKPERF_REPORT_OUT") {
-        Some(d) => PathBuf::from(d),
-        None => std::env::temp_dir().join(format!("linkperf-rr-chromium-{}", std::process::id())),
-    };
-    std::fs::create_dir_all(&out).expect("output dir");
+    let browser = Browser::new(bin, "linkperf-rr-chromium");
     let sizes = common::fixture("rr_sizes.json");
     let load = common::fixture("rr_load.json");
     // What the runs asked for: 2000 transactions at each of the 5 sizes; 100
@@ -70,73 +60,17 @@ fn rr_reports_render_in_headless_chromium() {
             ],
         },
     ];
-    let profile = out.join("profile");
     for page in &pages {
         let export = common::real_rr_run(page.fixture);
         let html = linkperf_report::render(&export).expect("render");
-        let file = out.join(format!("{}.html", page.name));
-        std::fs::write(&file, &html).expect("write page");
-        let url = format!("file://{}", file.display());
-        let dom = run_chromium(
-            &bin,
-            &profile,
-            &["--dump-dom".to_string(), url.clone()],
-            Duration::from_secs(120),
-        );
-        assert!(dom.contains("</html>"), "{}: no document", page.name);
-        let svgs = common::count(&dom, "<svg");
-        assert!(svgs >= page.plots, "{}: {svgs} plots", page.name);
-        let lines = common::polylines(&dom);
-        assert!(
-            lines.iter().filter(|l| l.len() >= 2).count() >= page.plots,
-            "{}: too few drawn lines",
-            page.name
-        );
-        for (x, y) in lines.iter().flatten() {
-            assert!(
-                x.is_finite() && y.is_finite() && *x >= 0.0 && *y >= 0.0,
-                "{}: bad point ({x}, {y})",
-                page.name
-            );
-        }
+        let url = format!("file://{}", browser.write_page(page.name, &html).display());
+        let dom = browser.dump_dom(&url);
+        check_dom_plots(page.name, &dom, page.plots);
         for t in &page.texts {
             assert!(dom.contains(t.as_str()), "{}: page lacks {t:?}", page.name);
         }
-        let png = out.join(format!("{}.png", page.name));
-        let _ = std::fs::remove_file(&png);
-        run_chromium(
-            &bin,
-            &profile,
-            &[
-                format!("--screenshot={}", png.display()),
-                "--window-size=1200,3000".to_string(),
-                url,
-            ],
-            Duration::from_secs(120),
-        );
-        let (fraction, coloured, w, h) = ink(&png);
-        assert_eq!((w, h), (1200, 3000), "{}: screenshot size", page.name);
-        assert!(
-            fraction > 0.03,
-            "{}: screenshot nearly blank ({:.1}% inked) at {}",
-            page.name,
-            fraction * 100.0,
-            png.display()
-        );
-        assert!(
-            coloured > 2500 + page.plots * 1000,
-            "{}: only {coloured} coloured pixels: are the plots drawn? {}",
-            page.name,
-            png.display()
-        );
-        eprintln!(
-            "{}: {:.1}% inked, {coloured} coloured pixels, {}",
-            page.name,
-            fraction * 100.0,
-            png.display()
-        );
+        let png = browser.screenshot(&url, page.name, 1200, 3000);
+        check_ink(page.name, &png, (1200, 3000), page.plots);
     }
-    if std::env::var_os("LINKPERF_REPORT_OUT").is_none() {
-        let _ = std::fs::remove_dir_all(&out);
-    }
+    browser.finish();
 }

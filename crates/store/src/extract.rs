@@ -20,27 +20,52 @@ pub(crate) fn s(v: &Value, pointer: &str) -> Option<String> {
 
 /// Builds the stored form of a throughput test report.
 pub fn test_run(report: Value) -> NewRun {
-    let metrics = RunMetrics {
-        protocol: s(&report, "/test/protocol"),
-        direction: s(&report, "/test/direction"),
-        sent_bps: f(&report, "/summary/sent/bits_per_second"),
-        received_bps: f(&report, "/summary/received/bits_per_second"),
-        loss_percent: f(&report, "/summary/received/loss_percent"),
-        rtt_mean_ms: f(&report, "/summary/tcp/rtt_ms/mean"),
-        cpu_local_percent: f(&report, "/summary/cpu/local/total_percent"),
-        cpu_remote_percent: f(&report, "/summary/cpu/remote/total_percent"),
-        duration_s: f(&report, "/summary/sent/seconds"),
+    let metrics = test_metrics(&report);
+    let mut samples = interval_samples(&report, metrics.direction.as_deref());
+    samples.extend(summary_samples(&report));
+    NewRun {
+        kind: "test".into(),
+        started_unix_ms: i(&report, "/start/timestamp_unix_ms").unwrap_or_else(crate::now_ms),
+        host: s(&report, "/test/server").unwrap_or_default(),
+        slot: None,
+        config: report.get("test").cloned(),
+        local_facts: report.pointer("/start/local").cloned(),
+        remote_facts: report.pointer("/start/remote").cloned(),
+        metrics,
+        samples,
+        rr: None,
+        rr_sizes: vec![],
+        report,
+    }
+}
+
+/// The whole-test columns of a test report.
+fn test_metrics(report: &Value) -> RunMetrics {
+    RunMetrics {
+        protocol: s(report, "/test/protocol"),
+        direction: s(report, "/test/direction"),
+        sent_bps: f(report, "/summary/sent/bits_per_second"),
+        received_bps: f(report, "/summary/received/bits_per_second"),
+        loss_percent: f(report, "/summary/received/loss_percent"),
+        rtt_mean_ms: f(report, "/summary/tcp/rtt_ms/mean"),
+        cpu_local_percent: f(report, "/summary/cpu/local/total_percent"),
+        cpu_remote_percent: f(report, "/summary/cpu/remote/total_percent"),
+        duration_s: f(report, "/summary/sent/seconds"),
         interrupted: report
             .get("interrupted")
             .and_then(Value::as_bool)
             .unwrap_or(false),
-        congestion: senders_congestion(&report),
+        congestion: senders_congestion(report),
         flows: None,
         hosts: None,
-    };
+    }
+}
+
+/// One row per interval for each direction's sum and for each stream.
+fn interval_samples(report: &Value, direction: Option<&str>) -> Vec<Sample> {
     let mut samples = Vec::new();
     if let Some(intervals) = report.get("intervals").and_then(Value::as_array) {
-        let forward_name = if metrics.direction.as_deref() == Some("reverse") {
+        let forward_name = if direction == Some("reverse") {
             "server_to_client"
         } else {
             "client_to_server"
@@ -98,7 +123,12 @@ pub fn test_run(report: Value) -> NewRun {
             }
         }
     }
-    // Whole-test rows: interval_idx -1, per stream and their sum.
+    samples
+}
+
+/// Whole-test rows: interval_idx -1, per stream and their sum.
+fn summary_samples(report: &Value) -> Vec<Sample> {
+    let mut samples = Vec::new();
     for key in ["summary", "summary_reverse"] {
         let Some(sum) = report.get(key).filter(|v| !v.is_null()) else {
             continue;
@@ -146,20 +176,7 @@ pub fn test_run(report: Value) -> NewRun {
             });
         }
     }
-    NewRun {
-        kind: "test".into(),
-        started_unix_ms: i(&report, "/start/timestamp_unix_ms").unwrap_or_else(crate::now_ms),
-        host: s(&report, "/test/server").unwrap_or_default(),
-        slot: None,
-        config: report.get("test").cloned(),
-        local_facts: report.pointer("/start/local").cloned(),
-        remote_facts: report.pointer("/start/remote").cloned(),
-        metrics,
-        samples,
-        rr: None,
-        rr_sizes: vec![],
-        report,
-    }
+    samples
 }
 
 /// The congestion control the sending sockets used, as the kernel reported

@@ -107,10 +107,15 @@ pub fn real_two_param_sweep() -> Value {
 
 /// A single run export around a real client document.
 pub fn real_run(fixture_name: &str) -> Value {
-    let report = fixture(fixture_name);
-    json!({"schema": "linkperf/1", "kind": "run", "id": 41, "sweep": null, "points": [],
-        "runs": [{"id": 41, "sweep_id": null, "point": null, "repetition": null,
-                  "started_unix_ms": report["start"]["timestamp_unix_ms"], "kind": "test",
+    run_export(41, "test", fixture(fixture_name))
+}
+
+/// The export of one run `id` of `kind` around `report`, as the archive
+/// writes it.
+fn run_export(id: i64, kind: &str, report: Value) -> Value {
+    json!({"schema": "linkperf/1", "kind": "run", "id": id, "sweep": null, "points": [],
+        "runs": [{"id": id, "sweep_id": null, "point": null, "repetition": null,
+                  "started_unix_ms": report["start"]["timestamp_unix_ms"], "kind": kind,
                   "report": report}]})
 }
 
@@ -196,9 +201,5 @@ pub fn polylines(html: &str) -> Vec<Vec<(f64, f64)>> {
 
 /// An export of one real `linkperf rr -J` run kept in fixtures/.
 pub fn real_rr_run(fixture_name: &str) -> Value {
-    let report = fixture(fixture_name);
-    json!({"schema": "linkperf/1", "kind": "run", "id": 77, "sweep": null, "points": [],
-        "runs": [{"id": 77, "sweep_id": null, "point": null, "repetition": null,
-                  "started_unix_ms": report["start"]["timestamp_unix_ms"], "kind": "rr",
-                  "report": report}]})
+    run_export(77, "rr", fixture(fixture_name))
 }
