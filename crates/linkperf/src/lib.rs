@@ -14,6 +14,7 @@
 //! - [`control`], [`data`]: control sessions and data connections on sockets.
 //! - [`client`]: runs one test against a server.
 //! - [`iperf3`]: interoperability with stock iperf3 clients and servers.
+//! - [`runner`]: one test against either kind of server.
 //! - [`rr`]: request/response latency, connection set-up, latency under load.
 //! - [`server`]: serves tests, rr sessions and iperf3 clients.
 //! - [`archive`]: storing results in the archive.
@@ -36,6 +37,8 @@ pub mod client;
 
 pub mod iperf3;
 
+pub mod runner;
+
 pub mod rr;
 
 pub mod server;
@@ -49,4 +52,5 @@ pub mod campaign;
 pub use client::{ClientError, ClientOptions};
 pub use report::Report as TestResult;
 pub use report::SOFTWARE;
+pub use runner::run_test;
 pub use spec::{Peer, TestSpec};

@@ -23,6 +23,7 @@ macro_rules! say_raw {
 mod args;
 mod campaign;
 mod campaign_progress;
+mod client;
 mod demo;
 mod progress;
 mod report_cmd;
@@ -30,9 +31,9 @@ mod results;
 mod rr;
 mod sweep;
 
-use args::{Cli, ClientArgs, Command};
+use args::{Cli, Command};
 use clap::Parser;
-use linkperf::{archive, client, iperf3, report, server, signals, text};
+use linkperf::{server, signals};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -67,7 +68,7 @@ fn main() -> ExitCode {
 fn dispatch(command: Command) -> ExitCode {
     match command {
         Command::Server(args) => run_server(args),
-        Command::Client(args) => run_client(args),
+        Command::Client(args) => client::run(args),
         Command::Demo => demo::run(),
         Command::Sweep(args) => sweep::run(args),
         Command::Results(args) => results::run(args),
@@ -106,195 +107,6 @@ fn run_server(args: args::ServerArgs) -> ExitCode {
         Err(e) => {
             eprintln!("linkperf: {e}");
             ExitCode::from(1)
-        }
-    }
-}
-
-fn run_client(args: ClientArgs) -> ExitCode {
-    let spec = match args.spec() {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("linkperf: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    if let Err(e) = spec.validate() {
-        eprintln!("linkperf: {e}");
-        return ExitCode::from(2);
-    }
-    let options = client::ClientOptions::from_spec(&spec);
-    if !args.no_store && args.from.is_none() {
-        // A result that could not be stored where --db says: refused before the test.
-        if let Err(e) = linkperf_store::check_writable(args.db.as_deref()) {
-            eprintln!("linkperf: {e}");
-            return ExitCode::from(2);
-        }
-    }
-    signals::install();
-    if let Some(from) = &args.from {
-        return third_party(from, &options, &args);
-    }
-    let iperf3_json = args.format == args::OutputFormat::Iperf3Json;
-    let args = ClientArgs {
-        json: args.json || args.format == args::OutputFormat::Json,
-        json_stream: args.json_stream || args.format == args::OutputFormat::JsonStream,
-        ..args
-    };
-    let human = !args.json && !args.json_stream && !iperf3_json;
-    let udp = options.config.protocol == linkperf_proto::Protocol::Udp;
-    let header = text::header(&options.config, &options.host, options.port);
-    // Printed with the first result, so a failed connection prints only its error.
-    let mut header_printed = false;
-    let mut print_header = move |with_intervals: bool| {
-        if human && !header_printed {
-            header_printed = true;
-            say!("{header}");
-            if with_intervals {
-                say!("{}", text::interval_header(udp));
-            }
-        }
-    };
-    let json_stream = args.json_stream;
-    let mut on_interval = |i: &report::IntervalReport| {
-        if human {
-            print_header(true);
-            say!("{}", text::interval(i, udp));
-        } else if json_stream {
-            let line =
-                serde_json::json!({"schema": report::SCHEMA, "event": "interval", "data": i});
-            say!("{line}");
-        }
-    };
-    let outcome = if spec.peer == linkperf::Peer::Iperf3 {
-        iperf3::client::run(&options, &mut on_interval, Some(&signals::INTERRUPTED))
-    } else {
-        client::run(&options, &mut on_interval, Some(&signals::INTERRUPTED))
-    };
-    match outcome {
-        Ok(report) => {
-            // Stored before printing, so a slow archive cannot cut the output
-            // short on Ctrl-C; a failure to store is only a warning.
-            let stored = (!args.no_store)
-                .then(|| archive::store_test(&report, args.db.as_deref()))
-                .flatten();
-            let printed = archive::WithId::new(&report, &stored);
-            if iperf3_json {
-                say!(
-                    "{}",
-                    serde_json::to_string_pretty(&iperf3::json::to_iperf3_json(&report))
-                        .expect("report serialises")
-                );
-            } else if args.json {
-                say!(
-                    "{}",
-                    serde_json::to_string_pretty(&printed).expect("report serialises")
-                );
-            } else if json_stream {
-                let line = serde_json::json!({"schema": report::SCHEMA, "event": "summary", "data": &printed});
-                say!("{line}");
-            } else {
-                if report.intervals.is_empty() {
-                    say!(
-                        "{}",
-                        text::header(&options.config, &options.host, options.port)
-                    );
-                }
-                say_raw!("{}", text::summary(&report));
-                if let Some((id, place)) = &stored {
-                    say!("stored as run {id} in {place}");
-                }
-            }
-            if report.errors.is_empty() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            }
-        }
-        Err(e) => {
-            if iperf3_json {
-                // iperf3 -J writes the error into its document too.
-                let doc = serde_json::json!({"start": {}, "intervals": [], "end": {}, "error": e.message});
-                say!(
-                    "{}",
-                    serde_json::to_string_pretty(&doc).expect("error serialises")
-                );
-            }
-            if args.json {
-                let doc = serde_json::json!({"schema": report::SCHEMA, "error": e.message});
-                say!(
-                    "{}",
-                    serde_json::to_string_pretty(&doc).expect("error serialises")
-                );
-            }
-            eprintln!("linkperf: {}", e.message);
-            ExitCode::from(e.exit_code as u8)
-        }
-    }
-}
-
-/// `--from A HOST`: agent A runs the test towards HOST and relays it here.
-fn third_party(from: &str, options: &client::ClientOptions, args: &ClientArgs) -> ExitCode {
-    let (from_host, from_port) = match from.rsplit_once(':') {
-        Some((h, p)) if !h.contains(':') => match p.parse::<u16>() {
-            Ok(port) => (h.to_string(), port),
-            Err(_) => {
-                eprintln!("linkperf: --from {from}: '{p}' is not a port");
-                return ExitCode::from(2);
-            }
-        },
-        _ => (from.to_string(), options.port),
-    };
-    let mut on_interval = |interval: &serde_json::Value| {
-        if !args.json {
-            let bps = interval["sum"]["bits_per_second"].as_f64().unwrap_or(0.0);
-            say!(
-                "{:.2}-{:.2} s  {} received",
-                interval["start"].as_f64().unwrap_or(0.0),
-                interval["end"].as_f64().unwrap_or(0.0),
-                linkperf_units::format_rate(bps)
-            );
-        }
-    };
-    let outcome = client::run_third_party(
-        (&from_host, from_port),
-        (&options.host, options.port),
-        &options.config,
-        options.family,
-        &mut on_interval,
-        Some(&signals::INTERRUPTED),
-    );
-    match outcome {
-        Ok(report) => {
-            if args.json {
-                say!(
-                    "{}",
-                    serde_json::to_string_pretty(&report).expect("report serialises")
-                );
-            } else {
-                let s = &report["summary"];
-                say!(
-                    "{from} -> {}: sent {}, received {}",
-                    options.host,
-                    linkperf_units::format_rate(
-                        s["sent"]["bits_per_second"].as_f64().unwrap_or(0.0)
-                    ),
-                    linkperf_units::format_rate(
-                        s["received"]["bits_per_second"].as_f64().unwrap_or(0.0)
-                    )
-                );
-            }
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            if args.json {
-                let doc = serde_json::json!({"schema": report::SCHEMA, "error": e.message});
-                say!(
-                    "{}",
-                    serde_json::to_string_pretty(&doc).expect("error serialises")
-                );
-            }
-            eprintln!("linkperf: {}", e.message);
-            ExitCode::from(e.exit_code as u8)
         }
     }
 }

@@ -5,8 +5,9 @@
 
 use super::plan::{self, Params, Vary};
 use super::{parse_confidence, Confidence};
-use crate::client::{self, ClientOptions};
-use crate::spec::{Peer, TestSpec};
+use crate::client::ClientError;
+use crate::runner::run_test;
+use crate::spec::TestSpec;
 use linkperf_store::{NewRun, NewSweep, Store, SweepSlot};
 use serde_json::json;
 use std::collections::HashSet;
@@ -267,14 +268,10 @@ impl Runner<'_> {
     /// One test of the point, retried twice when it fails to start: a server
     /// still tidying up the previous test (iperf3 serves one at a time) may
     /// refuse the next at once.
-    fn attempt(&self, spec: &TestSpec) -> Result<crate::report::Report, client::ClientError> {
-        let options = ClientOptions::from_spec(spec);
+    fn attempt(&self, spec: &TestSpec) -> Result<crate::report::Report, ClientError> {
         // A stock iperf3 server is swept through the iperf3 client; both give
         // the same report.
-        let once = || match spec.peer {
-            Peer::Iperf3 => crate::iperf3::client::run(&options, &mut |_| {}, Some(self.interrupt)),
-            Peer::Linkperf => client::run(&options, &mut |_| {}, Some(self.interrupt)),
-        };
+        let once = || run_test(spec, &mut |_| {}, Some(self.interrupt));
         let mut result = once();
         for _ in 0..RETRIES {
             match &result {
