@@ -5,6 +5,7 @@
 //! threads check their side's stop flags between socket calls, which use
 //! short timeouts so a stop is honoured within half a second.
 
+use crate::cpu::ThreadCpu;
 use crate::mmsg;
 use crate::pacer::Pacer;
 use crate::sockopt::path_mtu;
@@ -47,6 +48,8 @@ pub struct StreamShared {
     pub gaps: Mutex<Option<GapStats>>,
     /// Wall-clock ns when a sender began sending (0: not yet).
     pub started_unix_ns: AtomicU64,
+    /// CPU the stream's thread used, and for how long it ran, once it is done.
+    pub cpu: Mutex<Option<(ThreadCpu, Duration)>>,
 }
 
 impl StreamShared {
@@ -63,6 +66,7 @@ impl StreamShared {
             peer_sent: AtomicU64::new(u64::MAX),
             gaps: Mutex::new(None),
             started_unix_ns: AtomicU64::new(0),
+            cpu: Mutex::new(None),
         }
     }
 
