@@ -143,11 +143,15 @@ impl CpuSnapshot {
 mod tests {
     use super::*;
 
-    fn spin(d: Duration) {
-        let start = Instant::now();
+    /// Spins until this thread has used `cpu` of CPU time (however long a
+    /// loaded machine makes that take, up to 10 s).
+    fn spin(cpu: Duration) {
+        let (start, mine) = (Instant::now(), ThreadCpu::now());
         let mut x = 0u64;
-        while start.elapsed() < d {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        while ThreadCpu::since(&mine).total() < cpu && start.elapsed() < Duration::from_secs(10) {
+            for _ in 0..10_000 {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            }
         }
         std::hint::black_box(x);
     }
@@ -156,20 +160,23 @@ mod tests {
     fn busy_loop_shows_up_as_user_time() {
         let before = CpuSnapshot::now();
         let mine = ThreadCpu::now();
-        spin(Duration::from_millis(200));
+        spin(Duration::from_millis(50));
         let own = ThreadCpu::since(&mine);
         let u = before.usage_until(&CpuSnapshot::now(), &own, 100_000_000);
-        // One thread spinning for the whole window: close to 100% of one core
-        // (less if the machine is loaded and the thread waited for a CPU).
-        assert!(u.total_percent > 20.0 && u.total_percent < 101.0, "{u:?}");
+        // The percentages cover the thread's 50 ms of CPU over the window.
+        let seconds = u.seconds.unwrap();
+        let own_s = u.total_percent / 100.0 * seconds;
+        assert!((own_s - own.total().as_secs_f64()).abs() < 1e-6, "{u:?}");
+        assert!(own.total() >= Duration::from_millis(50), "{own:?}");
         assert!(u.user_percent > u.system_percent, "{u:?}");
+        // The process includes this thread.
         assert!(
-            u.process_total_percent.unwrap() >= u.total_percent - 1.0,
+            u.process_total_percent.unwrap() >= u.total_percent - 0.01,
             "{u:?}"
         );
         assert!(u.host_total_percent > 0.0, "{u:?}");
         let demand = u.service_demand_us_per_mb.unwrap();
-        // The CPU the thread used over 100 MB, whatever share of the window it got.
+        // The thread's CPU over 100 MB.
         let expected = own.total().as_secs_f64() * 1e6 / 100.0;
         assert!((demand - expected).abs() < 1.0, "{demand} vs {expected}");
     }
@@ -183,9 +190,9 @@ mod tests {
             std::thread::spawn(move || {
                 let t0 = ThreadCpu::now();
                 if busy {
-                    spin(Duration::from_millis(200));
+                    spin(Duration::from_millis(50));
                 } else {
-                    std::thread::sleep(Duration::from_millis(200));
+                    std::thread::sleep(Duration::from_millis(100));
                 }
                 ThreadCpu::since(&t0)
             })
@@ -194,7 +201,7 @@ mod tests {
         let (busy, idle) = (busy.join().unwrap(), idle.join().unwrap());
         let process = before.usage_until(&CpuSnapshot::now(), &ThreadCpu::default(), 0);
         let process_s = process.process_total_percent.unwrap() / 100.0 * process.seconds.unwrap();
-        assert!(busy.total() > Duration::from_millis(40), "{busy:?}");
+        assert!(busy.total() >= Duration::from_millis(50), "{busy:?}");
         assert!(idle.total() < Duration::from_millis(5), "{idle:?}");
         // Threads are part of the process: their sum cannot exceed it
         // (getrusage rounds each to a microsecond).
