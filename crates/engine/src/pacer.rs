@@ -21,6 +21,10 @@ use std::time::{Duration, Instant};
 /// up: a longer stall (the process was descheduled) then costs rate, visible
 /// in the result, instead of an unbounded burst.
 const MAX_BACKLOG: Duration = Duration::from_millis(20);
+/// After a stall the pacer catches up at most this many times the target
+/// rate: the backlog drains as a denser stream, not as one burst (a burst of
+/// up to MAX_BACKLOG at system-call speed is what "1 ms bursts" look like).
+const CATCH_UP: f64 = 2.0;
 /// The timer's lateness assumed until the first sleeps have measured it.
 const INITIAL_WAKE_LATE: Duration = Duration::from_micros(20);
 /// Wake-ups come at most once per this many timer latencies. A wake-up costs
@@ -41,6 +45,8 @@ pub struct Pacer {
     gaps: Histogram<u64>,
     /// How late a sleep ends past the time asked, smoothed, in seconds.
     wake_late: f64,
+    /// No send before this, so catching up stays within CATCH_UP times the rate.
+    not_before: Option<Instant>,
 }
 
 impl Pacer {
@@ -52,6 +58,7 @@ impl Pacer {
             last_send: None,
             gaps: Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid histogram bounds"),
             wake_late: INITIAL_WAKE_LATE.as_secs_f64(),
+            not_before: None,
         }
     }
 
@@ -59,6 +66,7 @@ impl Pacer {
         self.start = at;
         self.sent_bits = 0.0;
         self.last_send = None;
+        self.not_before = None;
     }
 
     fn due(&self) -> Instant {
@@ -85,7 +93,7 @@ impl Pacer {
 
     /// Blocks until the next unit of `bits` is due, then returns how many to
     /// send now (at most `max`): a train when sends are due too often to wake
-    /// for each, and everything overdue when the sender fell behind.
+    /// for each, up to twice that when the sender fell behind.
     pub fn wait_batch(&mut self, bits: u64, max: usize, deadline: Option<Instant>) -> usize {
         let mut due = self.due();
         let now = Instant::now();
@@ -95,11 +103,17 @@ impl Pacer {
             due = self.due();
         }
         let train = self.train(bits, max);
-        self.sleep_until(deadline.map_or(due, |d| due.min(d)));
+        let at = self.not_before.map_or(due, |n| due.max(n));
+        self.sleep_until(deadline.map_or(at, |d| at.min(d)));
         let sent_at = Instant::now();
         let behind = sent_at.saturating_duration_since(self.due()).as_secs_f64();
         let overdue = 1 + (behind * self.rate_bps / bits.max(1) as f64) as usize;
-        let units = overdue.max(train).clamp(1, max.max(1));
+        let units = overdue
+            .min(CATCH_UP as usize * train)
+            .max(train)
+            .clamp(1, max.max(1));
+        let gap = bits.max(1) as f64 / self.rate_bps;
+        self.not_before = Some(sent_at + Duration::from_secs_f64(gap * units as f64 / CATCH_UP));
         if let Some(last) = self.last_send {
             let _ = self.gaps.record((sent_at - last).as_nanos().max(1) as u64);
             // Datagrams of one batch leave back to back.
@@ -229,6 +243,43 @@ mod tests {
         let gap = bits as f64 / rate as f64;
         if WAKE_FACTOR * p.wake_late().as_secs_f64() > 2.0 * gap {
             assert!(wakes < sent, "{wakes} wake-ups for {sent} datagrams");
+        }
+    }
+
+    #[test]
+    fn a_stall_is_caught_up_at_twice_the_rate_not_in_one_burst() {
+        // 1 Gbit/s in 1460-byte datagrams, then the sender stalls for 10 ms
+        // (less than the 20 ms the pacer catches up at all).
+        let (rate, bits) = (1_000_000_000u64, 1460 * 8);
+        let per_ms = rate as f64 / bits as f64 / 1000.0;
+        let mut p = Pacer::new(rate);
+        let start = Instant::now();
+        p.restart(start);
+        while start.elapsed() < Duration::from_millis(20) {
+            p.wait_batch(bits, 64, None);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+        let resumed = Instant::now();
+        let (mut sends, mut train) = (Vec::new(), 1);
+        while resumed.elapsed() < Duration::from_millis(30) {
+            train = train.max(p.train(bits, 64));
+            let n = p.wait_batch(bits, 64, None);
+            sends.push((resumed.elapsed(), n));
+        }
+        // No millisecond, the first included, carries more than twice its
+        // share, plus the trains straddling its edges.
+        let train = train as f64;
+        for ms in 0..25u64 {
+            let window = Duration::from_millis(ms)..Duration::from_millis(ms + 1);
+            let n: usize = sends
+                .iter()
+                .filter(|(t, _)| window.contains(t))
+                .map(|(_, n)| n)
+                .sum();
+            assert!(
+                n as f64 <= CATCH_UP * per_ms + 4.0 * train,
+                "{n} datagrams in ms {ms} after the stall ({per_ms:.1} per ms due)"
+            );
         }
     }
 }
