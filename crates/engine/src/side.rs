@@ -394,6 +394,8 @@ fn delta(a: Option<u64>, b: Option<u64>) -> Option<u64> {
 
 /// Fractions of `wall` spent limited by the receiver window, the send buffer,
 /// the network, or the application (not busy). Absent on kernels before 4.9.
+/// They add up to one: tcp_info is read a little after the wall clock, so its
+/// busy time can exceed `wall`; the larger of the two is then the whole.
 fn limited(before: Option<&TcpInfo>, now: &TcpInfo, wall: Duration) -> Option<Limited> {
     let wall_us = wall.as_micros() as f64;
     if wall_us <= 0.0 {
@@ -409,12 +411,14 @@ fn limited(before: Option<&TcpInfo>, now: &TcpInfo, wall: Duration) -> Option<Li
     let busy = delta(before.busy_time_us, now.busy_time_us)? as f64;
     let rwnd = delta(before.rwnd_limited_us, now.rwnd_limited_us)? as f64;
     let sndbuf = delta(before.sndbuf_limited_us, now.sndbuf_limited_us)? as f64;
-    let clamp = |x: f64| (x / wall_us).clamp(0.0, 1.0);
+    // The kernel's busy time includes both limited times.
+    let busy = busy.max(rwnd + sndbuf);
+    let whole = wall_us.max(busy);
     Some(Limited {
-        rwnd: clamp(rwnd),
-        sndbuf: clamp(sndbuf),
-        network: clamp((busy - rwnd - sndbuf).max(0.0)),
-        app: clamp((wall_us - busy).max(0.0)),
+        rwnd: rwnd / whole,
+        sndbuf: sndbuf / whole,
+        network: (busy - rwnd - sndbuf) / whole,
+        app: (whole - busy) / whole,
     })
 }
 
@@ -652,5 +656,56 @@ impl Sampler {
         (self.sink)(SideEvent::AllDone);
         out.cpu = ThreadCpu::since(&cpu_before);
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(busy: u64, rwnd: u64, sndbuf: u64) -> TcpInfo {
+        TcpInfo {
+            busy_time_us: Some(busy),
+            rwnd_limited_us: Some(rwnd),
+            sndbuf_limited_us: Some(sndbuf),
+            ..Default::default()
+        }
+    }
+
+    fn sum(l: &Limited) -> f64 {
+        l.rwnd + l.sndbuf + l.network + l.app
+    }
+
+    #[test]
+    fn limited_fractions_are_shares_of_the_wall_time() {
+        // 1 s: 0.5 s window-limited, 0.2 s buffer-limited, 0.1 s cwnd, 0.2 s idle.
+        let l = limited(
+            None,
+            &info(800_000, 500_000, 200_000),
+            Duration::from_secs(1),
+        )
+        .unwrap();
+        let want = [0.5, 0.2, 0.1, 0.2];
+        for (got, want) in [l.rwnd, l.sndbuf, l.network, l.app].into_iter().zip(want) {
+            assert!((got - want).abs() < 1e-9, "{l:?}");
+        }
+    }
+
+    #[test]
+    fn limited_fractions_never_add_up_to_more_than_the_whole() {
+        let wall = Duration::from_secs(1);
+        // tcp_info read after the wall clock: 1.3 s busy in a 1 s interval,
+        // nearly all of it window- and buffer-limited (these summed to 130 %).
+        let before = info(1_000, 1_000, 0);
+        let l = limited(Some(&before), &info(1_301_000, 901_000, 380_000), wall).unwrap();
+        assert!((sum(&l) - 1.0).abs() < 1e-9, "{l:?} adds up to {}", sum(&l));
+        assert!((l.rwnd - 0.9 / 1.3).abs() < 1e-9, "{l:?}");
+        assert_eq!(l.app, 0.0);
+        // Limited times larger than the busy time that should include them (180 %).
+        let l = limited(None, &info(500_000, 700_000, 600_000), wall).unwrap();
+        assert!((sum(&l) - 1.0).abs() < 1e-9, "{l:?} adds up to {}", sum(&l));
+        assert!([l.rwnd, l.sndbuf, l.network, l.app]
+            .iter()
+            .all(|x| (0.0..=1.0).contains(x)));
     }
 }
