@@ -1,4 +1,7 @@
-//! CPU accounting: this process (getrusage) and the whole host (/proc/stat).
+//! CPU accounting: each end's own threads (getrusage RUSAGE_THREAD, read by
+//! each thread itself), the whole process (RUSAGE_SELF) and the whole host
+//! (/proc/stat). The threads tell the two ends of a test apart when they
+//! share a process (`linkperf demo`) and a server's tests from one another.
 
 use linkperf_proto::results::CpuUsage;
 use std::time::{Duration, Instant};
@@ -14,6 +17,46 @@ pub struct CpuSnapshot {
 
 fn timeval(t: libc::timeval) -> Duration {
     Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+}
+
+fn rusage(who: libc::c_int) -> (Duration, Duration) {
+    // SAFETY: rusage is plain data and getrusage fills it.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(who, &mut usage) };
+    (timeval(usage.ru_utime), timeval(usage.ru_stime))
+}
+
+/// CPU time used by one thread.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ThreadCpu {
+    pub user: Duration,
+    pub system: Duration,
+}
+
+impl ThreadCpu {
+    /// The calling thread's CPU time so far.
+    pub fn now() -> Self {
+        let (user, system) = rusage(libc::RUSAGE_THREAD);
+        ThreadCpu { user, system }
+    }
+
+    /// The calling thread's CPU time since `earlier` (taken on this thread).
+    pub fn since(earlier: &ThreadCpu) -> Self {
+        let now = ThreadCpu::now();
+        ThreadCpu {
+            user: now.user.saturating_sub(earlier.user),
+            system: now.system.saturating_sub(earlier.system),
+        }
+    }
+
+    pub fn add(&mut self, other: &ThreadCpu) {
+        self.user += other.user;
+        self.system += other.system;
+    }
+
+    pub fn total(&self) -> Duration {
+        self.user + self.system
+    }
 }
 
 fn host_jiffies() -> Option<(u64, u64, u64)> {
@@ -43,30 +86,31 @@ pub fn cpu_count() -> u32 {
 
 impl CpuSnapshot {
     pub fn now() -> Self {
-        // SAFETY: rusage is plain data and getrusage fills it.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+        let (process_user, process_system) = rusage(libc::RUSAGE_SELF);
         CpuSnapshot {
             at: Instant::now(),
-            process_user: timeval(usage.ru_utime),
-            process_system: timeval(usage.ru_stime),
+            process_user,
+            process_system,
             host: host_jiffies(),
         }
     }
 
-    /// CPU used between `self` and `later`; `bytes` moved by this end gives
-    /// the service demand. When several tests share a process (a server), the
-    /// process figures include all of them: the report says so.
-    pub fn usage_until(&self, later: &CpuSnapshot, bytes: u64) -> CpuUsage {
+    /// CPU used between `self` and `later`: `own` is what this end's threads
+    /// used in that time, and with `bytes` moved by this end gives the
+    /// service demand. The process figures include whatever else the process
+    /// ran meanwhile (the other end in a demo, a server's other tests).
+    pub fn usage_until(&self, later: &CpuSnapshot, own: &ThreadCpu, bytes: u64) -> CpuUsage {
         let wall = later.at.duration_since(self.at).as_secs_f64().max(1e-9);
-        let user = later
+        let process_user = later
             .process_user
             .saturating_sub(self.process_user)
             .as_secs_f64();
-        let system = later
+        let process_system = later
             .process_system
             .saturating_sub(self.process_system)
             .as_secs_f64();
+        let user = own.user.as_secs_f64();
+        let system = own.system.as_secs_f64();
         let (host_user, host_system) = match (self.host, later.host) {
             (Some(a), Some(b)) if b.2 > a.2 => {
                 let total = (b.2 - a.2) as f64;
@@ -81,10 +125,14 @@ impl CpuSnapshot {
             user_percent: 100.0 * user / wall,
             system_percent: 100.0 * system / wall,
             total_percent: 100.0 * (user + system) / wall,
+            process_user_percent: Some(100.0 * process_user / wall),
+            process_system_percent: Some(100.0 * process_system / wall),
+            process_total_percent: Some(100.0 * (process_user + process_system) / wall),
             host_user_percent: host_user,
             host_system_percent: host_system,
             host_total_percent: host_user + host_system,
             cpus: cpu_count(),
+            seconds: Some(wall),
             service_demand_us_per_mb: (bytes > 0)
                 .then(|| (user + system) * 1e6 / (bytes as f64 / 1e6)),
         }
@@ -95,21 +143,69 @@ impl CpuSnapshot {
 mod tests {
     use super::*;
 
+    /// Spins until this thread has used `cpu` of CPU time (however long a
+    /// loaded machine makes that take, up to 10 s).
+    fn spin(cpu: Duration) {
+        let (start, mine) = (Instant::now(), ThreadCpu::now());
+        let mut x = 0u64;
+        while ThreadCpu::since(&mine).total() < cpu && start.elapsed() < Duration::from_secs(10) {
+            for _ in 0..10_000 {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            }
+        }
+        std::hint::black_box(x);
+    }
+
     #[test]
     fn busy_loop_shows_up_as_user_time() {
         let before = CpuSnapshot::now();
-        let start = Instant::now();
-        let mut x = 0u64;
-        while start.elapsed() < Duration::from_millis(200) {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
-        }
-        std::hint::black_box(x);
-        let u = before.usage_until(&CpuSnapshot::now(), 100_000_000);
-        // One thread spinning for the whole window: close to 100% of one core.
-        assert!(u.total_percent > 50.0 && u.total_percent < 150.0, "{u:?}");
+        let mine = ThreadCpu::now();
+        spin(Duration::from_millis(50));
+        let own = ThreadCpu::since(&mine);
+        let u = before.usage_until(&CpuSnapshot::now(), &own, 100_000_000);
+        // The percentages cover the thread's 50 ms of CPU over the window.
+        let seconds = u.seconds.unwrap();
+        let own_s = u.total_percent / 100.0 * seconds;
+        assert!((own_s - own.total().as_secs_f64()).abs() < 1e-6, "{u:?}");
+        assert!(own.total() >= Duration::from_millis(50), "{own:?}");
+        assert!(u.user_percent > u.system_percent, "{u:?}");
+        // The process includes this thread.
+        assert!(
+            u.process_total_percent.unwrap() >= u.total_percent - 0.01,
+            "{u:?}"
+        );
         assert!(u.host_total_percent > 0.0, "{u:?}");
         let demand = u.service_demand_us_per_mb.unwrap();
-        // ~0.2 s of CPU over 100 MB: ~2000 µs/MB.
-        assert!(demand > 1000.0 && demand < 3000.0, "{demand}");
+        // The thread's CPU over 100 MB.
+        let expected = own.total().as_secs_f64() * 1e6 / 100.0;
+        assert!((demand - expected).abs() < 1.0, "{demand} vs {expected}");
+    }
+
+    #[test]
+    fn each_thread_sees_only_its_own_time() {
+        // A spinning and a sleeping thread in one process: the sleeper's
+        // figure must not include the spinner's work.
+        let before = CpuSnapshot::now();
+        let run = |busy: bool| {
+            std::thread::spawn(move || {
+                let t0 = ThreadCpu::now();
+                if busy {
+                    spin(Duration::from_millis(50));
+                } else {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                ThreadCpu::since(&t0)
+            })
+        };
+        let (busy, idle) = (run(true), run(false));
+        let (busy, idle) = (busy.join().unwrap(), idle.join().unwrap());
+        let process = before.usage_until(&CpuSnapshot::now(), &ThreadCpu::default(), 0);
+        let process_s = process.process_total_percent.unwrap() / 100.0 * process.seconds.unwrap();
+        assert!(busy.total() >= Duration::from_millis(50), "{busy:?}");
+        assert!(idle.total() < Duration::from_millis(5), "{idle:?}");
+        // Threads are part of the process: their sum cannot exceed it
+        // (getrusage rounds each to a microsecond).
+        let sum = (busy.total() + idle.total()).as_secs_f64();
+        assert!(sum <= process_s + 1e-5, "{sum} > {process_s}");
     }
 }

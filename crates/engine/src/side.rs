@@ -1,10 +1,10 @@
 //! One end of a test: its streams, the sampler that turns their counters into
 //! interval reports, and the summary once they are done.
 
-use crate::cpu::CpuSnapshot;
+use crate::cpu::{CpuSnapshot, ThreadCpu};
 use crate::sockopt;
 use crate::stream::{self, DataSocket, SideControl, StreamParams, StreamShared};
-use crate::tcpinfo::{self, TcpInfo};
+use crate::tcpinfo::{self, RttTrack, TcpInfo};
 use crate::udptrack::UdpTracker;
 use linkperf_proto::results::{
     Limited, Role, SideResult, SocketFacts, StreamInterval, StreamResult, TcpStats, UdpStats,
@@ -37,6 +37,12 @@ pub struct StreamPlan {
 
 /// How long a UDP receiver waits for stragglers after the peer's senders are done.
 const UDP_DRAIN: Duration = Duration::from_secs(2);
+/// How often the sampler reads a sending TCP stream's smoothed RTT, so the
+/// min and max over an interval are of what happened, not of one reading per
+/// interval. The smoothed RTT moves on the scale of round trips (tens of
+/// milliseconds on a WAN); one getsockopt per stream every 10 ms costs about
+/// a microsecond each, nothing next to the sending.
+const RTT_SAMPLE_PERIOD: Duration = Duration::from_millis(10);
 
 pub struct LocalSide {
     config: TestConfig,
@@ -48,6 +54,9 @@ pub struct LocalSide {
     threads: Vec<JoinHandle<()>>,
     sampler: Option<JoinHandle<SamplerOutput>>,
     cpu_start: Option<CpuSnapshot>,
+    /// The thread that called `start` and its CPU then: counted as this
+    /// end's control thread if it also calls `finish`.
+    control_cpu: Option<(std::thread::ThreadId, ThreadCpu)>,
     same_clock: bool,
     warnings: Vec<String>,
     udp_format: crate::UdpFormat,
@@ -75,7 +84,10 @@ struct Snap {
 #[derive(Default)]
 struct SamplerOutput {
     baseline: Vec<Snap>,
-    rtt_samples: Vec<Vec<f64>>,
+    /// Smoothed-RTT samples of each stream over the reported, non-omitted intervals.
+    rtt: Vec<RttTrack>,
+    /// The sampler thread's own CPU time.
+    cpu: ThreadCpu,
 }
 
 impl LocalSide {
@@ -115,6 +127,7 @@ impl LocalSide {
             threads: Vec::new(),
             sampler: None,
             cpu_start: None,
+            control_cpu: None,
             same_clock,
             warnings,
             udp_format: crate::UdpFormat::default(),
@@ -147,6 +160,7 @@ impl LocalSide {
     /// Starts every stream at `at` (threads are created now so they start together).
     pub fn start(&mut self, at: Instant, sink: EventSink) {
         self.cpu_start = Some(CpuSnapshot::now());
+        self.control_cpu = Some((std::thread::current().id(), ThreadCpu::now()));
         let end = self
             .config
             .bytes
@@ -179,6 +193,8 @@ impl LocalSide {
                 plan.id
             );
             let handle = std::thread::Builder::new().name(name).spawn(move || {
+                let cpu_before = ThreadCpu::now();
+                let cpu_of = shared.clone();
                 if plan.role == Role::Sender {
                     sockopt::tighten_timer_slack();
                 }
@@ -192,6 +208,10 @@ impl LocalSide {
                         stream::udp_receive(s, shared, ctl, params, same_clock)
                     }
                 }
+                // Before `at` the thread only slept: its running time starts there.
+                let ran = Instant::now().saturating_duration_since(at);
+                *cpu_of.cpu.lock().unwrap_or_else(|p| p.into_inner()) =
+                    Some((ThreadCpu::since(&cpu_before), ran));
             });
             match handle {
                 Ok(h) => self.threads.push(h),
@@ -272,6 +292,12 @@ impl LocalSide {
             .take()
             .and_then(|s| s.join().ok())
             .unwrap_or_default();
+        let mut own_cpu = output.cpu;
+        if let Some((id, before)) = self.control_cpu {
+            if id == std::thread::current().id() {
+                own_cpu.add(&ThreadCpu::since(&before));
+            }
+        }
         let cpu_end = CpuSnapshot::now();
         let mut streams = Vec::new();
         let mut moved = 0u64;
@@ -285,15 +311,19 @@ impl LocalSide {
             seconds = seconds.max(finished_after.as_secs_f64());
             let bytes = final_snap.bytes - base.bytes;
             moved += final_snap.bytes;
-            let rtts = output.rtt_samples.get(i).cloned().unwrap_or_default();
+            let rtt = output.rtt.get(i).copied().unwrap_or_default();
             let tcp = (shared.role == Role::Sender && final_snap.tcp.is_some()).then(|| {
                 tcp_summary(
                     &base,
                     &final_snap,
                     finished_after.saturating_sub(base.at),
-                    &rtts,
+                    &rtt,
                 )
             });
+            let thread_cpu = *shared.cpu.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((cpu, _)) = &thread_cpu {
+                own_cpu.add(cpu);
+            }
             let udp = final_snap.udp.as_ref().map(|now| match &base.udp {
                 Some(b) if base.at > Duration::ZERO => UdpTracker::delta(b, now),
                 _ => now.clone(),
@@ -321,6 +351,9 @@ impl LocalSide {
                     .clone(),
                 started_unix_ns: Some(shared.started_unix_ns.load(Ordering::Relaxed))
                     .filter(|&t| t > 0),
+                thread_cpu_percent: thread_cpu
+                    .filter(|(_, ran)| !ran.is_zero())
+                    .map(|(cpu, ran)| 100.0 * cpu.total().as_secs_f64() / ran.as_secs_f64()),
                 error: shared
                     .error
                     .lock()
@@ -330,7 +363,7 @@ impl LocalSide {
         }
         let cpu = self
             .cpu_start
-            .map(|start| start.usage_until(&cpu_end, moved))
+            .map(|start| start.usage_until(&cpu_end, &own_cpu, moved))
             .unwrap_or_default();
         SideResult {
             streams,
@@ -361,6 +394,8 @@ fn delta(a: Option<u64>, b: Option<u64>) -> Option<u64> {
 
 /// Fractions of `wall` spent limited by the receiver window, the send buffer,
 /// the network, or the application (not busy). Absent on kernels before 4.9.
+/// They add up to one: tcp_info is read a little after the wall clock, so its
+/// busy time can exceed `wall`; the larger of the two is then the whole.
 fn limited(before: Option<&TcpInfo>, now: &TcpInfo, wall: Duration) -> Option<Limited> {
     let wall_us = wall.as_micros() as f64;
     if wall_us <= 0.0 {
@@ -376,16 +411,23 @@ fn limited(before: Option<&TcpInfo>, now: &TcpInfo, wall: Duration) -> Option<Li
     let busy = delta(before.busy_time_us, now.busy_time_us)? as f64;
     let rwnd = delta(before.rwnd_limited_us, now.rwnd_limited_us)? as f64;
     let sndbuf = delta(before.sndbuf_limited_us, now.sndbuf_limited_us)? as f64;
-    let clamp = |x: f64| (x / wall_us).clamp(0.0, 1.0);
+    // The kernel's busy time includes both limited times.
+    let busy = busy.max(rwnd + sndbuf);
+    let whole = wall_us.max(busy);
     Some(Limited {
-        rwnd: clamp(rwnd),
-        sndbuf: clamp(sndbuf),
-        network: clamp((busy - rwnd - sndbuf).max(0.0)),
-        app: clamp((wall_us - busy).max(0.0)),
+        rwnd: rwnd / whole,
+        sndbuf: sndbuf / whole,
+        network: (busy - rwnd - sndbuf) / whole,
+        app: (whole - busy) / whole,
     })
 }
 
-fn tcp_interval(before: Option<&TcpInfo>, now: &TcpInfo, wall: Duration) -> TcpStats {
+fn tcp_interval(
+    before: Option<&TcpInfo>,
+    now: &TcpInfo,
+    wall: Duration,
+    rtt: &RttTrack,
+) -> TcpStats {
     TcpStats {
         retransmits: before
             .map(|b| {
@@ -400,6 +442,9 @@ fn tcp_interval(before: Option<&TcpInfo>, now: &TcpInfo, wall: Duration) -> TcpS
             .zip(now.snd_mss)
             .map(|(c, m)| u64::from(c) * u64::from(m)),
         rtt_ms: ms(now.rtt_us),
+        rtt_min_ms: rtt.min_ms(),
+        rtt_max_ms: rtt.max_ms(),
+        rtt_samples: now.rtt_us.map(|_| rtt.samples()),
         rttvar_ms: ms(now.rttvar_us),
         min_rtt_ms: ms(now.min_rtt_us),
         snd_wnd_bytes: now.snd_wnd.map(u64::from),
@@ -414,12 +459,17 @@ fn tcp_interval(before: Option<&TcpInfo>, now: &TcpInfo, wall: Duration) -> TcpS
     }
 }
 
-fn tcp_summary(base: &Snap, end: &Snap, wall: Duration, rtts: &[f64]) -> TcpStats {
+fn tcp_summary(base: &Snap, end: &Snap, wall: Duration, rtt: &RttTrack) -> TcpStats {
     let now = end.tcp.unwrap_or_default();
-    let mut stats = tcp_interval(base.tcp.as_ref(), &now, wall);
-    if !rtts.is_empty() {
-        stats.rtt_ms = Some(rtts.iter().sum::<f64>() / rtts.len() as f64);
+    let mut rtt = *rtt;
+    if rtt.samples() == 0 {
+        // Over before the first sample (a few kilobytes): the final reading is all there is.
+        if let Some(us) = now.rtt_us {
+            rtt.add(us);
+        }
     }
+    let mut stats = tcp_interval(base.tcp.as_ref(), &now, wall, &rtt);
+    stats.rtt_ms = rtt.mean_ms().or(stats.rtt_ms);
     stats
 }
 
@@ -448,7 +498,30 @@ impl Sampler {
             .collect()
     }
 
-    fn interval(&self, prev: &[Snap], now: &[Snap], omitted: bool) -> Vec<StreamInterval> {
+    /// Adds a smoothed-RTT reading of every TCP sender that moved data since
+    /// its last one (an idle or draining stream's RTT is not the test's).
+    fn sample_rtt(&self, tracks: &mut [RttTrack], bytes_at_last: &mut [u64]) {
+        for (i, (s, t)) in self.streams.iter().zip(&self.tcp).enumerate() {
+            let Some(sock) = t.as_ref().filter(|_| s.role == Role::Sender) else {
+                continue;
+            };
+            let bytes = s.bytes.load(Ordering::Relaxed);
+            if bytes > bytes_at_last[i] {
+                if let Some(us) = tcpinfo::read(sock).ok().and_then(|t| t.rtt_us) {
+                    tracks[i].add(us);
+                }
+                bytes_at_last[i] = bytes;
+            }
+        }
+    }
+
+    fn interval(
+        &self,
+        prev: &[Snap],
+        now: &[Snap],
+        rtt: &[RttTrack],
+        omitted: bool,
+    ) -> Vec<StreamInterval> {
         self.streams
             .iter()
             .enumerate()
@@ -477,14 +550,28 @@ impl Sampler {
                     tcp: (s.role == Role::Sender)
                         .then_some(())
                         .and(n.tcp.as_ref())
-                        .map(|t| tcp_interval(p.tcp.as_ref(), t, wall)),
+                        .map(|t| tcp_interval(p.tcp.as_ref(), t, wall, &rtt[i])),
                     omitted,
                 }
             })
             .collect()
     }
 
+    /// Tells the owner once that every local sender is done.
+    fn report_senders_done(&self) {
+        let packets = self
+            .streams
+            .iter()
+            .filter(|s| {
+                s.role == Role::Sender && self.config.protocol == linkperf_proto::Protocol::Udp
+            })
+            .map(|s| (s.id, s.packets.load(Ordering::Relaxed)))
+            .collect();
+        (self.sink)(SideEvent::SendersDone(packets));
+    }
+
     fn run(self) -> SamplerOutput {
+        let cpu_before = ThreadCpu::now();
         let report = self.config.interval_s > 0.0;
         let tick = Duration::from_secs_f64(if report { self.config.interval_s } else { 1.0 });
         let omit = Duration::from_secs_f64(self.config.omit_s);
@@ -494,67 +581,131 @@ impl Sampler {
         for (p, t) in prev.iter_mut().zip(&self.tcp) {
             p.tcp = t.as_ref().and_then(|s| tcpinfo::read(s).ok());
         }
+        let n = self.streams.len();
         let mut out = SamplerOutput {
             baseline: prev.clone(),
-            rtt_samples: vec![Vec::new(); self.streams.len()],
+            rtt: vec![RttTrack::default(); n],
+            cpu: ThreadCpu::default(),
         };
+        // This interval's RTT samples, and each stream's bytes at its last sample.
+        let mut rtt = vec![RttTrack::default(); n];
+        let mut bytes_at_sample = vec![0u64; n];
         let mut next = self.start + tick;
+        let mut next_rtt = self.start + RTT_SAMPLE_PERIOD;
         let mut senders_reported = false;
         loop {
             let done = self.all_done(None);
             if !senders_reported && self.all_done(Some(Role::Sender)) {
                 senders_reported = true;
-                let packets = self
-                    .streams
-                    .iter()
-                    .filter(|s| {
-                        s.role == Role::Sender
-                            && self.config.protocol == linkperf_proto::Protocol::Udp
-                    })
-                    .map(|s| (s.id, s.packets.load(Ordering::Relaxed)))
-                    .collect();
-                (self.sink)(SideEvent::SendersDone(packets));
+                self.report_senders_done();
             }
             let now = Instant::now();
+            if now >= next_rtt && !done {
+                self.sample_rtt(&mut rtt, &mut bytes_at_sample);
+                // After a stall, resume the period rather than catch up.
+                next_rtt = (next_rtt + RTT_SAMPLE_PERIOD).max(now);
+            }
             if now >= next || done {
                 let snaps = self.snap_all();
+                for (i, snap) in snaps.iter().enumerate() {
+                    // The boundary's reading is a sample of the closing interval.
+                    let rtt_us = snap.tcp.and_then(|t| t.rtt_us);
+                    if let (Role::Sender, Some(us)) = (self.streams[i].role, rtt_us) {
+                        if snap.bytes > bytes_at_sample[i] {
+                            rtt[i].add(us);
+                            bytes_at_sample[i] = snap.bytes;
+                        }
+                    }
+                }
                 let elapsed = snaps.first().map(|s| s.at).unwrap_or_default();
                 let length = elapsed.saturating_sub(prev.first().map(|s| s.at).unwrap_or_default());
-                // A final sliver shorter than a tenth of an interval is noise, not a report.
+                // A final sliver shorter than a tenth of an interval is noise,
+                // not a report; its RTT samples stay out of the summary too, so
+                // the summary's extremes are those of the reported intervals.
                 let worth_reporting = !done || length >= tick / 10;
                 if worth_reporting {
                     // An interval that began inside the warm-up is omitted, however
                     // late the sampler woke to close it (a loaded machine).
                     let began = prev.first().map(|s| s.at).unwrap_or_default();
                     let omitted = !omit.is_zero() && began + Duration::from_millis(1) < omit;
-                    for (i, s) in snaps.iter().enumerate() {
-                        if !omitted {
-                            if let Some(rtt) = s.tcp.and_then(|t| t.rtt_us) {
-                                if self.streams[i].role == Role::Sender && s.bytes > prev[i].bytes {
-                                    out.rtt_samples[i].push(rtt as f64 / 1000.0);
-                                }
-                            }
-                        }
-                    }
                     if report {
-                        (self.sink)(SideEvent::Interval(self.interval(&prev, &snaps, omitted)));
+                        let streams = self.interval(&prev, &snaps, &rtt, omitted);
+                        (self.sink)(SideEvent::Interval(streams));
                     }
                     if omitted {
                         out.baseline = snaps.clone();
+                    } else {
+                        for (whole, interval) in out.rtt.iter_mut().zip(&rtt) {
+                            whole.merge(interval);
+                        }
                     }
                     prev = snaps;
                 }
+                rtt.iter_mut().for_each(|t| *t = RttTrack::default());
                 next += tick;
                 if done {
                     break;
                 }
             }
             let wait = next
+                .min(next_rtt)
                 .saturating_duration_since(Instant::now())
-                .min(Duration::from_millis(10));
+                .min(RTT_SAMPLE_PERIOD);
             std::thread::sleep(wait);
         }
         (self.sink)(SideEvent::AllDone);
+        out.cpu = ThreadCpu::since(&cpu_before);
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(busy: u64, rwnd: u64, sndbuf: u64) -> TcpInfo {
+        TcpInfo {
+            busy_time_us: Some(busy),
+            rwnd_limited_us: Some(rwnd),
+            sndbuf_limited_us: Some(sndbuf),
+            ..Default::default()
+        }
+    }
+
+    fn sum(l: &Limited) -> f64 {
+        l.rwnd + l.sndbuf + l.network + l.app
+    }
+
+    #[test]
+    fn limited_fractions_are_shares_of_the_wall_time() {
+        // 1 s: 0.5 s window-limited, 0.2 s buffer-limited, 0.1 s cwnd, 0.2 s idle.
+        let l = limited(
+            None,
+            &info(800_000, 500_000, 200_000),
+            Duration::from_secs(1),
+        )
+        .unwrap();
+        let want = [0.5, 0.2, 0.1, 0.2];
+        for (got, want) in [l.rwnd, l.sndbuf, l.network, l.app].into_iter().zip(want) {
+            assert!((got - want).abs() < 1e-9, "{l:?}");
+        }
+    }
+
+    #[test]
+    fn limited_fractions_never_add_up_to_more_than_the_whole() {
+        let wall = Duration::from_secs(1);
+        // tcp_info read after the wall clock: 1.3 s busy in a 1 s interval,
+        // nearly all of it window- and buffer-limited (these summed to 130 %).
+        let before = info(1_000, 1_000, 0);
+        let l = limited(Some(&before), &info(1_301_000, 901_000, 380_000), wall).unwrap();
+        assert!((sum(&l) - 1.0).abs() < 1e-9, "{l:?} adds up to {}", sum(&l));
+        assert!((l.rwnd - 0.9 / 1.3).abs() < 1e-9, "{l:?}");
+        assert_eq!(l.app, 0.0);
+        // Limited times larger than the busy time that should include them (180 %).
+        let l = limited(None, &info(500_000, 700_000, 600_000), wall).unwrap();
+        assert!((sum(&l) - 1.0).abs() < 1e-9, "{l:?} adds up to {}", sum(&l));
+        assert!([l.rwnd, l.sndbuf, l.network, l.app]
+            .iter()
+            .all(|x| (0.0..=1.0).contains(x)));
     }
 }

@@ -5,6 +5,7 @@
 //! threads check their side's stop flags between socket calls, which use
 //! short timeouts so a stop is honoured within half a second.
 
+use crate::cpu::ThreadCpu;
 use crate::mmsg;
 use crate::pacer::Pacer;
 use crate::sockopt::path_mtu;
@@ -47,6 +48,8 @@ pub struct StreamShared {
     pub gaps: Mutex<Option<GapStats>>,
     /// Wall-clock ns when a sender began sending (0: not yet).
     pub started_unix_ns: AtomicU64,
+    /// CPU the stream's thread used, and for how long it ran, once it is done.
+    pub cpu: Mutex<Option<(ThreadCpu, Duration)>>,
 }
 
 impl StreamShared {
@@ -63,6 +66,7 @@ impl StreamShared {
             peer_sent: AtomicU64::new(u64::MAX),
             gaps: Mutex::new(None),
             started_unix_ns: AtomicU64::new(0),
+            cpu: Mutex::new(None),
         }
     }
 
@@ -267,8 +271,9 @@ pub fn tcp_receive(
 
 /// Datagrams per sendmmsg/recvmmsg call when not paced.
 const BATCH: usize = 64;
-/// Most datagrams a paced sender sends at once, only when catching up.
-const PACED_BATCH: usize = 8;
+/// Most datagrams a paced sender sends per wake-up (a train, or catching up
+/// after a stall): one GSO message of 1460-byte datagrams holds 44.
+const PACED_BATCH: usize = 64;
 
 pub fn udp_send(
     sock: UdpSocket,
@@ -281,12 +286,10 @@ pub fn udp_send(
     let limit_packets = p.byte_limit.map(|b| b.div_ceil(len as u64));
     let _ = sock.set_write_timeout(Some(POLL));
     let fill = payload(len);
-    // Unpaced senders use GSO where the kernel has it; paced ones send on schedule.
-    let mut batch = match pacer {
-        Some(_) => mmsg::SendBatch::new(len, PACED_BATCH, &fill),
-        None => mmsg::SendBatch::with_gso(len, &fill)
-            .unwrap_or_else(|| mmsg::SendBatch::new(len, BATCH, &fill)),
-    };
+    // GSO where the kernel has it: a paced sender's trains then cost one
+    // system call and one trip through the stack each.
+    let mut batch = mmsg::SendBatch::with_gso(len, &fill)
+        .unwrap_or_else(|| mmsg::SendBatch::new(len, BATCH, &fill));
     batch.set_format(p.udp_format);
     wait_until(p.start);
     shared
@@ -309,7 +312,7 @@ pub fn udp_send(
             count = count.min((limit - seq) as usize);
         }
         if let Some(pacer) = pacer.as_mut() {
-            count = pacer.wait_batch(len as u64 * 8, count, p.end);
+            count = pacer.wait_batch(len as u64 * 8, count.min(PACED_BATCH), p.end);
             if p.end.is_some_and(|e| Instant::now() >= e) {
                 break;
             }

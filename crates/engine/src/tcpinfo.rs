@@ -96,9 +96,81 @@ pub fn read(socket: &impl AsRawFd) -> std::io::Result<TcpInfo> {
     Ok(parse(&raw[..len as usize]))
 }
 
+/// Smoothed-RTT samples of one connection: the smallest, largest and mean
+/// of what was seen, in microseconds as tcp_info gives them.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RttTrack {
+    samples: u64,
+    sum_us: f64,
+    min_us: u32,
+    max_us: u32,
+}
+
+impl RttTrack {
+    pub fn add(&mut self, rtt_us: u32) {
+        if self.samples == 0 {
+            self.min_us = rtt_us;
+            self.max_us = rtt_us;
+        }
+        self.min_us = self.min_us.min(rtt_us);
+        self.max_us = self.max_us.max(rtt_us);
+        self.sum_us += f64::from(rtt_us);
+        self.samples += 1;
+    }
+
+    pub fn merge(&mut self, other: &RttTrack) {
+        if other.samples == 0 {
+            return;
+        }
+        if self.samples == 0 {
+            *self = *other;
+            return;
+        }
+        self.min_us = self.min_us.min(other.min_us);
+        self.max_us = self.max_us.max(other.max_us);
+        self.sum_us += other.sum_us;
+        self.samples += other.samples;
+    }
+
+    pub fn samples(&self) -> u64 {
+        self.samples
+    }
+
+    pub fn min_ms(&self) -> Option<f64> {
+        (self.samples > 0).then(|| f64::from(self.min_us) / 1000.0)
+    }
+
+    pub fn max_ms(&self) -> Option<f64> {
+        (self.samples > 0).then(|| f64::from(self.max_us) / 1000.0)
+    }
+
+    pub fn mean_ms(&self) -> Option<f64> {
+        (self.samples > 0).then(|| self.sum_us / self.samples as f64 / 1000.0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rtt_track_keeps_the_extremes_and_the_mean_of_merged_samples() {
+        let mut a = RttTrack::default();
+        assert_eq!(a.max_ms(), None);
+        for us in [300, 100, 200] {
+            a.add(us);
+        }
+        let mut b = RttTrack::default();
+        b.add(900);
+        let mut all = RttTrack::default();
+        all.merge(&a);
+        all.merge(&RttTrack::default());
+        all.merge(&b);
+        assert_eq!(all.samples(), 4);
+        assert_eq!(all.min_ms(), Some(0.1));
+        assert_eq!(all.max_ms(), Some(0.9));
+        assert_eq!(all.mean_ms(), Some(0.375));
+    }
 
     #[test]
     fn short_structs_leave_newer_fields_absent() {

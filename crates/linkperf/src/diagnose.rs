@@ -24,8 +24,51 @@ fn verdict(limited_by: &str, explanation: String, advice: Option<String>) -> Ver
     }
 }
 
-/// A process using this much of one core is the bottleneck for a single thread.
-const CPU_SATURATED: f64 = 90.0;
+/// A thread that ran at least this share of the wall time had no slack left:
+/// the rest goes to scheduling delays, interrupts and the accounting's
+/// granularity, so more work could not have fitted on its core. Below it the
+/// thread spent real time waiting (for the network, the peer, a timer) and
+/// its CPU did not set the rate.
+pub const CPU_SATURATED: f64 = 90.0;
+
+/// How busy one end's CPU was for one direction, as a percentage to compare
+/// with [`CPU_SATURATED`], and what it is a percentage of.
+struct Busy {
+    percent: f64,
+    of: &'static str,
+}
+
+impl Busy {
+    fn saturated(&self) -> bool {
+        self.percent >= CPU_SATURATED
+    }
+
+    fn describe(&self, end: &str) -> String {
+        format!("the {end} used {:.0}% {}", self.percent, self.of)
+    }
+}
+
+/// One end's busiest stream thread of this direction, or all its threads
+/// against all the host's cores if that is higher. Peers that report only a
+/// process figure (iperf3, older linkperf) are judged by their CPU per stream.
+fn busy(end: &CpuUsage, threads: impl Iterator<Item = Option<f64>>, streams: u32) -> Busy {
+    let busiest = threads.flatten().reduce(f64::max);
+    let all_cores = end.total_percent / f64::from(end.cpus.max(1));
+    match busiest {
+        Some(b) if all_cores > b => Busy {
+            percent: all_cores,
+            of: "of every core of its host",
+        },
+        Some(b) => Busy {
+            percent: b,
+            of: "of a core in its busiest stream thread",
+        },
+        None => Busy {
+            percent: end.total_percent / f64::from(streams.max(1)),
+            of: "of a core per stream",
+        },
+    }
+}
 
 pub fn diagnose(
     config: &TestConfig,
@@ -33,7 +76,18 @@ pub fn diagnose(
     sender_cpu: &CpuUsage,
     receiver_cpu: &CpuUsage,
 ) -> Verdict {
-    let per_stream_cpu = |c: &CpuUsage| c.total_percent / f64::from(config.parallel.max(1));
+    let sender = busy(
+        sender_cpu,
+        s.streams.iter().map(|st| st.sender.thread_cpu_percent),
+        config.parallel,
+    );
+    let receiver = busy(
+        receiver_cpu,
+        s.streams
+            .iter()
+            .map(|st| st.receiver.as_ref().and_then(|r| r.thread_cpu_percent)),
+        config.parallel,
+    );
     if config.protocol == Protocol::Udp {
         let loss = s.received.loss_percent.unwrap_or(0.0);
         if let Some(target) = config.stream_rate() {
@@ -46,8 +100,11 @@ pub fn diagnose(
                         format_rate(s.sent.bits_per_second),
                         format_rate(target)
                     ),
-                    Some(if per_stream_cpu(sender_cpu) > CPU_SATURATED {
-                        "the sender's CPU is saturated: use -P to spread streams over cores".into()
+                    Some(if sender.saturated() {
+                        format!(
+                            "{}: use -P to spread streams over cores",
+                            sender.describe("sender")
+                        )
                     } else {
                         "check the sender's NIC and txqueuelen; try larger datagrams (-l)".into()
                     }),
@@ -55,7 +112,7 @@ pub fn diagnose(
             }
         }
         if loss > 1.0 {
-            let receiver_busy = per_stream_cpu(receiver_cpu) > CPU_SATURATED;
+            let receiver_busy = receiver.saturated();
             return verdict(
                 if receiver_busy {
                     "receiver CPU"
@@ -68,7 +125,10 @@ pub fn diagnose(
                     format_rate(s.received.bits_per_second)
                 ),
                 Some(if receiver_busy {
-                    "the receiver cannot keep up: raise --rcvbuf / net.core.rmem_max, or send less (-b)".into()
+                    format!(
+                        "{}: it cannot keep up; raise --rcvbuf / net.core.rmem_max, or send less (-b)",
+                        receiver.describe("receiver")
+                    )
                 } else {
                     "the path or a device on it drops at this rate: lower -b to find the loss-free rate".into()
                 }),
@@ -115,12 +175,13 @@ pub fn diagnose(
         );
     }
     if limited.app > 0.3 {
-        if per_stream_cpu(sender_cpu) > CPU_SATURATED {
+        if sender.saturated() {
             return verdict(
                 "sender CPU",
                 format!(
-                    "the sender had no data ready {:.0}% of the time and its CPU is saturated",
-                    limited.app * 100.0
+                    "the sender had no data ready {:.0}% of the time and {}",
+                    limited.app * 100.0,
+                    sender.describe("sender")
                 ),
                 Some("use larger writes (-l), --zerocopy, or -P to use more cores".into()),
             );
@@ -137,23 +198,17 @@ pub fn diagnose(
                 .then(|| "check the sender's CPU and -l".into()),
         );
     }
-    if per_stream_cpu(receiver_cpu) > CPU_SATURATED {
+    if receiver.saturated() {
         return verdict(
             "receiver CPU",
-            format!(
-                "the receiver used {:.0}% of a core per stream",
-                per_stream_cpu(receiver_cpu)
-            ),
+            receiver.describe("receiver"),
             Some("use -P to spread the load, or larger reads (-l)".into()),
         );
     }
-    if per_stream_cpu(sender_cpu) > CPU_SATURATED {
+    if sender.saturated() {
         return verdict(
             "sender CPU",
-            format!(
-                "the sender used {:.0}% of a core per stream",
-                per_stream_cpu(sender_cpu)
-            ),
+            sender.describe("sender"),
             Some("use --zerocopy, larger writes (-l), or -P".into()),
         );
     }
@@ -168,4 +223,205 @@ pub fn diagnose(
             "the path is full or lossy: compare congestion controls with -C bbr / cubic".into()
         }),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    //! Both ends in this one process, as `linkperf demo` runs them: each
+    //! end's CPU must be its own, and a CPU verdict must name an end whose
+    //! thread really ran near a full core. The process CPU comes from
+    //! getrusage and the threads' CPU from /proc, independently of the report.
+    use super::*;
+    use crate::{client, report::Report, server};
+    use std::collections::HashMap;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    fn process_cpu_seconds() -> f64 {
+        // SAFETY: rusage is plain data and getrusage fills it.
+        let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+        unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+        let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        tv(u.ru_utime) + tv(u.ru_stime)
+    }
+
+    /// What /proc showed of one stream thread: its CPU (clock ticks) when
+    /// last seen, and when it was first and last seen.
+    #[derive(Debug, Clone, Copy)]
+    struct Seen {
+        ticks: u64,
+        first: Instant,
+        last: Instant,
+    }
+
+    impl Seen {
+        fn percent(&self) -> f64 {
+            // SAFETY: sysconf has no preconditions.
+            let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+            let wall = self.last.duration_since(self.first).as_secs_f64().max(0.01);
+            100.0 * self.ticks as f64 / hz / wall
+        }
+    }
+
+    /// Polls /proc/self/task every 10 ms for the stream threads (named
+    /// `lp-tx-N` / `lp-rx-N`) until `stop`.
+    fn watch_threads(stop: Arc<AtomicBool>) -> std::thread::JoinHandle<HashMap<String, Seen>> {
+        std::thread::spawn(move || {
+            let mut seen: HashMap<(u32, String), Seen> = HashMap::new();
+            while !stop.load(Ordering::Relaxed) {
+                let now = Instant::now();
+                for task in std::fs::read_dir("/proc/self/task").into_iter().flatten() {
+                    let Ok(task) = task else { continue };
+                    let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+                        continue;
+                    };
+                    let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+                        continue;
+                    };
+                    let name = stat[open + 1..close].to_string();
+                    if !name.starts_with("lp-tx-") && !name.starts_with("lp-rx-") {
+                        continue;
+                    }
+                    // After the name: state, ppid, ... utime is the 12th, stime the 13th.
+                    let f: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+                    let ticks: u64 = f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap();
+                    let tid: u32 = task.file_name().to_string_lossy().parse().unwrap();
+                    let e = seen.entry((tid, name)).or_insert(Seen {
+                        ticks,
+                        first: now,
+                        last: now,
+                    });
+                    e.ticks = ticks;
+                    e.last = now;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            seen.into_iter().map(|((_, name), s)| (name, s)).collect()
+        })
+    }
+
+    struct Measured {
+        report: Report,
+        process_seconds: f64,
+        threads: HashMap<String, Seen>,
+    }
+
+    fn run_in_process(config: TestConfig) -> Measured {
+        let options = server::ServerOptions {
+            port: 0,
+            bind: Some([127, 0, 0, 1].into()),
+            verbose: false,
+            ..Default::default()
+        };
+        let addr = server::Server::bind(options).unwrap().spawn();
+        let options = client::ClientOptions {
+            host: addr.ip().to_string(),
+            port: addr.port(),
+            config,
+            ..Default::default()
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let watcher = watch_threads(stop.clone());
+        let before = process_cpu_seconds();
+        let report = client::run(&options, &mut |_| {}, None).unwrap();
+        let process_seconds = process_cpu_seconds() - before;
+        stop.store(true, Ordering::Relaxed);
+        let threads = watcher.join().unwrap();
+        Measured {
+            report,
+            process_seconds,
+            threads,
+        }
+    }
+
+    fn cpu_seconds(c: &CpuUsage) -> f64 {
+        c.total_percent / 100.0 * c.seconds.expect("the end says what time its CPU covers")
+    }
+
+    fn check(m: &Measured) {
+        let s = &m.report.summary;
+        let (local, remote) = (cpu_seconds(&s.cpu.local), cpu_seconds(&s.cpu.remote));
+        // Both ends are threads of this process: together they cannot have
+        // used more than it (getrusage rounds to microseconds; 1 ms slack).
+        assert!(
+            local + remote <= m.process_seconds + 0.001,
+            "client {local:.3} s + server {remote:.3} s of CPU > the process's {:.3} s",
+            m.process_seconds
+        );
+        let tx = m
+            .threads
+            .get("lp-tx-0")
+            .expect("saw the client's sender thread");
+        let rx = m
+            .threads
+            .get("lp-rx-0")
+            .expect("saw the server's receiver thread");
+        // Each end includes its own stream thread (/proc counts 10 ms ticks,
+        // and the last poll may be up to 10 ms before the thread ended).
+        let tick = 0.01;
+        let tx_s = tx.ticks as f64 * tick;
+        let rx_s = rx.ticks as f64 * tick;
+        assert!(
+            local >= tx_s - 3.0 * tick,
+            "client {local:.3} s < its sender thread {tx_s:.3} s"
+        );
+        assert!(
+            remote >= rx_s - 3.0 * tick,
+            "server {remote:.3} s < its receiver thread {rx_s:.3} s"
+        );
+        // A CPU verdict must name an end whose thread ran near a full core
+        // (10 points below the threshold for the polling's granularity).
+        let (tx_pct, rx_pct) = (tx.percent(), rx.percent());
+        let v = &s.verdict;
+        let near = CPU_SATURATED - 10.0;
+        match v.limited_by.as_str() {
+            "sender CPU" => assert!(
+                tx_pct >= near,
+                "{v:?} but the sender thread used {tx_pct:.0}%"
+            ),
+            "receiver CPU" => assert!(
+                rx_pct >= near,
+                "{v:?} but the receiver thread used {rx_pct:.0}%"
+            ),
+            _ => {}
+        }
+        if let Some(advice) = &v.advice {
+            if tx_pct < near {
+                assert!(
+                    !advice.contains("sender used"),
+                    "{v:?}: sender at {tx_pct:.0}%"
+                );
+            }
+            if rx_pct < near {
+                assert!(
+                    !advice.contains("receiver used"),
+                    "{v:?}: receiver at {rx_pct:.0}%"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn ends_sharing_a_process_split_its_cpu_and_blame_only_a_saturated_one() {
+        // The demo's bulk TCP test: loopback TCP is CPU-bound somewhere, but
+        // only the end whose thread ran out of CPU may be blamed.
+        let bulk = run_in_process(TestConfig {
+            duration_s: 2.0,
+            ..Default::default()
+        });
+        check(&bulk);
+        // Paced at 100 Mbit/s neither end comes near a core: no CPU verdict.
+        let paced = run_in_process(TestConfig {
+            duration_s: 2.0,
+            bitrate: Some(100_000_000),
+            ..Default::default()
+        });
+        check(&paced);
+        assert!(
+            !paced.report.summary.verdict.limited_by.contains("CPU"),
+            "{:?}",
+            paced.report.summary.verdict
+        );
+    }
 }

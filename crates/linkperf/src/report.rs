@@ -114,12 +114,21 @@ pub struct ReceivedSummary {
     pub one_way_delay_ms: Option<f64>,
 }
 
+/// The senders' round-trip times in milliseconds.
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct RttSummary {
+    /// Mean over the streams of each one's mean smoothed RTT.
     pub mean: Option<f64>,
+    /// Smallest and largest smoothed RTT sampled on any stream.
     pub min: Option<f64>,
     pub max: Option<f64>,
+    /// Samples behind min, max and mean, all streams together.
+    pub samples: Option<u64>,
+    /// Mean over the streams of tcp_info rttvar at the end (the kernel's
+    /// smoothed mean deviation, not a variance).
     pub rttvar: Option<f64>,
+    /// Smallest tcp_info min_rtt of any stream: the kernel's lowest raw sample.
+    pub kernel_min_rtt: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Default)]
@@ -239,10 +248,21 @@ impl Sides<'_> {
                 mean: mean(tcp_stats.iter().filter_map(|t| t.rtt_ms).collect()),
                 min: tcp_stats
                     .iter()
+                    .filter_map(|t| t.rtt_min_ms)
+                    .reduce(f64::min),
+                max: tcp_stats
+                    .iter()
+                    .filter_map(|t| t.rtt_max_ms)
+                    .reduce(f64::max),
+                samples: tcp_stats
+                    .iter()
+                    .filter_map(|t| t.rtt_samples)
+                    .reduce(|a, b| a + b),
+                rttvar: mean(tcp_stats.iter().filter_map(|t| t.rttvar_ms).collect()),
+                kernel_min_rtt: tcp_stats
+                    .iter()
                     .filter_map(|t| t.min_rtt_ms)
                     .reduce(f64::min),
-                max: tcp_stats.iter().filter_map(|t| t.rtt_ms).reduce(f64::max),
-                rttvar: mean(tcp_stats.iter().filter_map(|t| t.rttvar_ms).collect()),
             },
             cwnd_bytes: tcp_stats
                 .iter()

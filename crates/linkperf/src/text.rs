@@ -129,11 +129,13 @@ fn direction_block(out: &mut String, s: &DirectionSummary, udp: bool) {
         let f = |v: Option<f64>| v.map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into());
         let _ = write!(
             out,
-            "  tcp       rtt mean {} ms (min {}, max {}, var {}), cwnd {}",
+            "  tcp       rtt mean {} ms (min {}, max {} of {} samples; rttvar {}, kernel min_rtt {}), cwnd {}",
             f(t.rtt_ms.mean),
             f(t.rtt_ms.min),
             f(t.rtt_ms.max),
+            t.rtt_ms.samples.unwrap_or(0),
             f(t.rtt_ms.rttvar),
+            f(t.rtt_ms.kernel_min_rtt),
             t.cwnd_bytes
                 .map(|c| format_bytes(c as f64))
                 .unwrap_or_else(|| "-".into())
@@ -162,15 +164,20 @@ fn direction_block(out: &mut String, s: &DirectionSummary, udp: bool) {
     }
     let c = &s.cpu;
     let demand = |d: Option<f64>| d.map(|v| format!(", {v:.0} µs/MB")).unwrap_or_default();
+    let process = |p: Option<f64>| p.map(|v| format!("{v:.0}%")).unwrap_or_else(|| "-".into());
+    // Each end's own threads first: with both ends in one process (demo) the
+    // process figures count both.
     let _ = writeln!(
         out,
-        "  cpu       local {:.1}% of a core (user {:.1}, sys {:.1}){}; remote {:.1}%{}; hosts {:.0}% / {:.0}%",
+        "  cpu       local {:.1}% of a core (user {:.1}, sys {:.1}){}; remote {:.1}%{}; processes {} / {}; hosts {:.0}% / {:.0}%",
         c.local.total_percent,
         c.local.user_percent,
         c.local.system_percent,
         demand(c.local.service_demand_us_per_mb),
         c.remote.total_percent,
         demand(c.remote.service_demand_us_per_mb),
+        process(c.local.process_total_percent),
+        process(c.remote.process_total_percent),
         c.local.host_total_percent,
         c.remote.host_total_percent
     );

@@ -31,8 +31,21 @@ pub struct TcpStats {
     /// Retransmitted segments (in the interval, or in the whole test for a summary).
     pub retransmits: Option<u64>,
     pub cwnd_bytes: Option<u64>,
+    /// Smoothed RTT (tcp_info srtt): its value at the end of an interval; in
+    /// a whole-test result, the mean of the samples.
     pub rtt_ms: Option<f64>,
+    /// Smallest and largest smoothed RTT sampled in the interval or test (the
+    /// sampler reads tcp_info every few milliseconds while the stream sends).
+    #[serde(default)]
+    pub rtt_min_ms: Option<f64>,
+    #[serde(default)]
+    pub rtt_max_ms: Option<f64>,
+    /// How many smoothed-RTT samples the min, max and mean come from.
+    #[serde(default)]
+    pub rtt_samples: Option<u64>,
+    /// tcp_info rttvar: the kernel's smoothed mean deviation of the RTT (not a variance).
     pub rttvar_ms: Option<f64>,
+    /// tcp_info min_rtt: the kernel's smallest raw (unsmoothed) RTT sample.
     pub min_rtt_ms: Option<f64>,
     pub snd_wnd_bytes: Option<u64>,
     pub delivery_rate_bps: Option<f64>,
@@ -117,22 +130,40 @@ pub struct StreamResult {
     /// measure the spread of start times across flows from it.
     #[serde(default)]
     pub started_unix_ns: Option<u64>,
+    /// CPU time of this stream's own thread while it ran, percent of one
+    /// core: near 100 the thread, not the network, set the pace.
+    #[serde(default)]
+    pub thread_cpu_percent: Option<f64>,
     /// Why the stream stopped early, if it did.
     pub error: Option<String>,
 }
 
-/// CPU used during the test: the process as a percentage of one core, the
-/// host as a percentage of all its cores.
+/// CPU used during the test by one end: its own threads and its process as
+/// percentages of one core, the host as a percentage of all its cores.
+///
+/// The end's own threads (its streams, its sampler, its control thread) are
+/// what it cost: when both ends share a process (`linkperf demo`) or a server
+/// runs several tests, the process figures include the others too.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct CpuUsage {
     pub user_percent: f64,
     pub system_percent: f64,
     pub total_percent: f64,
+    /// The whole process (None when the peer did not measure it apart).
+    #[serde(default)]
+    pub process_user_percent: Option<f64>,
+    #[serde(default)]
+    pub process_system_percent: Option<f64>,
+    #[serde(default)]
+    pub process_total_percent: Option<f64>,
     pub host_user_percent: f64,
     pub host_system_percent: f64,
     pub host_total_percent: f64,
     pub cpus: u32,
-    /// Process CPU microseconds per 10^6 bytes moved by this end.
+    /// Wall-clock seconds the percentages cover.
+    #[serde(default)]
+    pub seconds: Option<f64>,
+    /// This end's CPU microseconds per 10^6 bytes it moved.
     pub service_demand_us_per_mb: Option<f64>,
 }
 
