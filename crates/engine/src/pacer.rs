@@ -78,9 +78,10 @@ impl Pacer {
         Duration::from_secs_f64(self.wake_late)
     }
 
-    /// Blocks until `bits` may be sent, or returns early if `deadline` comes first.
-    pub fn wait(&mut self, bits: u64, deadline: Option<Instant>) {
-        self.wait_batch(bits, 1, deadline);
+    /// Blocks until `bits` may be sent (true), or until `deadline` when they
+    /// are due only after it (false: nothing more may be sent).
+    pub fn wait(&mut self, bits: u64, deadline: Option<Instant>) -> bool {
+        self.wait_batch(bits, 1, deadline) > 0
     }
 
     /// Datagrams of `bits` one wake-up carries: one if they are due further
@@ -104,7 +105,13 @@ impl Pacer {
         }
         let train = self.train(bits, max);
         let at = self.not_before.map_or(due, |n| due.max(n));
-        self.sleep_until(deadline.map_or(at, |d| at.min(d)));
+        if let Some(d) = deadline.filter(|d| at >= *d) {
+            // Due after the end: wait for the end, send nothing. (Waking early
+            // must never let a send due after the deadline slip in before it.)
+            self.sleep_until(d);
+            return 0;
+        }
+        self.sleep_until(at);
         let sent_at = Instant::now();
         let behind = sent_at.saturating_duration_since(self.due()).as_secs_f64();
         let overdue = 1 + (behind * self.rate_bps / bits.max(1) as f64) as usize;

@@ -169,8 +169,7 @@ pub fn tcp_send(
             None => p.length,
         };
         if let Some(pacer) = pacer.as_mut() {
-            pacer.wait(chunk as u64 * 8, p.end);
-            if p.end.is_some_and(|e| Instant::now() >= e) {
+            if !pacer.wait(chunk as u64 * 8, p.end) || p.end.is_some_and(|e| Instant::now() >= e) {
                 break; // the wait ran into the end of the test: nothing more is due
             }
         }
@@ -313,7 +312,7 @@ pub fn udp_send(
         }
         if let Some(pacer) = pacer.as_mut() {
             count = pacer.wait_batch(len as u64 * 8, count.min(PACED_BATCH), p.end);
-            if p.end.is_some_and(|e| Instant::now() >= e) {
+            if count == 0 || p.end.is_some_and(|e| Instant::now() >= e) {
                 break;
             }
         }

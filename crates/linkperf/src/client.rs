@@ -2,6 +2,7 @@
 
 use crate::control::{Control, Incoming};
 use crate::data;
+use crate::diagnose;
 use crate::report::{self, IntervalReport, Report, Sides, StartInfo, StreamSockets, TestInfo};
 use linkperf_engine::{facts, DataSocket, EventSink, LocalSide, SideEvent, StreamPlan};
 use linkperf_proto::results::{HostFacts, Role, SideResult, StreamInterval};
@@ -487,8 +488,14 @@ fn drive(
         local: &local,
         remote: &remote,
     };
-    let summary = sides.summarise(config.direction != Direction::Reverse);
-    let summary_reverse = (config.direction == Direction::Bidir).then(|| sides.summarise(false));
+    let forward = config.direction != Direction::Reverse;
+    let mut summary = sides.summarise(forward);
+    diagnose::explain(&mut summary, &sides, forward);
+    let summary_reverse = (config.direction == Direction::Bidir).then(|| {
+        let mut s = sides.summarise(false);
+        diagnose::explain(&mut s, &sides, false);
+        s
+    });
     let remote_sockets = |id: u32| {
         remote
             .streams

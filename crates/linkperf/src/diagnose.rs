@@ -1,20 +1,10 @@
 //! Why the numbers are what they are: the limiting factor of one direction,
 //! and what to change. Pure function of the measurements.
 
-use crate::report::DirectionSummary;
+use crate::report::{DirectionSummary, Sides, Verdict};
 use linkperf_proto::results::CpuUsage;
 use linkperf_proto::{Protocol, TestConfig};
 use linkperf_units::format_rate;
-use serde::Serialize;
-
-#[derive(Debug, Clone, Serialize, Default, PartialEq)]
-pub struct Verdict {
-    /// "receiver window", "send buffer", "network", "application", "sender CPU",
-    /// "receiver CPU", "loss", "rate limit", or "none observed".
-    pub limited_by: String,
-    pub explanation: String,
-    pub advice: Option<String>,
-}
 
 fn verdict(limited_by: &str, explanation: String, advice: Option<String>) -> Verdict {
     Verdict {
@@ -68,6 +58,12 @@ fn busy(end: &CpuUsage, threads: impl Iterator<Item = Option<f64>>, streams: u32
             of: "of a core per stream",
         },
     }
+}
+
+/// Fills in the verdict of one direction of a test from both ends' results.
+pub fn explain(summary: &mut DirectionSummary, sides: &Sides, client_sends: bool) {
+    let (sender_cpu, receiver_cpu) = sides.cpus(client_sends);
+    summary.verdict = diagnose(sides.config, summary, sender_cpu, receiver_cpu);
 }
 
 pub fn diagnose(

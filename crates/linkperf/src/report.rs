@@ -2,7 +2,6 @@
 //! (schema/linkperf-1.schema.json describes it) and the source of the
 //! human output. Built by the client from both ends' measurements.
 
-use crate::diagnose::{self, Verdict};
 use linkperf_proto::results::{
     CpuUsage, GapStats, HostFacts, Limited, Role, SideResult, SocketFacts, StreamInterval,
     StreamResult, TcpStats,
@@ -170,6 +169,16 @@ pub struct DirectionSummary {
     pub streams: Vec<StreamSummary>,
 }
 
+/// What limited one direction, and what to change (filled by `diagnose`).
+#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+pub struct Verdict {
+    /// "receiver window", "send buffer", "network", "application", "sender CPU",
+    /// "receiver CPU", "loss", "rate limit", or "none observed".
+    pub limited_by: String,
+    pub explanation: String,
+    pub advice: Option<String>,
+}
+
 pub fn direction_name(client_sends: bool) -> &'static str {
     if client_sends {
         "client_to_server"
@@ -186,115 +195,37 @@ pub struct Sides<'a> {
 }
 
 impl Sides<'_> {
-    /// Summary of the streams going one way.
-    pub fn summarise(&self, client_sends: bool) -> DirectionSummary {
+    /// The streams going one way: what each end of them ran.
+    fn ends(&self, client_sends: bool) -> (Vec<&StreamResult>, Vec<&StreamResult>) {
         let (senders, receivers) = if client_sends {
             (self.local, self.remote)
         } else {
             (self.remote, self.local)
         };
-        let sent: Vec<&StreamResult> = senders
-            .streams
-            .iter()
-            .filter(|s| s.role == Role::Sender)
-            .collect();
-        let received: Vec<&StreamResult> = receivers
-            .streams
-            .iter()
-            .filter(|s| s.role == Role::Receiver)
-            .collect();
+        (
+            of_role(senders, Role::Sender),
+            of_role(receivers, Role::Receiver),
+        )
+    }
+
+    /// The CPU of the sending end and of the receiving end, one way.
+    pub fn cpus(&self, client_sends: bool) -> (&CpuUsage, &CpuUsage) {
+        if client_sends {
+            (&self.local.cpu, &self.remote.cpu)
+        } else {
+            (&self.remote.cpu, &self.local.cpu)
+        }
+    }
+
+    /// Summary of the streams going one way; its verdict is left empty for
+    /// the analysis (`diagnose::explain`).
+    pub fn summarise(&self, client_sends: bool) -> DirectionSummary {
+        let (sent, received) = self.ends(client_sends);
         let udp = self.config.protocol == Protocol::Udp;
         let sent_bytes: u64 = sent.iter().map(|s| s.bytes).sum();
         let sent_secs = sent.iter().map(|s| s.seconds).fold(0.0, f64::max);
-        let recv_bytes: u64 = received.iter().map(|s| s.bytes).sum();
-        let recv_secs = received.iter().map(|s| s.seconds).fold(0.0, f64::max);
-        let rate = |b: u64, s: f64| if s > 0.0 { b as f64 * 8.0 / s } else { 0.0 };
         let tcp_stats: Vec<&TcpStats> = sent.iter().filter_map(|s| s.tcp.as_ref()).collect();
         let retransmits = (!udp).then(|| tcp_stats.iter().filter_map(|t| t.retransmits).sum());
-        let udp_stats: Vec<_> = received.iter().filter_map(|s| s.udp.as_ref()).collect();
-        let lost: u64 = udp_stats.iter().map(|u| u.lost_packets).sum();
-        let packets: u64 = udp_stats.iter().map(|u| u.packets).sum();
-        let expected = lost + packets;
-        let mean = |v: Vec<f64>| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
-        let received_summary = ReceivedSummary {
-            bytes: recv_bytes,
-            bits_per_second: rate(recv_bytes, recv_secs),
-            seconds: recv_secs,
-            packets: udp.then_some(packets),
-            lost_packets: udp.then_some(lost),
-            loss_percent: udp.then(|| {
-                if expected > 0 {
-                    100.0 * lost as f64 / expected as f64
-                } else {
-                    0.0
-                }
-            }),
-            jitter_ms: if udp {
-                mean(udp_stats.iter().map(|u| u.jitter_ms).collect()).or(Some(0.0))
-            } else {
-                None
-            },
-            out_of_order: udp.then(|| udp_stats.iter().map(|u| u.out_of_order).sum()),
-            duplicates: udp.then(|| udp_stats.iter().map(|u| u.duplicates).sum()),
-            one_way_delay_ms: mean(
-                udp_stats
-                    .iter()
-                    .filter_map(|u| u.one_way_delay_ms)
-                    .collect(),
-            ),
-        };
-        let tcp = (!udp).then(|| TcpSummary {
-            rtt_ms: RttSummary {
-                mean: mean(tcp_stats.iter().filter_map(|t| t.rtt_ms).collect()),
-                min: tcp_stats
-                    .iter()
-                    .filter_map(|t| t.rtt_min_ms)
-                    .reduce(f64::min),
-                max: tcp_stats
-                    .iter()
-                    .filter_map(|t| t.rtt_max_ms)
-                    .reduce(f64::max),
-                samples: tcp_stats
-                    .iter()
-                    .filter_map(|t| t.rtt_samples)
-                    .reduce(|a, b| a + b),
-                rttvar: mean(tcp_stats.iter().filter_map(|t| t.rttvar_ms).collect()),
-                kernel_min_rtt: tcp_stats
-                    .iter()
-                    .filter_map(|t| t.min_rtt_ms)
-                    .reduce(f64::min),
-            },
-            cwnd_bytes: tcp_stats
-                .iter()
-                .filter_map(|t| t.cwnd_bytes)
-                .reduce(|a, b| a + b),
-            snd_wnd_bytes: tcp_stats
-                .iter()
-                .filter_map(|t| t.snd_wnd_bytes)
-                .reduce(u64::min),
-            delivery_rate_bps: tcp_stats
-                .iter()
-                .filter_map(|t| t.delivery_rate_bps)
-                .reduce(|a, b| a + b),
-            pacing_rate_bps: tcp_stats
-                .iter()
-                .filter_map(|t| t.pacing_rate_bps)
-                .reduce(|a, b| a + b),
-            limited: {
-                let l: Vec<Limited> = tcp_stats.iter().filter_map(|t| t.limited).collect();
-                (!l.is_empty()).then(|| {
-                    let n = l.len() as f64;
-                    Limited {
-                        rwnd: l.iter().map(|x| x.rwnd).sum::<f64>() / n,
-                        sndbuf: l.iter().map(|x| x.sndbuf).sum::<f64>() / n,
-                        network: l.iter().map(|x| x.network).sum::<f64>() / n,
-                        app: l.iter().map(|x| x.app).sum::<f64>() / n,
-                    }
-                })
-            },
-            mss: tcp_stats.iter().find_map(|t| t.mss),
-        });
-        let send_gaps = sent.iter().find_map(|s| s.send_gaps.clone());
         let streams = sent
             .iter()
             .map(|s| StreamSummary {
@@ -303,11 +234,7 @@ impl Sides<'_> {
                 receiver: received.iter().find(|r| r.id == s.id).map(|r| (*r).clone()),
             })
             .collect();
-        let cpu = CpuSummary {
-            local: self.local.cpu.clone(),
-            remote: self.remote.cpu.clone(),
-        };
-        let mut summary = DirectionSummary {
+        DirectionSummary {
             direction: direction_name(client_sends),
             sent: SentSummary {
                 bytes: sent_bytes,
@@ -316,25 +243,122 @@ impl Sides<'_> {
                 retransmits,
                 packets: udp.then(|| sent.iter().filter_map(|s| s.packets).sum()),
             },
-            received: received_summary,
-            tcp,
-            cpu,
-            send_gaps,
+            received: received_summary(&received, udp),
+            tcp: (!udp).then(|| tcp_summary(&tcp_stats)),
+            cpu: CpuSummary {
+                local: self.local.cpu.clone(),
+                remote: self.remote.cpu.clone(),
+            },
+            send_gaps: sent.iter().find_map(|s| s.send_gaps.clone()),
             verdict: Verdict::default(),
             streams,
-        };
-        let sender_cpu = if client_sends {
-            &self.local.cpu
+        }
+    }
+}
+
+fn of_role(side: &SideResult, role: Role) -> Vec<&StreamResult> {
+    side.streams.iter().filter(|s| s.role == role).collect()
+}
+
+fn rate(bytes: u64, seconds: f64) -> f64 {
+    if seconds > 0.0 {
+        bytes as f64 * 8.0 / seconds
+    } else {
+        0.0
+    }
+}
+
+fn mean(v: Vec<f64>) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// What the receiving streams of one direction got (UDP: loss, jitter, order).
+fn received_summary(received: &[&StreamResult], udp: bool) -> ReceivedSummary {
+    let bytes: u64 = received.iter().map(|s| s.bytes).sum();
+    let seconds = received.iter().map(|s| s.seconds).fold(0.0, f64::max);
+    let udp_stats: Vec<_> = received.iter().filter_map(|s| s.udp.as_ref()).collect();
+    let lost: u64 = udp_stats.iter().map(|u| u.lost_packets).sum();
+    let packets: u64 = udp_stats.iter().map(|u| u.packets).sum();
+    let expected = lost + packets;
+    ReceivedSummary {
+        bytes,
+        bits_per_second: rate(bytes, seconds),
+        seconds,
+        packets: udp.then_some(packets),
+        lost_packets: udp.then_some(lost),
+        loss_percent: udp.then(|| {
+            if expected > 0 {
+                100.0 * lost as f64 / expected as f64
+            } else {
+                0.0
+            }
+        }),
+        jitter_ms: if udp {
+            mean(udp_stats.iter().map(|u| u.jitter_ms).collect()).or(Some(0.0))
         } else {
-            &self.remote.cpu
-        };
-        let receiver_cpu = if client_sends {
-            &self.remote.cpu
-        } else {
-            &self.local.cpu
-        };
-        summary.verdict = diagnose::diagnose(self.config, &summary, sender_cpu, receiver_cpu);
-        summary
+            None
+        },
+        out_of_order: udp.then(|| udp_stats.iter().map(|u| u.out_of_order).sum()),
+        duplicates: udp.then(|| udp_stats.iter().map(|u| u.duplicates).sum()),
+        one_way_delay_ms: mean(
+            udp_stats
+                .iter()
+                .filter_map(|u| u.one_way_delay_ms)
+                .collect(),
+        ),
+    }
+}
+
+/// The sending TCP streams' state: RTT of the samples seen, windows, rates
+/// and the shares of time each limit held.
+fn tcp_summary(tcp_stats: &[&TcpStats]) -> TcpSummary {
+    let sum = |f: fn(&TcpStats) -> Option<u64>| {
+        tcp_stats.iter().filter_map(|t| f(t)).reduce(|a, b| a + b)
+    };
+    TcpSummary {
+        rtt_ms: RttSummary {
+            mean: mean(tcp_stats.iter().filter_map(|t| t.rtt_ms).collect()),
+            min: tcp_stats
+                .iter()
+                .filter_map(|t| t.rtt_min_ms)
+                .reduce(f64::min),
+            max: tcp_stats
+                .iter()
+                .filter_map(|t| t.rtt_max_ms)
+                .reduce(f64::max),
+            samples: sum(|t| t.rtt_samples),
+            rttvar: mean(tcp_stats.iter().filter_map(|t| t.rttvar_ms).collect()),
+            kernel_min_rtt: tcp_stats
+                .iter()
+                .filter_map(|t| t.min_rtt_ms)
+                .reduce(f64::min),
+        },
+        cwnd_bytes: sum(|t| t.cwnd_bytes),
+        snd_wnd_bytes: tcp_stats
+            .iter()
+            .filter_map(|t| t.snd_wnd_bytes)
+            .reduce(u64::min),
+        delivery_rate_bps: tcp_stats
+            .iter()
+            .filter_map(|t| t.delivery_rate_bps)
+            .reduce(|a, b| a + b),
+        pacing_rate_bps: tcp_stats
+            .iter()
+            .filter_map(|t| t.pacing_rate_bps)
+            .reduce(|a, b| a + b),
+        limited: {
+            let l: Vec<Limited> = tcp_stats.iter().filter_map(|t| t.limited).collect();
+            (!l.is_empty()).then(|| {
+                let n = l.len() as f64;
+                Limited {
+                    rwnd: l.iter().map(|x| x.rwnd).sum::<f64>() / n,
+                    sndbuf: l.iter().map(|x| x.sndbuf).sum::<f64>() / n,
+                    network: l.iter().map(|x| x.network).sum::<f64>() / n,
+                    app: l.iter().map(|x| x.app).sum::<f64>() / n,
+                }
+            })
+        },
+        mss: tcp_stats.iter().find_map(|t| t.mss),
     }
 }
 

@@ -5,6 +5,7 @@
 
 use super::{new_cookie, params_from_config, read_items, results_from_side};
 use crate::client::{resolve, ClientError, ClientOptions};
+use crate::diagnose;
 use crate::report::{self, IntervalReport, Report, Sides, StartInfo, StreamSockets, TestInfo};
 use linkperf_engine::{
     facts, sockopt, DataSocket, EventSink, LocalSide, SideEvent, StreamPlan, UdpFormat,
@@ -234,8 +235,14 @@ pub fn run(
     warnings.push(
         "the server is iperf3: its figures are bytes, time, retransmissions, UDP loss and jitter, and its process CPU (no tcp_info or host facts)".into(),
     );
-    let summary = sides.summarise(config.direction != Direction::Reverse);
-    let summary_reverse = (config.direction == Direction::Bidir).then(|| sides.summarise(false));
+    let forward = config.direction != Direction::Reverse;
+    let mut summary = sides.summarise(forward);
+    diagnose::explain(&mut summary, &sides, forward);
+    let summary_reverse = (config.direction == Direction::Bidir).then(|| {
+        let mut s = sides.summarise(false);
+        diagnose::explain(&mut s, &sides, false);
+        s
+    });
     let streams = roles
         .iter()
         .enumerate()
