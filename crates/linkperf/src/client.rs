@@ -146,6 +146,26 @@ fn wait_message(
     }
 }
 
+/// The one line for a server that answered the greeting in another
+/// protocol, above all a stock iperf3 server (it answers a linkperf greeting
+/// at once: see `linkperf_proto::iperf3::server_first_reply`).
+fn foreign_server(control: &Control<ClientSession>, server: SocketAddr) -> Option<ClientError> {
+    use linkperf_proto::iperf3::{server_first_reply, State};
+    let byte = control.foreign_byte()?;
+    Some(fail(match server_first_reply(byte) {
+        Some(State::AccessDenied) => format!(
+            "{server} is an iperf3 server, busy with another test (it answered iperf3's ACCESS_DENIED); add --iperf3 and retry when it is free"
+        ),
+        Some(state) => format!(
+            "{server} is an iperf3 server (it answered iperf3's {} state); add --iperf3 to test against it",
+            state.name()
+        ),
+        None => format!(
+            "{server} does not speak linkperf's protocol (it answered byte 0x{byte:02x}); is it a linkperf server?"
+        ),
+    }))
+}
+
 /// Collects each end's interval lines and emits them paired, in order.
 struct IntervalMerger {
     local: Vec<Vec<StreamInterval>>,
@@ -255,7 +275,9 @@ fn drive(
             software: crate::SOFTWARE.into(),
         })
         .map_err(fail)?;
-    let remote_facts: HostFacts = match wait_message(events, Duration::from_secs(10), "greeting")? {
+    let greeting = wait_message(events, Duration::from_secs(10), "greeting")
+        .map_err(|e| foreign_server(control, server).unwrap_or(e))?;
+    let remote_facts: HostFacts = match greeting {
         ServerMessage::Welcome { facts, .. } => facts,
         other => {
             return Err(fail(format!(
@@ -530,7 +552,9 @@ pub fn greet(host: &str, port: u16) -> Result<(), ClientError> {
             software: crate::SOFTWARE.into(),
         })
         .map_err(fail)?;
-    let result = wait_message(&events, Duration::from_secs(5), "greeting").map(|_| ());
+    let result = wait_message(&events, Duration::from_secs(5), "greeting")
+        .map(|_| ())
+        .map_err(|e| foreign_server(&control, addr).unwrap_or(e));
     let _ = control.send(&ClientMessage::Cancel {
         reason: "probe".into(),
     });

@@ -6,8 +6,8 @@
 mod common;
 use common::*;
 use serde_json::Value;
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 const IPERF3: &str = "/usr/bin/iperf3";
 
@@ -267,13 +267,157 @@ fn iperf3_port_serves_iperf3_clients() {
     assert_eq!(received, 10 << 20);
 }
 
+/// A child killed when dropped (a persistent `iperf3 -s`).
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// What `ss -tin` says of one established socket.
+#[derive(Debug, Default, Clone, Copy)]
+struct SsSocket {
+    snd_wscale: u32,
+    rcv_wscale: u32,
+    advmss: u32,
+    bytes_received: u64,
+}
+
+/// The established sockets whose local port is `port` (a server's side).
+fn server_side_sockets(port: u16) -> Vec<SsSocket> {
+    let filter = format!("( sport = :{port} )");
+    let out = Command::new("ss")
+        .args(["-tinH", "state", "established", &filter])
+        .output()
+        .expect("run ss (iproute2)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let field = |line: &str, key: &str| -> Option<String> {
+        line.split_whitespace()
+            .find_map(|w| w.strip_prefix(key).map(str::to_string))
+    };
+    text.lines()
+        .filter(|l| l.starts_with(char::is_whitespace))
+        .map(|info| {
+            let (snd, rcv) = field(info, "wscale:")
+                .and_then(|w| {
+                    let (a, b) = w.split_once(',')?;
+                    Some((a.parse().ok()?, b.parse().ok()?))
+                })
+                .unwrap_or((u32::MAX, u32::MAX));
+            SsSocket {
+                snd_wscale: snd,
+                rcv_wscale: rcv,
+                advmss: field(info, "advmss:")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0),
+                bytes_received: field(info, "bytes_received:")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0),
+            }
+        })
+        .collect()
+}
+
+/// Runs `iperf3 -c -p PORT ARGS -J` and, one second in, reads the server's
+/// data socket (the one that received most) with `ss`; returns the bits per
+/// second the server received and that socket.
+fn run_watching_server_socket(port: u16, args: &[&str]) -> (f64, SsSocket) {
+    let mut all = vec!["-c", "127.0.0.1"];
+    let port_text = port.to_string();
+    all.extend(["-p", &port_text, "-J"]);
+    all.extend_from_slice(args);
+    let child = Command::new(IPERF3)
+        .args(&all)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn iperf3");
+    std::thread::sleep(Duration::from_secs(1));
+    let data = server_side_sockets(port)
+        .into_iter()
+        .max_by_key(|s| s.bytes_received)
+        .expect("no socket on the server's port");
+    let run = wait_child(child, CLIENT_WATCHDOG);
+    assert_eq!(run.code(), Some(0), "{}{}", run.stdout, run.stderr);
+    let rate = f64_at(&run.json(), "/end/sum_received/bits_per_second");
+    (rate, data)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// The receive window scale Linux offers with default buffers: enough to
+/// express the largest buffer autotuning may reach (tcp_rmem[2], rmem_max).
+fn default_rcv_wscale() -> u32 {
+    let tcp_rmem_max: u64 = read_proc("/proc/sys/net/ipv4/tcp_rmem")
+        .and_then(|t| t.split_whitespace().nth(2)?.parse().ok())
+        .expect("tcp_rmem");
+    let rmem_max: u64 = read_proc("/proc/sys/net/core/rmem_max")
+        .and_then(|t| t.trim().parse().ok())
+        .expect("rmem_max");
+    let space = tcp_rmem_max.max(rmem_max);
+    (63 - space.leading_zeros()).saturating_sub(15).min(14)
+}
+
+/// Item 1 of issue 10: `-w` and `-M` are negotiated in the handshake, so they
+/// must be on the listener when the data connections arrive, as iperf3's
+/// server has them; afterwards the port negotiates defaults again.
+#[test]
+fn iperf3_client_window_and_mss_are_negotiated_like_iperf3s_server() {
+    if !have_iperf3() {
+        return;
+    }
+    let ours = Server::start();
+    let (theirs, their_port) = iperf3_server_with(&[]);
+    let _theirs = KillOnDrop(theirs);
+    let (mut our_rates, mut their_rates) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        for (port, rates) in [(their_port, &mut their_rates), (ours.port, &mut our_rates)] {
+            let (rate, data) = run_watching_server_socket(port, &["-w", "4K", "-t", "2"]);
+            // A 4 KiB window needs no scaling; the client asked none either.
+            assert_eq!(
+                (data.snd_wscale, data.rcv_wscale),
+                (0, 0),
+                "port {port} (ours {}): {data:?}",
+                ours.port
+            );
+            rates.push(rate);
+        }
+    }
+    let (ours_bps, theirs_bps) = (median(our_rates.clone()), median(their_rates.clone()));
+    assert!(
+        within(ours_bps, theirs_bps, 0.10),
+        "-w 4K: linkperf {our_rates:?} vs iperf3 {their_rates:?} bit/s"
+    );
+    for port in [their_port, ours.port] {
+        let (_, data) = run_watching_server_socket(port, &["-M", "1000", "-t", "2"]);
+        assert_eq!(data.advmss, 1000, "-M 1000 on port {port}: {data:?}");
+    }
+    // The listener is back to its defaults for the next test.
+    let (_, data) = run_watching_server_socket(ours.port, &["-t", "2"]);
+    assert_eq!(data.rcv_wscale, default_rcv_wscale(), "{data:?}");
+    assert!(data.advmss > 1000, "{data:?}");
+}
+
 // ---------- linkperf client -> iperf3 server ----------
 
 /// Starts `iperf3 -s -1 -J -p PORT`; returns the child and the port.
 fn iperf3_server() -> (std::process::Child, u16) {
+    iperf3_server_with(&["-1", "-J"])
+}
+
+/// Starts `iperf3 -s -p PORT ARGS...` and waits until it listens.
+fn iperf3_server_with(args: &[&str]) -> (std::process::Child, u16) {
     let port = free_port();
     let child = Command::new(IPERF3)
-        .args(["-s", "-1", "-J", "-p", &port.to_string()])
+        .args(["-s", "-p", &port.to_string()])
+        .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -447,4 +591,65 @@ fn iperf3_json_format_has_iperf3_layout() {
         .pointer("/end/cpu_utilization_percent/remote_total")
         .is_some());
     assert_eq!(j["end"]["sum_sent"]["sender"], true);
+}
+
+/// Item 12 of issue 10: a stock iperf3 server answers a linkperf greeting at
+/// once (PARAM_EXCHANGE after the 37 bytes it takes for a cookie, or
+/// ACCESS_DENIED when busy): the client says so in one line within a round
+/// trip or two, not after the 10 s greeting timeout, and the server is unharmed.
+#[test]
+fn linkperf_client_at_an_iperf3_server_is_told_to_add_iperf3() {
+    if !have_iperf3() {
+        return;
+    }
+    let (server, port) = iperf3_server_with(&[]);
+    let _server = KillOnDrop(server);
+    // Generous for a loaded machine; the reply itself takes one loopback round trip.
+    let bound = Duration::from_secs(3);
+    let started = Instant::now();
+    let run = client(port, &["-t", "1", "--no-store"]);
+    let took = started.elapsed();
+    let line = run.assert_one_line_failure(1);
+    assert!(
+        line.contains("is an iperf3 server")
+            && line.contains("PARAM_EXCHANGE")
+            && line.contains("add --iperf3"),
+        "{line}"
+    );
+    assert!(took < bound, "took {took:?}: {line}");
+
+    // Busy with a stock client's test, it answers ACCESS_DENIED.
+    let port_text = port.to_string();
+    let mut busy_maker = None;
+    for _ in 0..10 {
+        let mut c = Command::new(IPERF3)
+            .args(["-c", "127.0.0.1", "-p", &port_text, "-t", "3", "-b", "10M"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn iperf3");
+        std::thread::sleep(Duration::from_millis(500));
+        // Refused only while the server still tidies up after the greeting above.
+        if c.try_wait().expect("try_wait").is_none() {
+            busy_maker = Some(c);
+            break;
+        }
+    }
+    let busy_maker = busy_maker.expect("the iperf3 server never took a test");
+    let started = Instant::now();
+    let run = client(port, &["-t", "1", "--no-store"]);
+    let took = started.elapsed();
+    let line = run.assert_one_line_failure(1);
+    assert!(
+        line.contains("busy") && line.contains("ACCESS_DENIED") && line.contains("--iperf3"),
+        "{line}"
+    );
+    assert!(took < bound, "took {took:?}: {line}");
+    let made_busy = wait_child(busy_maker, CLIENT_WATCHDOG);
+    assert_eq!(made_busy.code(), Some(0), "{}", made_busy.stderr);
+
+    // With --iperf3 the same server serves linkperf's test.
+    let r = client_json(port, &["--iperf3", "-n", "1M", "--no-store"]);
+    assert_eq!(u64_at(&r, "/summary/sent/bytes"), 1 << 20);
 }
