@@ -146,6 +146,32 @@ fn wait_message(
     }
 }
 
+/// Sends Hello and waits for the answer. A server that speaks another
+/// protocol may answer and close before the Hello is written (a busy iperf3
+/// server does): either failure then waits a moment for the reader to say
+/// what the server sent.
+fn exchange_greetings(
+    control: &Control<ClientSession>,
+    events: &Receiver<Event>,
+    server: SocketAddr,
+    timeout: Duration,
+) -> Result<ServerMessage, ClientError> {
+    let answer = control
+        .send(&ClientMessage::Hello {
+            version: PROTOCOL_VERSION,
+            software: crate::SOFTWARE.into(),
+        })
+        .map_err(fail)
+        .and_then(|()| wait_message(events, timeout, "greeting"));
+    answer.map_err(|e| {
+        if control.foreign_byte().is_none() {
+            // The reader reports a lost connection at once; a live one stays silent.
+            let _ = wait_message(events, Duration::from_millis(500), "greeting");
+        }
+        foreign_server(control, server).unwrap_or(e)
+    })
+}
+
 /// The one line for a server that answered the greeting in another
 /// protocol, above all a stock iperf3 server (it answers a linkperf greeting
 /// at once: see `linkperf_proto::iperf3::server_first_reply`).
@@ -269,14 +295,7 @@ fn drive(
     cancel: Option<&AtomicBool>,
 ) -> Result<Report, ClientError> {
     let config = &options.config;
-    control
-        .send(&ClientMessage::Hello {
-            version: PROTOCOL_VERSION,
-            software: crate::SOFTWARE.into(),
-        })
-        .map_err(fail)?;
-    let greeting = wait_message(events, Duration::from_secs(10), "greeting")
-        .map_err(|e| foreign_server(control, server).unwrap_or(e))?;
+    let greeting = exchange_greetings(control, events, server, Duration::from_secs(10))?;
     let remote_facts: HostFacts = match greeting {
         ServerMessage::Welcome { facts, .. } => facts,
         other => {
@@ -546,15 +565,7 @@ pub fn greet(host: &str, port: u16) -> Result<(), ClientError> {
     let (tx, events) = mpsc::channel();
     let control = Control::start(stream, ClientSession::new(), tx, Event::Server)
         .map_err(|e| fail(e.to_string()))?;
-    control
-        .send(&ClientMessage::Hello {
-            version: PROTOCOL_VERSION,
-            software: crate::SOFTWARE.into(),
-        })
-        .map_err(fail)?;
-    let result = wait_message(&events, Duration::from_secs(5), "greeting")
-        .map(|_| ())
-        .map_err(|e| foreign_server(&control, addr).unwrap_or(e));
+    let result = exchange_greetings(&control, &events, addr, Duration::from_secs(5)).map(|_| ());
     let _ = control.send(&ClientMessage::Cancel {
         reason: "probe".into(),
     });
