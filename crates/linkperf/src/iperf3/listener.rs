@@ -153,9 +153,12 @@ fn configure(fd: OwnedFd, wanted: Handshake) -> Result<Configured, String> {
     };
     if let Some(window) = wanted.window {
         let before = get_int(raw, libc::TCP_WINDOW_CLAMP).unwrap_or(0);
-        // iperf3's SO_RCVBUF w makes a listener's full space (half of the
-        // doubled buffer) w: the clamp a stock server's SYN-ACK is built with.
-        let clamp = window.min(NO_CLAMP as u32) as libc::c_int;
+        // iperf3's SO_RCVBUF w (capped at rmem_max, then doubled) makes a
+        // listener's full space half the buffer: the clamp a stock server's
+        // SYN-ACK is built with.
+        let (rmem_max, _) = linkperf_engine::facts::buffer_limits();
+        let granted = rmem_max.map_or(u64::from(window), |m| m.min(u64::from(window)));
+        let clamp = granted.min(NO_CLAMP as u64) as libc::c_int;
         set_int(raw, libc::TCP_WINDOW_CLAMP, clamp)
             .map_err(|e| format!("TCP_WINDOW_CLAMP {clamp} on the listener: {e}"))?;
         done.clamp_before = Some(if before > 0 { before } else { NO_CLAMP });
