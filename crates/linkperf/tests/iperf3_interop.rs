@@ -339,12 +339,15 @@ struct SsSocket {
 }
 
 /// The established sockets whose local port is `port` (a server's side).
-fn server_side_sockets(port: u16) -> Vec<SsSocket> {
+fn server_side_sockets(bed: Option<&Bed>, port: u16) -> Vec<SsSocket> {
     let filter = format!("( sport = :{port} )");
-    let out = Command::new("ss")
-        .args(["-tinH", "state", "established", &filter])
-        .output()
-        .expect("run ss (iproute2)");
+    let out = match bed {
+        Some(b) => b.exec("b", "ss"),
+        None => Command::new("ss"),
+    }
+    .args(["-tinH", "state", "established", &filter])
+    .output()
+    .expect("run ss (iproute2)");
     let text = String::from_utf8_lossy(&out.stdout);
     let field = |line: &str, key: &str| -> Option<String> {
         line.split_whitespace()
@@ -373,23 +376,27 @@ fn server_side_sockets(port: u16) -> Vec<SsSocket> {
         .collect()
 }
 
-/// Runs `iperf3 -c -p PORT ARGS -J` and, one second in, reads the server's
-/// data socket (the one that received most) with `ss`; returns the bits per
-/// second the server received and that socket.
-fn run_watching_server_socket(port: u16, args: &[&str]) -> (f64, SsSocket) {
-    let mut all = vec!["-c", "127.0.0.1"];
+/// Runs `iperf3 -c HOST -p PORT ARGS -J` (inside testbed host `a` when `bed`
+/// is given) and, one second in, reads the server's data socket (the one that
+/// received most) with `ss`; returns the bits per second the server received
+/// and that socket.
+fn run_watching_server_socket(bed: Option<&Bed>, port: u16, args: &[&str]) -> (f64, SsSocket) {
     let port_text = port.to_string();
-    all.extend(["-p", &port_text, "-J"]);
-    all.extend_from_slice(args);
-    let child = Command::new(IPERF3)
-        .args(&all)
+    let host = bed.map_or("127.0.0.1", |_| BED_SERVER);
+    let mut cmd = match bed {
+        Some(b) => b.exec("a", IPERF3),
+        None => Command::new(IPERF3),
+    };
+    let child = cmd
+        .args(["-c", host, "-p", &port_text, "-J"])
+        .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn iperf3");
     std::thread::sleep(Duration::from_secs(1));
-    let data = server_side_sockets(port)
+    let data = server_side_sockets(bed, port)
         .into_iter()
         .max_by_key(|s| s.bytes_received)
         .expect("no socket on the server's port");
@@ -422,45 +429,170 @@ fn default_rcv_wscale() -> u32 {
 /// server has them; afterwards the port negotiates defaults again.
 #[test]
 fn iperf3_client_window_and_mss_are_negotiated_like_iperf3s_server() {
-    let Some(_alone) = have_iperf3_alone() else {
+    let Some(_turn) = have_iperf3() else {
         return;
     };
     let ours = Server::start();
     let (theirs, their_port) = iperf3_server_with(&[]);
     let _theirs = KillOnDrop(theirs);
+    for port in [their_port, ours.port] {
+        let (_, data) = run_watching_server_socket(None, port, &["-w", "4K", "-t", "2"]);
+        // A 4 KiB window needs no scaling; the client asked none either.
+        assert_eq!(
+            (data.snd_wscale, data.rcv_wscale),
+            (0, 0),
+            "port {port}: {data:?}"
+        );
+    }
+    // -M: the server announces it too (less the 12 bytes of timestamps).
+    let (_, theirs_m) = run_watching_server_socket(None, their_port, &["-M", "1000", "-t", "2"]);
+    let (_, ours_m) = run_watching_server_socket(None, ours.port, &["-M", "1000", "-t", "2"]);
+    assert!(theirs_m.advmss <= 1000, "{theirs_m:?}");
+    assert_eq!(ours_m.advmss, theirs_m.advmss, "{ours_m:?} vs {theirs_m:?}");
+    // The listener is back to its defaults for the next test.
+    let (_, data) = run_watching_server_socket(None, ours.port, &["-t", "2"]);
+    assert_eq!(data.rcv_wscale, default_rcv_wscale(), "{data:?}");
+    assert!(data.advmss > 1000, "{data:?}");
+}
+
+const BED_SERVER: &str = "10.78.0.2";
+
+/// A two-host testbed (`linkperf testbed`): `a` the client, `b` the servers.
+struct Bed {
+    name: String,
+    file: std::path::PathBuf,
+    servers: Vec<KillOnDrop>,
+}
+
+impl Bed {
+    /// None (with a SKIPPED line) without root.
+    fn up(name: &str, link: &str, test: &str) -> Option<Bed> {
+        if linkperf_testbed::require_root().is_err() {
+            eprintln!("SKIPPED: {test}: needs root for the testbed (namespaces, TAP devices)");
+            return None;
+        }
+        let _ = Command::new(bin()).args(["testbed", "down", name]).output();
+        let file = std::env::temp_dir().join(format!("{name}.toml"));
+        let topology = format!(
+            "name = \"{name}\"\nseed = 1\n[[host]]\nname = \"a\"\naddress = \"10.78.0.1/24\"\n\
+             [[host]]\nname = \"b\"\naddress = \"{BED_SERVER}/24\"\n[[link]]\nends = [\"a\", \"b\"]\n{link}\n"
+        );
+        std::fs::write(&file, topology).unwrap();
+        let out = Command::new(bin())
+            .arg("testbed")
+            .arg("up")
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Some(Bed {
+            name: name.into(),
+            file,
+            servers: Vec::new(),
+        })
+    }
+
+    fn exec(&self, host: &str, program: &str) -> Command {
+        let mut c = Command::new(bin());
+        c.args([
+            "testbed",
+            "exec",
+            "--testbed",
+            &self.name,
+            host,
+            "--",
+            program,
+        ]);
+        c
+    }
+
+    /// Starts a server in host `b` (killed with the testbed) listening on `port`.
+    fn serve(&mut self, program: &str, args: &[&str], port: u16) {
+        let server = self
+            .exec("b", program)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start a server in host b");
+        self.servers.push(KillOnDrop(server));
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            let listening = self
+                .exec("b", "ss")
+                .args(["-Htln", "sport", "=", &format!(":{port}")])
+                .output()
+                .unwrap();
+            if !String::from_utf8_lossy(&listening.stdout).trim().is_empty() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("{program} did not listen on {port} in host b");
+    }
+}
+
+impl Drop for Bed {
+    fn drop(&mut self) {
+        let _ = Command::new(bin())
+            .args(["testbed", "down", &self.name])
+            .output();
+        let _ = std::fs::remove_file(&self.file);
+    }
+}
+
+/// Item 1 of issue 10, the rate: through a 10 ms round trip the window, not
+/// the CPU, sets the rate, so `-w 32K` against the linkperf server gives what
+/// it gives against iperf3's server, between W/RTT and 2W/RTT (Linux doubles
+/// SO_RCVBUF and advertises the share its measured overhead leaves). (On
+/// loopback the rate is the receiver's turnaround on a loaded 2-core machine,
+/// ±50 % between runs of either server; and a 4 KiB window is under three
+/// 1448-byte segments, so the rate jumps between two levels by timing alone.
+/// 32 KiB still needs no window scale.)
+#[test]
+fn iperf3_client_window_limits_the_rate_as_with_iperf3s_server() {
+    let test = "iperf3_client_window_limits_the_rate_as_with_iperf3s_server";
+    let Some(_alone) = have_iperf3_alone() else {
+        return;
+    };
+    let rtt = 10e-3;
+    let Some(mut bed) = Bed::up("lpi3-window", "delay = \"5ms\"\nqueue = \"1M\"", test) else {
+        return;
+    };
+    let (ours, theirs) = (5211, 5201);
+    bed.serve(bin(), &["server", "-q", "-p", &ours.to_string()], ours);
+    bed.serve(IPERF3, &["-s", "-p", &theirs.to_string()], theirs);
     let (mut our_rates, mut their_rates) = (Vec::new(), Vec::new());
-    for _ in 0..5 {
-        for (port, rates) in [(their_port, &mut their_rates), (ours.port, &mut our_rates)] {
-            let (rate, data) = run_watching_server_socket(port, &["-w", "4K", "-t", "2"]);
-            // A 4 KiB window needs no scaling; the client asked none either.
+    for _ in 0..3 {
+        for (port, rates) in [(theirs, &mut their_rates), (ours, &mut our_rates)] {
+            let (rate, data) =
+                run_watching_server_socket(Some(&bed), port, &["-w", "32K", "-t", "2"]);
             assert_eq!(
                 (data.snd_wscale, data.rcv_wscale),
                 (0, 0),
-                "port {port} (ours {}): {data:?}",
-                ours.port
+                "port {port}: {data:?}"
             );
             rates.push(rate);
         }
     }
-    // Window-limited on loopback, the rate is the window over the receiver's
-    // turnaround: at least iperf3's (a wrongly scaled 4 KiB window collapses
-    // to ~0.5 Mbit/s); more when linkperf's reading thread, blocked in read(),
-    // wakes sooner than iperf3's select loop on a loaded machine.
     let (ours_bps, theirs_bps) = (median(our_rates.clone()), median(their_rates.clone()));
-    eprintln!("-w 4K medians: linkperf {ours_bps:.0} bit/s, iperf3 {theirs_bps:.0} bit/s");
-    assert!(
-        ours_bps >= 0.9 * theirs_bps,
-        "-w 4K: linkperf {our_rates:?} vs iperf3 {their_rates:?} bit/s"
+    let window_over_rtt = 32768.0 * 8.0 / rtt;
+    eprintln!(
+        "-w 32K, RTT 10 ms: linkperf {ours_bps:.0}, iperf3 {theirs_bps:.0} bit/s; window/RTT {window_over_rtt:.0}"
     );
-    // -M: the server announces it too (less the 12 bytes of timestamps).
-    let (_, theirs_m) = run_watching_server_socket(their_port, &["-M", "1000", "-t", "2"]);
-    let (_, ours_m) = run_watching_server_socket(ours.port, &["-M", "1000", "-t", "2"]);
-    assert!(theirs_m.advmss <= 1000, "{theirs_m:?}");
-    assert_eq!(ours_m.advmss, theirs_m.advmss, "{ours_m:?} vs {theirs_m:?}");
-    // The listener is back to its defaults for the next test.
-    let (_, data) = run_watching_server_socket(ours.port, &["-t", "2"]);
-    assert_eq!(data.rcv_wscale, default_rcv_wscale(), "{data:?}");
-    assert!(data.advmss > 1000, "{data:?}");
+    assert!(
+        within(ours_bps, theirs_bps, 0.10),
+        "linkperf {our_rates:?} vs iperf3 {their_rates:?} bit/s"
+    );
+    assert!(
+        ours_bps >= 0.9 * window_over_rtt && ours_bps <= 2.0 * window_over_rtt,
+        "{our_rates:?}"
+    );
 }
 
 // ---------- linkperf client -> iperf3 server ----------
