@@ -30,7 +30,9 @@ fn iperf3_installed() -> bool {
     if std::path::Path::new(IPERF3).exists() {
         return true;
     }
-    eprintln!("SKIPPED: {IPERF3} is not installed (apt-get install iperf3; CI installs it)");
+    linkperf_testsupport::skip(&format!(
+        "{IPERF3} is not installed (apt-get install iperf3; scripts/test installs it)"
+    ));
     false
 }
 

@@ -92,7 +92,12 @@ fn main() {
         .filter(|(name, _)| filters.is_empty() || filters.iter().any(|f| name.contains(f.as_str())))
         .collect();
     if linkperf_testbed::require_root().is_err() {
-        eprintln!("SKIPPED {} testbed tests: they need root (namespaces, TAP devices); CI runs them as root", selected.len());
+        for (name, _) in &selected {
+            linkperf_testsupport::skip_named(
+                name,
+                "testbed tests need root (namespaces, TAP devices); CI runs them as root",
+            );
+        }
         println!(
             "test result: ok. 0 passed; 0 failed; {} ignored; 0 measured; 0 filtered out",
             selected.len()
