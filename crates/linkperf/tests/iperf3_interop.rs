@@ -470,7 +470,10 @@ impl Bed {
     /// None (with a SKIPPED line) without root.
     fn up(name: &str, link: &str, test: &str) -> Option<Bed> {
         if linkperf_testbed::require_root().is_err() {
-            eprintln!("SKIPPED: {test}: needs root for the testbed (namespaces, TAP devices)");
+            linkperf_testsupport::skip_named(
+                test,
+                "needs root for the testbed (namespaces, TAP devices)",
+            );
             return None;
         }
         let _ = Command::new(bin()).args(["testbed", "down", name]).output();
