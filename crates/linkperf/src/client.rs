@@ -163,6 +163,52 @@ fn wait_message(
     }
 }
 
+/// Sends Hello and waits for the answer. A server that speaks another
+/// protocol may answer and close before the Hello is written (a busy iperf3
+/// server does): either failure then waits a moment for the reader to say
+/// what the server sent.
+fn exchange_greetings(
+    control: &Control<ClientSession>,
+    events: &Receiver<Event>,
+    server: SocketAddr,
+    timeout: Duration,
+) -> Result<ServerMessage, ClientError> {
+    let answer = control
+        .send(&ClientMessage::Hello {
+            version: PROTOCOL_VERSION,
+            software: crate::report::SOFTWARE.into(),
+        })
+        .map_err(fail)
+        .and_then(|()| wait_message(events, timeout, "greeting"));
+    answer.map_err(|e| {
+        if control.foreign_byte().is_none() {
+            // The reader reports a lost connection at once; a live one stays silent.
+            let _ = wait_message(events, Duration::from_millis(500), "greeting");
+        }
+        foreign_server(control, server).unwrap_or(e)
+    })
+}
+
+/// The one line for a server that answered the greeting in another
+/// protocol, above all a stock iperf3 server (it answers a linkperf greeting
+/// at once: see `linkperf_proto::iperf3::server_first_reply`).
+fn foreign_server(control: &Control<ClientSession>, server: SocketAddr) -> Option<ClientError> {
+    use linkperf_proto::iperf3::{server_first_reply, State};
+    let byte = control.foreign_byte()?;
+    Some(fail(match server_first_reply(byte) {
+        Some(State::AccessDenied) => format!(
+            "{server} is an iperf3 server, busy with another test (it answered iperf3's ACCESS_DENIED); add --iperf3 and retry when it is free"
+        ),
+        Some(state) => format!(
+            "{server} is an iperf3 server (it answered iperf3's {} state); add --iperf3 to test against it",
+            state.name()
+        ),
+        None => format!(
+            "{server} does not speak linkperf's protocol (it answered byte 0x{byte:02x}); is it a linkperf server?"
+        ),
+    }))
+}
+
 /// Collects each end's interval lines and emits them paired, in order.
 struct IntervalMerger {
     local: Vec<Vec<StreamInterval>>,
@@ -266,13 +312,8 @@ fn drive(
     cancel: Option<&AtomicBool>,
 ) -> Result<Report, ClientError> {
     let config = &options.config;
-    control
-        .send(&ClientMessage::Hello {
-            version: PROTOCOL_VERSION,
-            software: crate::report::SOFTWARE.into(),
-        })
-        .map_err(fail)?;
-    let remote_facts: HostFacts = match wait_message(events, Duration::from_secs(10), "greeting")? {
+    let greeting = exchange_greetings(control, events, server, Duration::from_secs(10))?;
+    let remote_facts: HostFacts = match greeting {
         ServerMessage::Welcome { facts, .. } => facts,
         other => {
             return Err(fail(format!(
@@ -549,13 +590,7 @@ pub fn greet(host: &str, port: u16) -> Result<(), ClientError> {
     let (tx, events) = mpsc::channel();
     let control = Control::start(stream, ClientSession::new(), tx, Event::Server)
         .map_err(|e| fail(e.to_string()))?;
-    control
-        .send(&ClientMessage::Hello {
-            version: PROTOCOL_VERSION,
-            software: crate::report::SOFTWARE.into(),
-        })
-        .map_err(fail)?;
-    let result = wait_message(&events, Duration::from_secs(5), "greeting").map(|_| ());
+    let result = exchange_greetings(&control, &events, addr, Duration::from_secs(5)).map(|_| ());
     let _ = control.send(&ClientMessage::Cancel {
         reason: "probe".into(),
     });

@@ -1,11 +1,12 @@
 //! Control connections over real sockets: the sans-IO sessions of
 //! `linkperf-proto` wired to a TCP stream, a reader thread and a channel.
 
+use linkperf_proto::codec::CodecError;
 use linkperf_proto::session::{Message, ProtocolError, Session};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::mpsc::Sender;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// One end of the protocol: what it receives and what it sends.
 pub trait Endpoint: Send + 'static {
@@ -41,6 +42,9 @@ pub enum Incoming<M> {
 pub struct Control<E: Endpoint> {
     session: Arc<Mutex<E>>,
     writer: Mutex<TcpStream>,
+    /// The first byte of a peer that speaks another protocol (see
+    /// [`Control::foreign_byte`]).
+    foreign: Arc<OnceLock<u8>>,
 }
 
 impl<E: Endpoint> Control<E> {
@@ -55,6 +59,8 @@ impl<E: Endpoint> Control<E> {
         let session = Arc::new(Mutex::new(session));
         let mut reader = stream.try_clone()?;
         let reader_session = session.clone();
+        let foreign = Arc::new(OnceLock::new());
+        let reader_foreign = foreign.clone();
         std::thread::Builder::new()
             .name("lp-control".into())
             .spawn(move || {
@@ -86,6 +92,9 @@ impl<E: Endpoint> Control<E> {
                                     }
                                 }
                                 Err(e) => {
+                                    if let ProtocolError::Codec(CodecError::Foreign(b)) = e {
+                                        let _ = reader_foreign.set(b);
+                                    }
                                     let _ = tx.send(wrap(Incoming::Lost(e.to_string())));
                                     let _ = reader.shutdown(std::net::Shutdown::Both);
                                     return;
@@ -105,7 +114,15 @@ impl<E: Endpoint> Control<E> {
         Ok(Arc::new(Control {
             session,
             writer: Mutex::new(stream),
+            foreign,
         }))
+    }
+
+    /// The byte that showed the peer speaks another protocol, once the
+    /// reader has reported the connection lost for that reason: lets the
+    /// caller say what the peer is (an iperf3 server's state byte, say).
+    pub fn foreign_byte(&self) -> Option<u8> {
+        self.foreign.get().copied()
     }
 
     /// Sends one message; fails if it is illegal now or the socket is broken.

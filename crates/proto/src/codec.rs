@@ -7,6 +7,8 @@ use std::fmt;
 
 /// Control messages are small; anything larger is a broken or hostile peer.
 pub const MAX_FRAME: usize = 4 * 1024 * 1024;
+// The decoder relies on it: a valid length's first byte is zero.
+const _: () = assert!(MAX_FRAME < 1 << 24);
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CodecError {
@@ -14,6 +16,11 @@ pub enum CodecError {
     TooLarge(usize),
     /// The frame is not a valid message.
     Malformed(String),
+    /// A frame cannot start with this byte (its length would exceed
+    /// [`MAX_FRAME`]): the peer speaks another protocol. Known as soon as the
+    /// first byte arrives, so a foreign peer is recognised without waiting
+    /// for the rest of a length it will never send.
+    Foreign(u8),
 }
 
 impl fmt::Display for CodecError {
@@ -26,6 +33,10 @@ impl fmt::Display for CodecError {
                 )
             }
             CodecError::Malformed(why) => write!(f, "malformed control message: {why}"),
+            CodecError::Foreign(byte) => write!(
+                f,
+                "the peer does not speak linkperf's protocol (a message cannot start with byte 0x{byte:02x})"
+            ),
         }
     }
 }
@@ -69,6 +80,12 @@ impl Decoder {
 
     /// Returns the next complete message, `Ok(None)` if more bytes are needed.
     pub fn next_message<T: DeserializeOwned>(&mut self) -> Result<Option<T>, CodecError> {
+        // MAX_FRAME < 2^24: every length starts with a zero byte.
+        if let Some(&first) = self.buffer.first() {
+            if first != 0 {
+                return Err(CodecError::Foreign(first));
+            }
+        }
         if self.buffer.len() < 4 {
             return Ok(None);
         }
@@ -94,6 +111,21 @@ fn frame_len(buffer: &[u8]) -> usize {
 mod tests {
     use super::*;
     use crate::messages::ClientMessage;
+
+    #[test]
+    fn a_foreign_first_byte_is_refused_at_once() {
+        // What a stock iperf3 server sends first: PARAM_EXCHANGE (9), alone.
+        let mut d = Decoder::new();
+        d.feed(&[9]);
+        assert_eq!(
+            d.next_message::<ClientMessage>().unwrap_err(),
+            CodecError::Foreign(9)
+        );
+        // A linkperf frame's first byte is zero: no verdict before the length.
+        let mut d = Decoder::new();
+        d.feed(&[0]);
+        assert_eq!(d.next_message::<ClientMessage>().unwrap(), None);
+    }
 
     #[test]
     fn frames_survive_arbitrary_splits() {
@@ -125,10 +157,16 @@ mod tests {
     #[test]
     fn oversized_and_garbage_frames_are_errors_not_panics() {
         let mut d = Decoder::new();
+        d.feed(&[0x00, 0x41, 0x00, 0x00]);
+        assert!(matches!(
+            d.next_message::<ClientMessage>(),
+            Err(CodecError::TooLarge(0x41_0000))
+        ));
+        let mut d = Decoder::new();
         d.feed(&[0xff, 0xff, 0xff, 0xff]);
         assert!(matches!(
             d.next_message::<ClientMessage>(),
-            Err(CodecError::TooLarge(_))
+            Err(CodecError::Foreign(0xff))
         ));
         let mut d = Decoder::new();
         d.feed(&[0, 0, 0, 3, b'{', b'x', b'}']);

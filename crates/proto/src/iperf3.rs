@@ -82,6 +82,25 @@ impl State {
         v as u8
     }
 
+    /// iperf3's own name for the state, as its source and debug output say it.
+    pub fn name(self) -> &'static str {
+        match self {
+            State::TestStart => "TEST_START",
+            State::TestRunning => "TEST_RUNNING",
+            State::TestEnd => "TEST_END",
+            State::ParamExchange => "PARAM_EXCHANGE",
+            State::CreateStreams => "CREATE_STREAMS",
+            State::ServerTerminate => "SERVER_TERMINATE",
+            State::ClientTerminate => "CLIENT_TERMINATE",
+            State::ExchangeResults => "EXCHANGE_RESULTS",
+            State::DisplayResults => "DISPLAY_RESULTS",
+            State::IperfStart => "IPERF_START",
+            State::IperfDone => "IPERF_DONE",
+            State::AccessDenied => "ACCESS_DENIED",
+            State::ServerError => "SERVER_ERROR",
+        }
+    }
+
     pub fn from_byte(b: u8) -> Option<State> {
         Some(match b as i8 {
             1 => State::TestStart,
@@ -99,6 +118,18 @@ impl State {
             -2 => State::ServerError,
             _ => return None,
         })
+    }
+}
+
+/// What a stock iperf3 server sends first to a client that is not an iperf3
+/// client (a linkperf client's greeting): it takes the first 37 bytes for a
+/// cookie and asks for the parameters (PARAM_EXCHANGE), or, busy with another
+/// test, answers ACCESS_DENIED and closes; SERVER_ERROR when it fails. None
+/// for a byte no iperf3 server sends first.
+pub fn server_first_reply(byte: u8) -> Option<State> {
+    match State::from_byte(byte)? {
+        s @ (State::ParamExchange | State::AccessDenied | State::ServerError) => Some(s),
+        _ => None,
     }
 }
 
@@ -678,6 +709,16 @@ pub fn parse_udp_header(buf: &[u8], counters_64bit: bool) -> Option<(u64, u64)> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn first_replies_of_an_iperf3_server() {
+        assert_eq!(server_first_reply(9), Some(State::ParamExchange));
+        assert_eq!(server_first_reply(0xff), Some(State::AccessDenied));
+        assert_eq!(server_first_reply(0xfe), Some(State::ServerError));
+        // States a server sends only later, and bytes that are no state.
+        assert_eq!(server_first_reply(10), None);
+        assert_eq!(server_first_reply(b'{'), None);
+    }
 
     #[test]
     fn cookie_alphabet_and_nul() {

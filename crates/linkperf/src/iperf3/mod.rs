@@ -6,6 +6,7 @@
 
 pub mod client;
 pub mod json;
+pub mod listener;
 pub mod server;
 
 use linkperf_proto::iperf3::{self, errno, Params, StreamResults};

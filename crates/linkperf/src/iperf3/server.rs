@@ -3,6 +3,7 @@
 //! session waiting for its streams (found by cookie). Sessions run side by
 //! side like linkperf's own; `--exclusive` refuses a second one as iperf3 does.
 
+use super::listener::{self, Handshake};
 use super::{config_from_params, iperf3_bytes, iperf3_rate, results_from_side, Extras};
 use crate::data;
 use linkperf_engine::{
@@ -111,9 +112,12 @@ pub fn serve(
     }
     let peer = peer_text(&stream);
     match Session::run(stream, cookie) {
-        Ok(line) => {
+        Ok((line, warnings)) => {
             if verbose {
                 println!("{line}");
+                for w in warnings {
+                    eprintln!("iperf3 client {peer}: warning: {w}");
+                }
             }
         }
         Err(why) => {
@@ -164,12 +168,16 @@ impl Session {
         self.send(&[s.byte()])
     }
 
-    fn refuse(&mut self, i_errno: i32, why: String) -> Result<String, String> {
+    fn refuse<T>(&mut self, i_errno: i32, why: String) -> Result<T, String> {
         let _ = self.send(&iperf3::server_error(i_errno, 0));
         Err(format!("refused: {why}"))
     }
 
-    fn run(mut control: TcpStream, cookie: [u8; COOKIE_LEN]) -> Result<String, String> {
+    /// The test's log line and its warnings, or why it failed.
+    fn run(
+        mut control: TcpStream,
+        cookie: [u8; COOKIE_LEN],
+    ) -> Result<(String, Vec<String>), String> {
         sockopt::apply_liveness(&socket2::SockRef::from(&control));
         control.set_nodelay(true).ok();
         let peer = control.peer_addr().map_err(|e| e.to_string())?;
@@ -206,7 +214,7 @@ impl Session {
         decoder: Decoder,
         peer: SocketAddr,
         local: SocketAddr,
-    ) -> Result<String, String> {
+    ) -> Result<(String, Vec<String>), String> {
         let udp = config.protocol == Protocol::Udp;
         let roles = super::roles(&config, true);
         let (data_tx, data_rx) = mpsc::channel();
@@ -246,6 +254,10 @@ impl Session {
                 sockets.push(DataSocket::Udp(stream_socket));
             }
         } else {
+            // The handshake options are on the listener before the client
+            // connects (it does so after CREATE_STREAMS), until all arrived.
+            let (setup, warning) = listener::enter(local, Handshake::of(&config));
+            warnings.extend(warning);
             self.state(State::CreateStreams)?;
             let deadline = Instant::now() + SETUP_TIMEOUT;
             let mut arrived = Vec::with_capacity(roles.len());
@@ -265,6 +277,7 @@ impl Session {
                     }
                 }
             }
+            drop(setup);
             // Stream i (and so its role: with --bidir the client's senders come
             // first) is the i-th connection accepted, not the i-th to get here.
             arrived.sort_by_key(|(ticket, _)| *ticket);
@@ -436,14 +449,15 @@ impl Session {
             .filter(|s| s.role == Role::Sender)
             .map(|s| s.bytes)
             .sum();
-        Ok(format!(
+        let line = format!(
             "iperf3 client {peer} ({}): {} {:?} x{} {:.2} s: received {received} bytes, sent {sent} bytes",
             params.client_version.as_deref().unwrap_or("iperf3"),
             if udp { "UDP" } else { "TCP" },
             config.direction,
             config.parallel,
             result.seconds,
-        ))
+        );
+        Ok((line, result.warnings))
     }
 
     /// Reads the client's control items on their own thread.
