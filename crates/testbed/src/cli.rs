@@ -46,7 +46,8 @@ pub enum TestbedCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Run a command inside a host's namespace, e.g. `linkperf testbed exec b -- linkperf server`
+    /// Run a command inside a host's namespace, e.g. `linkperf testbed exec b -- linkperf server`;
+    /// killing this process kills the command
     Exec {
         /// Testbed to use when several are up
         #[arg(long)]
@@ -119,10 +120,7 @@ pub fn run(cmd: TestbedCommand) -> Result<i32, TestbedError> {
             }
             let mut cmd = tb.command(&host, &command[0]);
             cmd.args(&command[1..]);
-            let status = cmd
-                .status()
-                .map_err(|e| TestbedError::runtime(format!("cannot run {}: {e}", command[0])))?;
-            Ok(status.code().unwrap_or(1))
+            crate::exec::run_tied(cmd)
         }
         TestbedCommand::Emulate { state, foreground } => crate::emulator::run(&state, foreground),
     }

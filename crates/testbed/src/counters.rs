@@ -14,6 +14,8 @@ pub struct DirectionCounters {
     pub dropped_loss: AtomicU64,
     pub dropped_ber: AtomicU64,
     pub dropped_oversize: AtomicU64,
+    /// Dropped from a queue made smaller (by `testbed set` or a schedule) than its content.
+    pub dropped_resize: AtomicU64,
     pub write_errors: AtomicU64,
     pub queue_high_water_bytes: AtomicU64,
     pub queue_high_water_packets: AtomicU64,
@@ -34,6 +36,7 @@ impl DirectionCounters {
             dropped_loss: self.dropped_loss.load(Relaxed),
             dropped_ber: self.dropped_ber.load(Relaxed),
             dropped_oversize: self.dropped_oversize.load(Relaxed),
+            dropped_resize: self.dropped_resize.load(Relaxed),
             write_errors: self.write_errors.load(Relaxed),
             queue_high_water_bytes: self.queue_high_water_bytes.load(Relaxed),
             queue_high_water_packets: self.queue_high_water_packets.load(Relaxed),
@@ -53,6 +56,8 @@ pub struct CounterValues {
     pub dropped_loss: u64,
     pub dropped_ber: u64,
     pub dropped_oversize: u64,
+    #[serde(default)]
+    pub dropped_resize: u64,
     pub write_errors: u64,
     pub queue_high_water_bytes: u64,
     pub queue_high_water_packets: u64,

@@ -4,6 +4,7 @@
 use crate::counters::LinkCounters;
 use crate::error::TestbedError;
 use crate::netns::netns_name;
+use crate::timing::TimingSnapshot;
 use crate::topology::Topology;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -179,6 +180,17 @@ pub struct CountersFile {
     /// Wall-clock time of the snapshot, milliseconds since the Unix epoch.
     pub updated_unix_ms: u64,
     pub directions: Vec<LinkCounters>,
+    /// Timing of every direction, in the order of `directions`.
+    #[serde(default)]
+    pub timing: Vec<DirectionState>,
+}
+
+/// What the emulator reports about one link direction besides its counters.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DirectionState {
+    pub link: usize,
+    pub direction: String,
+    pub timing: TimingSnapshot,
 }
 
 pub fn unix_ms() -> u64 {

@@ -1,0 +1,196 @@
+//! Probe frames that measure the emulator's ingress latency: how long a frame waits in a TAP
+//! device before the forwarding thread, asleep in ppoll(2), wakes up and reads it.
+//!
+//! That wait is the one part of the emulator's own delay it cannot avoid (a sleeping thread
+//! takes tens of microseconds to wake on a virtual machine) nor see (a TAP gives no
+//! timestamps). So a probe thread sends a small frame into each link end from the host side
+//! (an AF_PACKET socket on the end's device, so it takes the path a host's packet takes),
+//! notes when the send returned, and the forwarding thread that reads it records the wait
+//! against how long it had slept. Frames that wake the thread then count as having arrived
+//! that much earlier. Probes are never forwarded or counted.
+
+use crate::error::TestbedError;
+use crate::rng::Rng;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// IEEE 802 "local experimental" EtherType: no host stack handles it.
+pub const PROBE_ETHERTYPE: u16 = 0x88b5;
+const MAGIC: &[u8; 8] = b"LPPROBE1";
+/// Ethernet header, magic, sequence number, padded to the 60-byte minimum frame.
+const PROBE_FRAME_LEN: usize = 60;
+/// Mean probe interval per link end; each gap is drawn from half to one and a half of it.
+const PROBE_INTERVAL: Duration = Duration::from_millis(50);
+/// Faster probing for the first second, while the latency model has no samples yet.
+const WARMUP_INTERVAL: Duration = Duration::from_millis(8);
+const WARMUP: Duration = Duration::from_secs(1);
+
+/// Send times of the last two probes of one link end, shared by the probe thread (writer)
+/// and the forwarding thread (reader). Two slots, so a probe read before its send time was
+/// stored can still be matched after the next probe went out.
+#[derive(Default)]
+pub struct ProbeClock {
+    slots: [(AtomicU64, AtomicU64); 2],
+}
+
+impl ProbeClock {
+    fn store(&self, seq: u64, sent_ns: u64) {
+        let (s, t) = &self.slots[(seq % 2) as usize];
+        t.store(sent_ns, Ordering::Relaxed);
+        s.store(seq, Ordering::Release);
+    }
+
+    /// When probe `seq` was sent (ns on the emulator's clock), once the sender stored it.
+    pub fn sent_ns(&self, seq: u64) -> Option<u64> {
+        let (s, t) = &self.slots[(seq % 2) as usize];
+        (s.load(Ordering::Acquire) == seq).then(|| t.load(Ordering::Relaxed))
+    }
+}
+
+/// The sequence number of a probe frame (Ethernet header first), or None for any other frame.
+pub fn parse_probe(frame: &[u8]) -> Option<u64> {
+    if frame.len() < 14 + 16 || frame[12..14] != PROBE_ETHERTYPE.to_be_bytes() {
+        return None;
+    }
+    if &frame[14..22] != MAGIC {
+        return None;
+    }
+    Some(u64::from_le_bytes(frame[22..30].try_into().ok()?))
+}
+
+fn probe_frame(seq: u64) -> [u8; PROBE_FRAME_LEN] {
+    let mut f = [0u8; PROBE_FRAME_LEN];
+    f[..6].copy_from_slice(&[0x02, 0x6c, 0x70, 0xff, 0xff, 0xff]);
+    f[6..12].copy_from_slice(&[0x02, 0x6c, 0x70, 0xff, 0xff, 0xfe]);
+    f[12..14].copy_from_slice(&PROBE_ETHERTYPE.to_be_bytes());
+    f[14..22].copy_from_slice(MAGIC);
+    f[22..30].copy_from_slice(&seq.to_le_bytes());
+    f
+}
+
+/// An AF_PACKET socket that sends on `device` of the calling thread's namespace. It receives
+/// nothing (protocol 0).
+pub fn open_probe_socket(device: &str) -> Result<OwnedFd, TestbedError> {
+    let name = crate::netns::c_string(device)?;
+    // SAFETY: if_nametoindex reads a NUL-terminated string we own.
+    let index = unsafe { libc::if_nametoindex(name.as_ptr()) };
+    if index == 0 {
+        return Err(TestbedError::runtime(format!(
+            "probe socket: no device {device}"
+        )));
+    }
+    // SAFETY: plain socket(2) call.
+    let raw = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
+    if raw < 0 {
+        return Err(TestbedError::runtime(format!(
+            "probe socket: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    // SAFETY: a fresh descriptor nothing else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    // SAFETY: sockaddr_ll is plain data; zeroed is a valid starting value.
+    let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    addr.sll_family = libc::AF_PACKET as u16;
+    addr.sll_ifindex = index as i32;
+    // SAFETY: bind with a sockaddr_ll of the size we pass.
+    let rc = unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (&addr as *const libc::sockaddr_ll).cast(),
+            std::mem::size_of::<libc::sockaddr_ll>() as u32,
+        )
+    };
+    if rc < 0 {
+        return Err(TestbedError::runtime(format!(
+            "probe socket bind on {device}: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    Ok(fd)
+}
+
+/// One link end to probe: the socket on its device and the clock its forwarder reads.
+pub struct ProbeTarget {
+    pub socket: OwnedFd,
+    pub clock: Arc<ProbeClock>,
+}
+
+/// Sends probes into every target, each at its own random times, forever.
+pub fn run_prober(targets: Vec<ProbeTarget>, epoch: Instant, seed: u64) {
+    let mut rng = Rng::seeded(seed);
+    let started = Instant::now();
+    let gap = |rng: &mut Rng| {
+        let mean = if started.elapsed() < WARMUP {
+            WARMUP_INTERVAL
+        } else {
+            PROBE_INTERVAL
+        };
+        mean.mul_f64(0.5 + rng.next_f64())
+    };
+    let mut due: Vec<Instant> = targets
+        .iter()
+        .map(|_| Instant::now() + gap(&mut rng))
+        .collect();
+    let mut seq = 1u64;
+    loop {
+        let Some((i, &when)) = due.iter().enumerate().min_by_key(|(_, d)| **d) else {
+            return;
+        };
+        let now = Instant::now();
+        if when > now {
+            std::thread::sleep(when - now);
+        }
+        let frame = probe_frame(seq);
+        let target = &targets[i];
+        // SAFETY: sends our own buffer on a bound packet socket.
+        let sent = unsafe {
+            libc::send(
+                target.socket.as_raw_fd(),
+                frame.as_ptr().cast(),
+                frame.len(),
+                libc::MSG_DONTWAIT,
+            )
+        };
+        // The frame reached the TAP's queue before send returned: that instant is its arrival.
+        let returned = epoch.elapsed().as_nanos() as u64;
+        if sent == frame.len() as isize {
+            target.clock.store(seq, returned);
+        }
+        seq += 1;
+        due[i] = Instant::now() + gap(&mut rng);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probe_frames_are_recognised_and_nothing_else_is() {
+        let f = probe_frame(77);
+        assert_eq!(parse_probe(&f), Some(77));
+        let mut other = f;
+        other[12] = 0x08;
+        other[13] = 0x00;
+        assert_eq!(parse_probe(&other), None);
+        let mut wrong_magic = f;
+        wrong_magic[14] = b'X';
+        assert_eq!(parse_probe(&wrong_magic), None);
+        assert_eq!(parse_probe(&f[..20]), None);
+    }
+
+    #[test]
+    fn the_clock_matches_a_probe_until_two_later_ones_went_out() {
+        let c = ProbeClock::default();
+        assert_eq!(c.sent_ns(1), None);
+        c.store(1, 100);
+        c.store(2, 200);
+        assert_eq!(c.sent_ns(1), Some(100));
+        c.store(3, 300);
+        assert_eq!(c.sent_ns(1), None);
+        assert_eq!(c.sent_ns(3), Some(300));
+    }
+}
