@@ -4,7 +4,9 @@ use crate::counters::LinkCounters;
 use crate::error::TestbedError;
 use crate::netns::{self, ip_batch, require_root};
 use crate::rng::Rng;
-use crate::state::{self, Plan, BRIDGE_DEVICE, COUNTERS_FILE, LOG_FILE, PID_FILE, READY_FILE};
+use crate::state::{
+    self, DirectionState, Plan, BRIDGE_DEVICE, COUNTERS_FILE, LOG_FILE, PID_FILE, READY_FILE,
+};
 use crate::topology::{validate_name, Topology};
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::{Path, PathBuf};
@@ -102,6 +104,17 @@ impl Testbed {
     /// Counters of every link direction. While the emulator runs this waits for a snapshot
     /// taken after the call began, so traffic sent before the call is fully counted.
     pub fn counters(&self) -> Result<Vec<LinkCounters>, TestbedError> {
+        Ok(self.fresh_snapshot()?.directions)
+    }
+
+    /// Timing of every link direction (release lateness, queueing, delay given), from a
+    /// snapshot taken after the call began.
+    pub fn timing(&self) -> Result<Vec<DirectionState>, TestbedError> {
+        Ok(self.fresh_snapshot()?.timing)
+    }
+
+    /// The emulator's report, waiting (up to 2 s) for one written after the call began.
+    fn fresh_snapshot(&self) -> Result<state::CountersFile, TestbedError> {
         let asked_at = state::unix_ms();
         let deadline = Instant::now() + Duration::from_secs(2);
         loop {
@@ -110,7 +123,7 @@ impl Testbed {
                 || self.emulator_pid().is_none()
                 || Instant::now() > deadline
             {
-                return Ok(file.directions);
+                return Ok(file);
             }
             std::thread::sleep(Duration::from_millis(20));
         }

@@ -1,3 +1,5 @@
+#![allow(dead_code)]
+
 //! Small traffic generators for the tests: UDP echo, paced UDP senders and sinks, TCP bulk,
 //! each on a thread that has entered a testbed namespace.
 
@@ -292,4 +294,173 @@ pub fn tcp_goodput(samples: &[(Duration, u64)], from: Duration, to: Duration) ->
     let (t0, b0) = at(from);
     let (t1, b1) = at(to);
     (b1 - b0) as f64 * 8.0 / (t1 - t0).as_secs_f64()
+}
+
+/// A zero-length wire: two namespaces joined by a veth pair, no emulator. RTTs measured
+/// through it are what the hosts' own stacks and wake-ups add (the floor every emulated RTT
+/// also contains). Removed when dropped.
+pub struct Wire {
+    pub ns_a: String,
+    pub ns_b: String,
+    pub addr_a: std::net::Ipv4Addr,
+    pub addr_b: std::net::Ipv4Addr,
+}
+
+fn ip(args: &[&str]) {
+    let out = std::process::Command::new("ip")
+        .args(args)
+        .output()
+        .expect("run ip");
+    assert!(
+        out.status.success(),
+        "ip {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+impl Wire {
+    /// Namespaces `<prefix>-a` and `<prefix>-b`, addresses 10.212.0.1 and .2, fixed MACs and
+    /// permanent neighbour entries (as testbed hosts have).
+    pub fn up(prefix: &str) -> Wire {
+        let (ns_a, ns_b) = (format!("{prefix}-a"), format!("{prefix}-b"));
+        for ns in [&ns_a, &ns_b] {
+            let _ = std::process::Command::new("ip")
+                .args(["netns", "delete", ns])
+                .output();
+            ip(&["netns", "add", ns]);
+            ip(&["-n", ns, "link", "set", "lo", "up"]);
+        }
+        ip(&[
+            "-n",
+            &ns_a,
+            "link",
+            "add",
+            "eth0",
+            "address",
+            "02:6c:71:00:00:01",
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "eth0",
+            "address",
+            "02:6c:71:00:00:02",
+            "netns",
+            &ns_b,
+        ]);
+        for (ns, me, peer, mac) in [
+            (&ns_a, "10.212.0.1/24", "10.212.0.2", "02:6c:71:00:00:02"),
+            (&ns_b, "10.212.0.2/24", "10.212.0.1", "02:6c:71:00:00:01"),
+        ] {
+            ip(&["-n", ns, "addr", "add", me, "dev", "eth0"]);
+            ip(&["-n", ns, "link", "set", "eth0", "up"]);
+            ip(&[
+                "-n",
+                ns,
+                "neigh",
+                "replace",
+                peer,
+                "lladdr",
+                mac,
+                "dev",
+                "eth0",
+                "nud",
+                "permanent",
+            ]);
+        }
+        Wire {
+            ns_a,
+            ns_b,
+            addr_a: [10, 212, 0, 1].into(),
+            addr_b: [10, 212, 0, 2].into(),
+        }
+    }
+}
+
+impl Drop for Wire {
+    fn drop(&mut self) {
+        for ns in [&self.ns_a, &self.ns_b] {
+            let _ = std::process::Command::new("ip")
+                .args(["netns", "delete", ns])
+                .output();
+        }
+    }
+}
+
+/// UDP echo RTTs in ms to several servers, each reached from its own namespace, probed in
+/// turn (one probe to each, then a pause) so all see the same machine load. `count` probes
+/// per server after one warm-up round; pauses are drawn between `min_gap` and `max_gap`.
+pub fn udp_rtts_interleaved(
+    targets: &[(String, SocketAddr)],
+    count: usize,
+    size: usize,
+    min_gap: Duration,
+    max_gap: Duration,
+) -> Vec<Vec<f64>> {
+    let targets = targets.to_vec();
+    std::thread::spawn(move || {
+        let socks: Vec<UdpSocket> = targets
+            .iter()
+            .map(|(ns, server)| {
+                linkperf_testbed::netns::enter_netns(ns).expect("enter namespace");
+                let sock = UdpSocket::bind("0.0.0.0:0").unwrap();
+                sock.connect(server).unwrap();
+                sock.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+                sock
+            })
+            .collect();
+        let mut payload = vec![0u8; size.max(8)];
+        let mut buf = vec![0u8; 65536];
+        let mut rtts = vec![Vec::new(); socks.len()];
+        let mut lcg = 0x2545_f491_4f6c_dd1du64;
+        for i in 0..=count as u64 {
+            for (sock, out) in socks.iter().zip(&mut rtts) {
+                payload[..8].copy_from_slice(&i.to_be_bytes());
+                let sent = Instant::now();
+                sock.send(&payload).unwrap();
+                loop {
+                    match sock.recv(&mut buf) {
+                        Ok(n) if n >= 8 && buf[..8] == i.to_be_bytes() => {
+                            if i > 0 {
+                                out.push(sent.elapsed().as_secs_f64() * 1e3);
+                            }
+                            break;
+                        }
+                        Ok(_) => continue,
+                        Err(_) => break,
+                    }
+                }
+                lcg = lcg.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                let frac = (lcg >> 11) as f64 / (1u64 << 53) as f64;
+                std::thread::sleep(min_gap + (max_gap - min_gap).mul_f64(frac));
+            }
+        }
+        rtts
+    })
+    .join()
+    .unwrap()
+}
+
+/// RTTs in ms that `ping` reports from namespace `ns` to `to`, each corrected by half of the
+/// resolution it was printed with (ping truncates: 7.43 ms means 7.430 to 7.440).
+pub fn ping_rtts(ns: &str, to: std::net::Ipv4Addr, count: usize, interval: Duration) -> Vec<f64> {
+    let out = std::process::Command::new("ip")
+        .args(["netns", "exec", ns, "ping", "-n", "-c"])
+        .arg(count.to_string())
+        .arg("-i")
+        .arg(format!("{:.4}", interval.as_secs_f64()))
+        .args(["-W", "2"])
+        .arg(to.to_string())
+        .output()
+        .expect("run ping");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split("time=").nth(1))
+        .filter_map(|t| {
+            let t = t.split_whitespace().next()?;
+            let decimals = t.split('.').nth(1).map_or(0, str::len);
+            let value: f64 = t.parse().ok()?;
+            Some(value + 0.5 * 10f64.powi(-(decimals as i32)))
+        })
+        .collect()
 }
