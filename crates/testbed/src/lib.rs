@@ -20,6 +20,7 @@ pub mod params;
 pub mod presets;
 pub mod probe;
 pub mod rng;
+pub mod schedule;
 pub mod scheduler;
 pub mod state;
 pub mod tap;

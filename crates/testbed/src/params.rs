@@ -62,7 +62,7 @@ impl DirectionParams {
             parts.push(format!(
                 "trace {} ({} average)",
                 t.file,
-                format_rate_exact(t.mean_rate_bps().round() as u64)
+                format_rate_exact(t.mean_rate_bps.round() as u64)
             ));
         } else if self.rate_bps > 0 {
             parts.push(format_rate_exact(self.rate_bps));

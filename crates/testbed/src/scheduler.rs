@@ -49,9 +49,11 @@ enum Serialiser {
 impl Serialiser {
     fn new(params: &DirectionParams, now_ns: u64) -> Serialiser {
         match (&params.trace, params.rate_bps) {
-            (Some(trace), _) => Serialiser::Trace(TraceClock::new(Arc::new(trace.clone()), now_ns)),
-            (None, 0) => Serialiser::Unlimited,
-            (None, bps) => Serialiser::Rate {
+            (Some(trace), _) if !trace.opportunities_ms.is_empty() => {
+                Serialiser::Trace(TraceClock::new(Arc::new(trace.clone()), now_ns))
+            }
+            (_, 0) => Serialiser::Unlimited,
+            (_, bps) => Serialiser::Rate {
                 bps,
                 framing: params.framing,
             },
@@ -643,10 +645,7 @@ mod tests {
     fn a_trace_serialises_at_its_delivery_opportunities() {
         use crate::trace::Trace;
         // Two opportunities per ms: 2 x 1504 bytes per ms = 24.064 Mbit/s of IP packets.
-        let trace = Trace {
-            file: "t".into(),
-            opportunities_ms: (1..=100).flat_map(|m| [m, m]).collect(),
-        };
+        let trace = Trace::from_list("t", (1..=100).flat_map(|m| [m, m]).collect());
         let params = DirectionParams {
             trace: Some(trace),
             rate_bps: 1,

@@ -16,20 +16,52 @@ pub const OPPORTUNITY_BYTES: u64 = 1504;
 pub struct Trace {
     /// The file it was read from, as given (for `status`).
     pub file: String,
-    /// Delivery opportunities, ms from the start of the trace, non-decreasing.
+    /// Delivery opportunities per pass.
+    pub opportunities: usize,
+    /// Length of one pass through the trace (its last time), in ms.
+    pub period_ms: u64,
+    /// Average capacity in bit/s (opportunities per period, each [`OPPORTUNITY_BYTES`]).
+    pub mean_rate_bps: f64,
+    /// Delivery opportunities, ms from the start of the trace, non-decreasing. Empty in a
+    /// [`Trace::summary`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub opportunities_ms: Vec<u32>,
 }
 
 impl Trace {
+    /// A trace of the given opportunities (non-empty, non-decreasing, ending after 0 ms).
+    pub fn from_list(file: &str, opportunities_ms: Vec<u32>) -> Trace {
+        let period_ms = opportunities_ms.last().copied().unwrap_or(0) as u64;
+        let mean_rate_bps = opportunities_ms.len() as f64 * OPPORTUNITY_BYTES as f64 * 8.0
+            / (period_ms.max(1) as f64 / 1e3);
+        Trace {
+            file: file.to_string(),
+            opportunities: opportunities_ms.len(),
+            period_ms,
+            mean_rate_bps,
+            opportunities_ms,
+        }
+    }
+
+    /// The same trace without its list of opportunities (what `status` shows).
+    pub fn summary(&self) -> Trace {
+        Trace {
+            opportunities_ms: Vec::new(),
+            ..self.clone()
+        }
+    }
+
     /// Parses trace text. Errors carry the 1-based line number and what is wrong. Blank lines
     /// and lines starting with `#` are skipped (mahimahi traces have neither).
     pub fn parse(file: &str, text: &str) -> Result<Trace, (usize, String)> {
         let mut opportunities_ms = Vec::new();
+        let mut last_line = 0;
         for (i, line) in text.lines().enumerate() {
             let line = line.trim();
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
+            last_line = i + 1;
             let ms: u32 = line.parse().map_err(|_| {
                 (
                     i + 1,
@@ -47,27 +79,13 @@ impl Trace {
             opportunities_ms.push(ms);
         }
         match opportunities_ms.last() {
-            None => Err((0, "has no delivery opportunities".to_string())),
+            None => Err((1, "has no delivery opportunities".to_string())),
             Some(0) => Err((
-                0,
-                "must end after 0 ms (its last time is its period)".into(),
+                last_line,
+                "the last time must be after 0 ms (it is the trace's period)".into(),
             )),
-            Some(_) => Ok(Trace {
-                file: file.to_string(),
-                opportunities_ms,
-            }),
+            Some(_) => Ok(Trace::from_list(file, opportunities_ms)),
         }
-    }
-
-    /// Length of one pass through the trace (its last time), in ms.
-    pub fn period_ms(&self) -> u64 {
-        self.opportunities_ms.last().copied().unwrap_or(0) as u64
-    }
-
-    /// Average capacity in bit/s (opportunities per period, each [`OPPORTUNITY_BYTES`]).
-    pub fn mean_rate_bps(&self) -> f64 {
-        let period_s = self.period_ms() as f64 / 1e3;
-        self.opportunities_ms.len() as f64 * OPPORTUNITY_BYTES as f64 * 8.0 / period_s
     }
 }
 
@@ -90,7 +108,7 @@ pub struct TraceClock {
 impl TraceClock {
     /// A clock whose trace starts at `origin_ns`.
     pub fn new(trace: Arc<Trace>, origin_ns: u64) -> TraceClock {
-        let period_ns = trace.period_ms() as f64 * 1e6;
+        let period_ns = trace.period_ms as f64 * 1e6;
         TraceClock {
             trace,
             origin_ns: origin_ns as f64,
@@ -170,24 +188,23 @@ mod tests {
     use super::*;
 
     fn trace(ms: &[u32]) -> Arc<Trace> {
-        Arc::new(Trace {
-            file: "t".into(),
-            opportunities_ms: ms.to_vec(),
-        })
+        Arc::new(Trace::from_list("t", ms.to_vec()))
     }
 
     #[test]
     fn parse_accepts_mahimahi_files_and_names_the_bad_line() {
         let t = Trace::parse("x", "1\n1\n2\n\n# comment\n4\n").unwrap();
         assert_eq!(t.opportunities_ms, [1, 1, 2, 4]);
-        assert_eq!(t.period_ms(), 4);
-        assert!((t.mean_rate_bps() - 4.0 * 1504.0 * 8.0 / 0.004).abs() < 1e-6);
+        assert_eq!(t.period_ms, 4);
+        assert!((t.mean_rate_bps - 4.0 * 1504.0 * 8.0 / 0.004).abs() < 1e-6);
+        assert!(t.summary().opportunities_ms.is_empty());
+        assert_eq!(t.summary().opportunities, 4);
         assert_eq!(Trace::parse("x", "1\n3\n2\n").unwrap_err().0, 3);
         let (line, msg) = Trace::parse("x", "1\nfast\n").unwrap_err();
         assert_eq!(line, 2);
         assert!(msg.contains("'fast'"), "{msg}");
         assert!(Trace::parse("x", "").is_err());
-        assert!(Trace::parse("x", "0\n0\n").is_err());
+        assert_eq!(Trace::parse("x", "0\n0\n").unwrap_err().0, 2);
     }
 
     #[test]

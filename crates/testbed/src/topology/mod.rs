@@ -2,9 +2,11 @@
 //! key and line, then resolved (presets merged, addresses assigned, shape checked).
 //!
 //! This module holds the resolved types; `raw` the file's serde shape, `parse` the checks
-//! and conversions, `addresses` the address plan.
+//! and conversions, `addresses` the address plan, `changes` schedules and `testbed set`
+//! arguments (changes to running links, checked the same way).
 
 mod addresses;
+mod changes;
 mod parse;
 mod raw;
 #[cfg(test)]
@@ -12,6 +14,8 @@ mod tests;
 
 use crate::error::TestbedError;
 use crate::params::DirectionParams;
+use crate::schedule::Schedule;
+pub use changes::{parse_set_args, resolve_link, schedule_from_file};
 use parse::Parser;
 use serde::{Deserialize, Serialize};
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -33,6 +37,9 @@ pub struct Topology {
     pub hosts: Vec<Host>,
     pub switches: Vec<Switch>,
     pub links: Vec<Link>,
+    /// Link changes started at `up` (the file's `[schedule]`).
+    #[serde(default)]
+    pub schedule: Option<Schedule>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -51,6 +58,9 @@ pub struct Switch {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Link {
+    /// The name `testbed set` and schedules may use (they may also name a link by its ends).
+    #[serde(default)]
+    pub name: Option<String>,
     /// `a_to_b` runs from `ends[0]` to `ends[1]`.
     pub ends: [String; 2],
     pub preset: Option<String>,
@@ -70,11 +80,7 @@ fn offload_default() -> bool {
 impl Topology {
     /// Parses topology text. `name` is the testbed name unless the text has a `name` key.
     pub fn from_toml_str(name: &str, text: &str) -> Result<Self, TestbedError> {
-        Parser {
-            label: format!("topology '{name}'"),
-            text,
-        }
-        .parse(name)
+        Parser::file(format!("topology '{name}'"), text, None).parse(name)
     }
 
     /// Reads a topology file; the testbed is named by its `name` key or the file stem.
@@ -86,11 +92,8 @@ impl Topology {
             .file_stem()
             .and_then(|s| s.to_str())
             .unwrap_or("testbed");
-        Parser {
-            label: path.display().to_string(),
-            text: &text,
-        }
-        .parse(stem)
+        let dir = path.parent().map(Path::to_path_buf);
+        Parser::file(path.display().to_string(), &text, dir).parse(stem)
     }
 
     pub fn host(&self, name: &str) -> Option<&Host> {
@@ -99,6 +102,15 @@ impl Topology {
 
     pub fn is_switch(&self, name: &str) -> bool {
         self.switches.iter().any(|s| s.name == name)
+    }
+}
+
+impl Link {
+    /// Its name, or its ends as `a-b`.
+    pub fn label(&self) -> String {
+        self.name
+            .clone()
+            .unwrap_or_else(|| format!("{}-{}", self.ends[0], self.ends[1]))
     }
 }
 

@@ -7,17 +7,37 @@ use crate::framing::Framing;
 use crate::impairment::{GilbertElliott, JitterDistribution};
 use crate::params::{DirectionOverrides, DirectionParams, DEFAULT_MTU};
 use crate::presets;
+use crate::trace::Trace;
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
 use toml::{Spanned, Value};
 
 pub(super) struct Parser<'t> {
+    /// What errors name: the file, or the command.
     pub(super) label: String,
     pub(super) text: &'t str,
+    /// Where relative trace file names start (the topology or schedule file's directory).
+    pub(super) base_dir: Option<PathBuf>,
+    /// How a place in `text` is named: "line", or "argument" for `testbed set`'s arguments.
+    pub(super) unit: &'static str,
+    /// Added to the line number: `testbed set` writes argument 2 as the document's line 1.
+    pub(super) line_offset: usize,
 }
 
 pub(super) type Span = std::ops::Range<usize>;
 
-impl Parser<'_> {
+impl<'t> Parser<'t> {
+    /// A parser for a file's text (errors say "FILE: line N").
+    pub(super) fn file(label: String, text: &'t str, base_dir: Option<PathBuf>) -> Parser<'t> {
+        Parser {
+            label,
+            text,
+            base_dir,
+            unit: "line",
+            line_offset: 0,
+        }
+    }
+
     fn line_of(&self, offset: usize) -> usize {
         let end = offset.min(self.text.len());
         self.text.as_bytes()[..end]
@@ -35,7 +55,12 @@ impl Parser<'_> {
         msg: impl std::fmt::Display,
     ) -> TestbedError {
         let location = match span {
-            Some(s) => format!("{}: line {}", self.label, self.line_of(s.start)),
+            Some(s) => format!(
+                "{}: {} {}",
+                self.label,
+                self.unit,
+                self.line_of(s.start) + self.line_offset
+            ),
             None => self.label.clone(),
         };
         if key.is_empty() {
@@ -111,7 +136,12 @@ impl Parser<'_> {
             .map(|l| self.link(l, &nodes))
             .collect::<Result<Vec<_>, _>>()?;
         self.check_shape(&raw, &links)?;
+        self.check_link_names(&raw, &links)?;
         let hosts = self.addresses(&raw)?;
+        let schedule = match &raw.schedule {
+            Some(s) => Some(self.schedule(s, &links, "schedule.", &self.label)?),
+            None => None,
+        };
         let switches = raw
             .switch
             .iter()
@@ -125,7 +155,27 @@ impl Parser<'_> {
             hosts,
             switches,
             links,
+            schedule,
         })
+    }
+
+    /// Link names are optional, checked like node names, and unique.
+    fn check_link_names(&self, raw: &RawFile, links: &[Link]) -> Result<(), TestbedError> {
+        let mut seen = BTreeSet::new();
+        for (raw_link, link) in raw.link.iter().zip(links) {
+            let (Some(name), Some(spanned)) = (&link.name, &raw_link.name) else {
+                continue;
+            };
+            validate_name(name).map_err(|m| self.error(Some(spanned.span()), "link.name", m))?;
+            if !seen.insert(name.as_str()) {
+                return Err(self.error(
+                    Some(spanned.span()),
+                    "link.name",
+                    format!("'{name}' names two links"),
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn link(&self, raw: &RawLink, nodes: &BTreeMap<String, String>) -> Result<Link, TestbedError> {
@@ -190,6 +240,7 @@ impl Parser<'_> {
                 .apply_to(&mut b_to_a);
         }
         Ok(Link {
+            name: raw.name.as_ref().map(|n| n.get_ref().clone()),
             ends: [ends[0].clone(), ends[1].clone()],
             preset,
             mtu,
@@ -199,12 +250,12 @@ impl Parser<'_> {
         })
     }
 
-    fn overrides(
+    pub(super) fn overrides(
         &self,
         k: &DirectionKeys<'_>,
         table: &str,
     ) -> Result<DirectionOverrides, TestbedError> {
-        let key = |name: &str| format!("{table}.{name}");
+        let key = |name: &str| join_key(table, name);
         let mut o = DirectionOverrides::default();
         if let Some(v) = k.rate {
             o.rate_bps = Some(self.unit(v, &key("rate"), linkperf_units::parse_rate, |n| {
@@ -230,12 +281,50 @@ impl Parser<'_> {
         if let Some(v) = k.reorder {
             o.reorder = Some(*v.get_ref());
         }
+        self.loss_keys(k, table, &mut o)?;
+        if let Some(v) = k.queue {
+            o.queue_bytes =
+                Some(self.unit(v, &key("queue"), linkperf_units::parse_size, |n| n as u64)?);
+        }
+        if let Some(v) = k.queue_packets {
+            if *v.get_ref() < 0 {
+                return Err(self.error(
+                    Some(v.span()),
+                    &key("queue_packets"),
+                    "must be >= 0 (0 = no packet limit)",
+                ));
+            }
+            o.queue_packets = Some(*v.get_ref() as u64);
+        }
+        if let Some(v) = k.framing {
+            o.framing = Some(Framing::from_name(v.get_ref()).ok_or_else(|| {
+                self.error(
+                    Some(v.span()),
+                    &key("framing"),
+                    format!("'{}' is not one of ethernet, atm-aal5, none", v.get_ref()),
+                )
+            })?);
+        }
+        if let Some(v) = k.trace {
+            o.trace = Some(self.trace(v, &key("trace"))?);
+        }
+        Ok(o)
+    }
+
+    /// `loss`, `gilbert` and `ber` of one table.
+    fn loss_keys(
+        &self,
+        k: &DirectionKeys<'_>,
+        table: &str,
+        o: &mut DirectionOverrides,
+    ) -> Result<(), TestbedError> {
+        let key = |name: &str| join_key(table, name);
         if let Some(v) = k.loss {
             o.loss = Some(self.percent(v, &key("loss"))?);
         }
         if let Some(g) = k.gilbert {
             let g = g.get_ref();
-            let gk = |n: &str| format!("{table}.gilbert.{n}");
+            let gk = |n: &str| join_key(table, &format!("gilbert.{n}"));
             o.gilbert = Some(GilbertElliott {
                 p: self.percent(&g.p, &gk("p"))?,
                 r: self.percent(&g.r, &gk("r"))?,
@@ -270,30 +359,28 @@ impl Parser<'_> {
                 }
             }
         }
-        if let Some(v) = k.queue {
-            o.queue_bytes =
-                Some(self.unit(v, &key("queue"), linkperf_units::parse_size, |n| n as u64)?);
-        }
-        if let Some(v) = k.queue_packets {
-            if *v.get_ref() < 0 {
-                return Err(self.error(
-                    Some(v.span()),
-                    &key("queue_packets"),
-                    "must be >= 0 (0 = no packet limit)",
-                ));
-            }
-            o.queue_packets = Some(*v.get_ref() as u64);
-        }
-        if let Some(v) = k.framing {
-            o.framing = Some(Framing::from_name(v.get_ref()).ok_or_else(|| {
-                self.error(
-                    Some(v.span()),
-                    &key("framing"),
-                    format!("'{}' is not one of ethernet, atm-aal5, none", v.get_ref()),
-                )
-            })?);
-        }
-        Ok(o)
+        Ok(())
+    }
+
+    /// Reads a trace file (relative to the topology or schedule file, or the working
+    /// directory for `testbed set`); its errors name its own line too.
+    fn trace(&self, v: &Spanned<String>, key: &str) -> Result<Trace, TestbedError> {
+        let given = std::path::Path::new(v.get_ref());
+        let path = match &self.base_dir {
+            Some(dir) if given.is_relative() => dir.join(given),
+            _ => given.to_path_buf(),
+        };
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            self.error(
+                Some(v.span()),
+                key,
+                format!("cannot read trace {}: {e}", path.display()),
+            )
+        })?;
+        let shown = path.display().to_string();
+        Trace::parse(&shown, &text).map_err(|(line, msg)| {
+            self.error(Some(v.span()), key, format!("{shown}: line {line}: {msg}"))
+        })
     }
 
     /// A value written either as a string with units or as a plain number.
@@ -316,7 +403,7 @@ impl Parser<'_> {
         }
     }
 
-    fn duration_ns(&self, v: &Spanned<Value>, key: &str) -> Result<u64, TestbedError> {
+    pub(super) fn duration_ns(&self, v: &Spanned<Value>, key: &str) -> Result<u64, TestbedError> {
         let d = match v.get_ref() {
             Value::String(s) => {
                 linkperf_units::parse_duration(s).map_err(|e| self.error(Some(v.span()), key, e))?
@@ -401,5 +488,14 @@ fn show(v: &Value) -> String {
     match v {
         Value::String(s) => format!("'{s}'"),
         other => other.to_string(),
+    }
+}
+
+/// `table.name`, or `name` alone for the top level (`testbed set` arguments).
+pub(super) fn join_key(table: &str, name: &str) -> String {
+    if table.is_empty() {
+        name.to_string()
+    } else {
+        format!("{table}.{name}")
     }
 }

@@ -17,6 +17,16 @@ pub(super) struct RawFile {
     pub(super) switch: Vec<RawSwitch>,
     #[serde(default)]
     pub(super) link: Vec<RawLink>,
+    pub(super) schedule: Option<RawSchedule>,
+}
+
+/// A schedule: the `[schedule]` table of a topology file, or a whole schedule file.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSchedule {
+    pub(super) repeat: Option<Spanned<Value>>,
+    #[serde(default)]
+    pub(super) step: Vec<RawStep>,
 }
 
 #[derive(Deserialize)]
@@ -61,6 +71,7 @@ macro_rules! with_direction_keys {
             pub(super) queue: Option<Spanned<Value>>,
             pub(super) queue_packets: Option<Spanned<i64>>,
             pub(super) framing: Option<Spanned<String>>,
+            pub(super) trace: Option<Spanned<String>>,
         }
 
         impl $name {
@@ -77,6 +88,7 @@ macro_rules! with_direction_keys {
                     queue: self.queue.as_ref(),
                     queue_packets: self.queue_packets.as_ref(),
                     framing: self.framing.as_ref(),
+                    trace: self.trace.as_ref(),
                 }
             }
         }
@@ -85,12 +97,22 @@ macro_rules! with_direction_keys {
 
 with_direction_keys!(RawDirection {});
 with_direction_keys!(RawLink {
+    pub(super) name: Option<Spanned<String>>,
     pub(super) ends: Spanned<Vec<String>>,
     pub(super) preset: Option<Spanned<String>>,
     pub(super) mtu: Option<Spanned<i64>>,
     pub(super) offload: Option<bool>,
     pub(super) a_to_b: Option<Spanned<RawDirection>>,
     pub(super) b_to_a: Option<Spanned<RawDirection>>,
+});
+with_direction_keys!(RawStep {
+    pub(super) at: Spanned<Value>,
+    pub(super) link: Spanned<String>,
+    pub(super) mtu: Option<Spanned<i64>>,
+});
+// The `key=value` arguments of `testbed set`, as a TOML document of one key per line.
+with_direction_keys!(RawSet {
+    pub(super) mtu: Option<Spanned<i64>>,
 });
 
 pub(super) struct DirectionKeys<'a> {
@@ -105,4 +127,5 @@ pub(super) struct DirectionKeys<'a> {
     pub(super) queue: Option<&'a Spanned<Value>>,
     pub(super) queue_packets: Option<&'a Spanned<i64>>,
     pub(super) framing: Option<&'a Spanned<String>>,
+    pub(super) trace: Option<&'a Spanned<String>>,
 }

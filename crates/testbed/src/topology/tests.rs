@@ -238,3 +238,171 @@ fn file_stem_names_the_testbed_and_bad_stems_are_explained() {
     assert_eq!(e.exit_code(), 2);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+const NAMED: &str = r#"
+[[host]]
+name = "a"
+[[host]]
+name = "b"
+[[switch]]
+name = "s"
+[[link]]
+name = "wan"
+ends = ["a", "s"]
+delay = "10ms"
+[[link]]
+ends = ["s", "b"]
+"#;
+
+#[test]
+fn links_are_found_by_name_or_by_ends_with_a_direction() {
+    let t = Topology::from_toml_str("x", NAMED).unwrap();
+    assert_eq!(t.links[0].label(), "wan");
+    assert_eq!(t.links[1].label(), "s-b");
+    assert_eq!(resolve_link(&t.links, "wan"), Ok((0, [true, true])));
+    assert_eq!(resolve_link(&t.links, "wan.b_to_a"), Ok((0, [false, true])));
+    assert_eq!(resolve_link(&t.links, "a-s.a_to_b"), Ok((0, [true, false])));
+    assert_eq!(resolve_link(&t.links, "b-s"), Ok((1, [true, true])));
+    let e = resolve_link(&t.links, "lan").unwrap_err();
+    assert_eq!(e, "no link 'lan' (links: wan (a-s), s-b)");
+    let e = resolve_link(&t.links, "wan.up").unwrap_err();
+    assert!(e.contains("'up' is not a direction"), "{e}");
+    let e = err(&NAMED.replace(
+        "ends = [\"s\", \"b\"]",
+        "name = \"wan\"\nends = [\"s\", \"b\"]",
+    ));
+    assert!(
+        e.contains("line 13: link.name: 'wan' names two links"),
+        "{e}"
+    );
+}
+
+fn args(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn set_arguments_are_read_like_the_file() {
+    let t = Topology::from_toml_str("x", NAMED).unwrap();
+    let c = parse_set_args(
+        &t,
+        "wan.a_to_b",
+        &args(&[
+            "delay=20ms",
+            "rate=10M",
+            "ber=1e-6",
+            "gilbert={p=\"1%\",r=\"25%\"}",
+        ]),
+        None,
+    )
+    .unwrap();
+    assert_eq!((c.link, c.directions), (0, [true, false]));
+    assert_eq!(c.overrides.delay_ns, Some(20_000_000));
+    assert_eq!(c.overrides.rate_bps, Some(10_000_000));
+    assert_eq!(c.overrides.ber, Some(1e-6));
+    assert_eq!(c.overrides.gilbert.unwrap().r, 0.25);
+    let c = parse_set_args(&t, "s-b", &args(&["mtu=9000", "queue=64K"]), None).unwrap();
+    assert_eq!(
+        (c.link, c.mtu, c.overrides.queue_bytes),
+        (1, Some(9000), Some(65536))
+    );
+    for (list, expected) in [
+        (
+            vec!["delay=20ms", "loss=150%"],
+            "testbed set: argument 3: loss: '150%'",
+        ),
+        (
+            vec!["colour=red"],
+            "testbed set: argument 2: unknown field `colour`",
+        ),
+        (
+            vec!["delay"],
+            "testbed set: argument 2: 'delay' is not key=value",
+        ),
+        (
+            vec!["mtu=10"],
+            "testbed set: argument 2: mtu: 10 is outside",
+        ),
+    ] {
+        let e = parse_set_args(&t, "wan", &args(&list), None).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        let e = e.to_string();
+        assert!(e.starts_with(expected) && !e.contains('\n'), "{e}");
+    }
+    let e = parse_set_args(&t, "wan.a_to_b", &args(&["mtu=9000"]), None).unwrap_err();
+    assert!(
+        e.to_string().contains("mtu: applies to the whole link"),
+        "{e}"
+    );
+    let e = parse_set_args(&t, "lan", &args(&["delay=1ms"]), None).unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("testbed set: argument 1: no link 'lan'"),
+        "{e}"
+    );
+}
+
+fn temp_dir(tag: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("lp-topo-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn schedules_in_the_topology_and_in_their_own_file() {
+    let dir = temp_dir("sched");
+    std::fs::write(dir.join("steps.trace"), "1\n2\n2\n4\n").unwrap();
+    let topo = format!(
+        "{NAMED}\n[schedule]\nrepeat = \"30s\"\n[[schedule.step]]\nat = \"0s\"\nlink = \"wan\"\nrate = \"50M\"\n\
+         [[schedule.step]]\nat = \"10s\"\nlink = \"s-b.b_to_a\"\ntrace = \"steps.trace\"\n"
+    );
+    std::fs::write(dir.join("t.toml"), &topo).unwrap();
+    let t = Topology::from_file(&dir.join("t.toml")).unwrap();
+    let s = t.schedule.as_ref().unwrap();
+    assert_eq!(s.repeat_ns, Some(30_000_000_000));
+    assert_eq!(s.steps.len(), 2);
+    assert_eq!(s.steps[1].at_ns, 10_000_000_000);
+    assert_eq!(
+        (s.steps[1].change.link, s.steps[1].change.directions),
+        (1, [false, true])
+    );
+    let trace = s.steps[1].change.overrides.trace.as_ref().unwrap();
+    assert_eq!(trace.opportunities_ms, [1, 2, 2, 4]);
+
+    let file = dir.join("s.toml");
+    std::fs::write(&file, "[[step]]\nat = \"5s\"\nlink = \"wan\"\ndelay = \"1ms\"\n[[step]]\nat = \"2s\"\nlink = \"wan\"\nloss = \"1%\"\n").unwrap();
+    let e = schedule_from_file(&file, &t).unwrap_err().to_string();
+    assert!(e.ends_with("s.toml: line 6: step.at: 2 s comes before the previous step's 5 s: steps must be in time order"), "{e}");
+    std::fs::write(
+        &file,
+        "repeat = \"1s\"\n[[step]]\nat = \"5s\"\nlink = \"wan\"\ndelay = \"1ms\"\n",
+    )
+    .unwrap();
+    let e = schedule_from_file(&file, &t).unwrap_err().to_string();
+    assert!(
+        e.contains("line 1: repeat: the period (1 s) must be longer"),
+        "{e}"
+    );
+    std::fs::write(&file, "[[step]]\nat = \"0s\"\nlink = \"wan\"\n").unwrap();
+    let e = schedule_from_file(&file, &t).unwrap_err().to_string();
+    assert!(e.contains("line 3: step: changes nothing"), "{e}");
+    std::fs::write(dir.join("bad.trace"), "1\n2\nthree\n").unwrap();
+    std::fs::write(
+        &file,
+        "[[step]]\nat = \"0s\"\nlink = \"wan\"\ntrace = \"bad.trace\"\n",
+    )
+    .unwrap();
+    let e = schedule_from_file(&file, &t).unwrap_err().to_string();
+    assert!(
+        e.contains("s.toml: line 4: step.trace: ") && e.contains("bad.trace: line 3: 'three'"),
+        "{e}"
+    );
+    std::fs::write(
+        &file,
+        "[[step]]\nat = \"0s\"\nlink = \"nowhere\"\nrate = 1\n",
+    )
+    .unwrap();
+    let e = schedule_from_file(&file, &t).unwrap_err().to_string();
+    assert!(e.contains("line 3: step.link: no link 'nowhere'"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
