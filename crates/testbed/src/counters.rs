@@ -63,6 +63,29 @@ pub struct CounterValues {
     pub queue_high_water_packets: u64,
 }
 
+impl CounterValues {
+    /// What was counted after `earlier` (high-water marks are kept as they are).
+    pub fn since(&self, earlier: &CounterValues) -> CounterValues {
+        CounterValues {
+            packets_in: self.packets_in.saturating_sub(earlier.packets_in),
+            bytes_in: self.bytes_in.saturating_sub(earlier.bytes_in),
+            packets_forwarded: self
+                .packets_forwarded
+                .saturating_sub(earlier.packets_forwarded),
+            bytes_forwarded: self.bytes_forwarded.saturating_sub(earlier.bytes_forwarded),
+            dropped_queue: self.dropped_queue.saturating_sub(earlier.dropped_queue),
+            dropped_loss: self.dropped_loss.saturating_sub(earlier.dropped_loss),
+            dropped_ber: self.dropped_ber.saturating_sub(earlier.dropped_ber),
+            dropped_oversize: self
+                .dropped_oversize
+                .saturating_sub(earlier.dropped_oversize),
+            dropped_resize: self.dropped_resize.saturating_sub(earlier.dropped_resize),
+            write_errors: self.write_errors.saturating_sub(earlier.write_errors),
+            ..*self
+        }
+    }
+}
+
 /// Counters of one link direction together with what identifies it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LinkCounters {

@@ -1,11 +1,14 @@
 //! The emulator process: owns every TAP device of a testbed and runs one forwarding thread per
 //! link direction ([`crate::forwarder`]), a probe thread that measures the forwarders' ingress
-//! latency ([`crate::probe`]), and a reporter thread that snapshots counters and timing to
-//! the state directory.
+//! latency ([`crate::probe`]), the control socket and schedules ([`crate::control`]), and a
+//! reporter thread that writes counters, timing and the parameters in force to the state
+//! directory.
 
+use crate::control::{self, Control};
 use crate::counters::{DirectionCounters, LinkCounters};
 use crate::error::TestbedError;
 use crate::forwarder::{now_ns, Forwarder, ForwarderIo};
+use crate::mailbox::Mailbox;
 use crate::netns::in_netns;
 use crate::probe::{open_probe_socket, run_prober, ProbeClock, ProbeTarget};
 use crate::scheduler::Scheduler;
@@ -14,10 +17,11 @@ use crate::state::{
     SCHEMA,
 };
 use crate::tap::open_tap;
-use crate::timing::DirectionTiming;
+use crate::timing::{DirectionTiming, RecentTiming, TimingSnapshot};
+use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// How often the counters file is rewritten.
@@ -66,20 +70,12 @@ struct Direction {
     timing: Arc<DirectionTiming>,
 }
 
-fn serve(state_dir: &Path) -> Result<i32, TestbedError> {
-    write_atomic(
-        &state_dir.join(PID_FILE),
-        std::process::id().to_string().as_bytes(),
-    )?;
-    let plan = Plan::load(state_dir)?;
-    block_termination_signals();
-    log(format!(
-        "emulator for testbed '{}' starting, seed {}",
-        plan.topology.name, plan.seed
-    ));
+/// The emulator's two devices per link (TAPs) and a probe socket on each.
+type Devices = (Vec<[Arc<OwnedFd>; 2]>, Vec<[OwnedFd; 2]>);
 
-    let mut taps: Vec<[Arc<OwnedFd>; 2]> = Vec::new();
-    let mut probe_sockets: Vec<[OwnedFd; 2]> = Vec::new();
+fn open_devices(plan: &Plan) -> Result<Devices, TestbedError> {
+    let mut taps = Vec::new();
+    let mut probe_sockets = Vec::new();
     for (link, topo_link) in plan.links.iter().zip(&plan.topology.links) {
         let open = |i: usize| {
             let device = link.ends[i].device.clone();
@@ -93,19 +89,30 @@ fn serve(state_dir: &Path) -> Result<i32, TestbedError> {
         taps.push([tap_a, tap_b]);
         probe_sockets.push([probe_a, probe_b]);
     }
+    Ok((taps, probe_sockets))
+}
 
-    let epoch = Instant::now();
-    let mut directions = Vec::new();
-    let mut probe_targets = Vec::new();
-    for (index, ((link, fds), sockets)) in plan
-        .topology
-        .links
-        .iter()
-        .zip(&taps)
-        .zip(probe_sockets)
-        .enumerate()
-    {
-        let [socket_a, socket_b] = sockets;
+/// What the forwarding threads share with the rest of the emulator.
+struct Started {
+    directions: Vec<Direction>,
+    probe_targets: Vec<ProbeTarget>,
+    mailboxes: Vec<Arc<Mailbox>>,
+}
+
+/// One forwarding thread per link direction, in the order link 0 a_to_b, link 0 b_to_a, ...
+fn start_forwarders(
+    plan: &Plan,
+    devices: Devices,
+    epoch: Instant,
+) -> Result<Started, TestbedError> {
+    let (taps, probe_sockets) = devices;
+    let mut started = Started {
+        directions: Vec::new(),
+        probe_targets: Vec::new(),
+        mailboxes: Vec::new(),
+    };
+    let links = plan.topology.links.iter().zip(&taps).zip(probe_sockets);
+    for (index, ((link, fds), [socket_a, socket_b])) in links.enumerate() {
         for (dir_index, name, params, from, to, socket) in [
             (0usize, "a_to_b", &link.a_to_b, 0usize, 1usize, socket_a),
             (1, "b_to_a", &link.b_to_a, 1, 0, socket_b),
@@ -113,15 +120,21 @@ fn serve(state_dir: &Path) -> Result<i32, TestbedError> {
             let counters = Arc::new(DirectionCounters::default());
             let timing = Arc::new(DirectionTiming::default());
             let probe_clock = Arc::new(ProbeClock::default());
-            probe_targets.push(ProbeTarget {
+            let mailbox =
+                Arc::new(Mailbox::new().map_err(|e| {
+                    TestbedError::runtime(format!("cannot create an eventfd: {e}"))
+                })?);
+            started.probe_targets.push(ProbeTarget {
                 socket,
                 clock: probe_clock.clone(),
             });
+            started.mailboxes.push(mailbox.clone());
             let seed = mix_seed(plan.seed, (index * 2 + dir_index) as u64);
             let io = ForwarderIo {
                 ingress: fds[from].clone(),
                 egress: fds[to].clone(),
                 probe_clock,
+                mailbox,
                 epoch,
                 mtu: link.mtu,
                 name: format!("link{index}-{name}"),
@@ -140,7 +153,7 @@ fn serve(state_dir: &Path) -> Result<i32, TestbedError> {
                 .map_err(|e| {
                     TestbedError::runtime(format!("cannot start forwarding thread: {e}"))
                 })?;
-            directions.push(Direction {
+            started.directions.push(Direction {
                 identity: LinkCounters {
                     link: index,
                     direction: name.to_string(),
@@ -153,27 +166,58 @@ fn serve(state_dir: &Path) -> Result<i32, TestbedError> {
             });
         }
     }
-    {
-        let seed = mix_seed(plan.seed, u64::MAX);
-        std::thread::Builder::new()
-            .name("probe".into())
-            .spawn(move || run_prober(probe_targets, epoch, seed))
-            .map_err(|e| TestbedError::runtime(format!("cannot start probe thread: {e}")))?;
-    }
-    let directions = Arc::new(directions);
-    write_counters(state_dir, &plan, &directions);
-    write_atomic(&state_dir.join(READY_FILE), b"ready\n")?;
-    log(format!("forwarding {} link(s)", taps.len()));
+    Ok(started)
+}
 
-    {
-        let (dir, plan, directions) = (state_dir.to_path_buf(), plan.clone(), directions.clone());
-        std::thread::Builder::new()
-            .name("counters".into())
-            .spawn(move || report_counters(dir, plan, directions))
-            .map_err(|e| TestbedError::runtime(format!("cannot start counter thread: {e}")))?;
+fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<(), TestbedError> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(f)
+        .map(|_| ())
+        .map_err(|e| TestbedError::runtime(format!("cannot start the {name} thread: {e}")))
+}
+
+fn serve(state_dir: &Path) -> Result<i32, TestbedError> {
+    write_atomic(
+        &state_dir.join(PID_FILE),
+        std::process::id().to_string().as_bytes(),
+    )?;
+    let plan = Plan::load(state_dir)?;
+    block_termination_signals();
+    log(format!(
+        "emulator for testbed '{}' starting, seed {}",
+        plan.topology.name, plan.seed
+    ));
+    let devices = open_devices(&plan)?;
+    let links = devices.0.len();
+    let epoch = Instant::now();
+    let started = start_forwarders(&plan, devices, epoch)?;
+    let prober_seed = mix_seed(plan.seed, u64::MAX);
+    let targets = started.probe_targets;
+    spawn("probe", move || run_prober(targets, epoch, prober_seed))?;
+    let control = Arc::new(Control::new(plan.clone(), started.mailboxes));
+    control::serve(control.clone(), state_dir)
+        .map_err(|e| TestbedError::runtime(format!("cannot open the control socket: {e}")))?;
+    let reporter = Arc::new(Mutex::new(Reporter {
+        dir: state_dir.to_path_buf(),
+        plan: plan.clone(),
+        directions: started.directions,
+        control: control.clone(),
+        history: VecDeque::new(),
+    }));
+    lock(&reporter).write();
+    if let Some(schedule) = plan.topology.schedule.clone() {
+        control.start_schedule(schedule);
     }
+    write_atomic(&state_dir.join(READY_FILE), b"ready\n")?;
+    log(format!("forwarding {links} link(s)"));
+    let periodic = reporter.clone();
+    spawn("counters", move || loop {
+        std::thread::sleep(COUNTER_PERIOD);
+        lock(&periodic).write();
+    })?;
     let signal = wait_for_termination_signal();
-    write_counters(state_dir, &plan, &directions);
+    lock(&reporter).write();
     log(format!("signal {signal}: stopping"));
     // Exiting closes the TAP descriptors, which removes the devices.
     std::process::exit(0);
@@ -209,38 +253,78 @@ fn wait_for_termination_signal() -> i32 {
     }
 }
 
-fn report_counters(dir: PathBuf, plan: Plan, directions: Arc<Vec<Direction>>) {
-    loop {
-        std::thread::sleep(COUNTER_PERIOD);
-        write_counters(&dir, &plan, &directions);
-    }
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn write_counters(dir: &Path, plan: &Plan, directions: &[Direction]) {
-    let file = CountersFile {
-        schema: SCHEMA.to_string(),
-        testbed: plan.topology.name.clone(),
-        emulator_pid: std::process::id(),
-        updated_unix_ms: unix_ms(),
-        directions: directions
+/// Window of the "recent" timing figures in the report.
+const RECENT: Duration = Duration::from_secs(10);
+
+/// Writes the emulator's report (counters, timing, parameters in force, schedule) to the
+/// state directory.
+struct Reporter {
+    dir: PathBuf,
+    plan: Plan,
+    directions: Vec<Direction>,
+    control: Arc<Control>,
+    /// Timing snapshots of the last [`RECENT`], oldest first.
+    history: VecDeque<(Instant, Vec<TimingSnapshot>)>,
+}
+
+impl Reporter {
+    fn write(&mut self) {
+        let now = Instant::now();
+        let timing: Vec<TimingSnapshot> = self
+            .directions
             .iter()
-            .map(|d| LinkCounters {
-                values: d.counters.snapshot(),
-                ..d.identity.clone()
-            })
-            .collect(),
-        timing: directions
+            .map(|d| d.timing.snapshot())
+            .collect();
+        while self.history.len() > 1 && now - self.history[1].0 >= RECENT {
+            self.history.pop_front();
+        }
+        let (then, oldest) = match self.history.front() {
+            Some((t, snapshots)) => (*t, Some(snapshots)),
+            None => (now, None),
+        };
+        let window_ms = (now - then).as_millis() as u64;
+        let states = self
+            .directions
             .iter()
-            .map(|d| DirectionState {
-                link: d.identity.link,
-                direction: d.identity.direction.clone(),
-                timing: d.timing.snapshot(),
+            .zip(&timing)
+            .enumerate()
+            .map(|(i, (d, t))| {
+                let recent = oldest.map_or_else(|| t.clone(), |o| t.since(&o[i]));
+                DirectionState {
+                    link: d.identity.link,
+                    direction: d.identity.direction.clone(),
+                    params: Some(self.control.params(i).without_trace_list()),
+                    recent: Some(RecentTiming::of(&recent, window_ms)),
+                    timing: t.clone(),
+                }
             })
-            .collect(),
-    };
-    if let Ok(text) = serde_json::to_vec_pretty(&file) {
-        if let Err(e) = write_atomic(&dir.join(COUNTERS_FILE), &text) {
-            log(e);
+            .collect();
+        self.history.push_back((now, timing));
+        let file = CountersFile {
+            schema: SCHEMA.to_string(),
+            testbed: self.plan.topology.name.clone(),
+            emulator_pid: std::process::id(),
+            updated_unix_ms: unix_ms(),
+            directions: self
+                .directions
+                .iter()
+                .map(|d| LinkCounters {
+                    values: d.counters.snapshot(),
+                    ..d.identity.clone()
+                })
+                .collect(),
+            timing: states,
+            mtus: self.control.mtus(),
+            schedule: self.control.schedule_state(),
+        };
+        if let Ok(text) = serde_json::to_vec(&file) {
+            if let Err(e) = write_atomic(&self.dir.join(COUNTERS_FILE), &text) {
+                log(e);
+            }
         }
     }
 }

@@ -11,6 +11,7 @@
 
 use crate::counters::DirectionCounters;
 use crate::gso::{Segmentation, TcpPacket, VnetHeader, VNET_HDR_LEN};
+use crate::mailbox::{Applied, Mailbox};
 use crate::probe::{parse_probe, ProbeClock};
 use crate::scheduler::Scheduler;
 use crate::state::unix_ms;
@@ -148,6 +149,7 @@ enum Ingress {
 
 enum Wake {
     Timer,
+    Mail,
     Input(Ingress),
     Interrupted,
     DeviceGone,
@@ -178,6 +180,7 @@ pub struct Forwarder {
     /// How long a frame waits for the sleeping thread to wake, by how long it slept.
     ingress_model: LatencyModel,
     probe_clock: Arc<ProbeClock>,
+    mailbox: Arc<Mailbox>,
     /// A probe read but not yet matched with its send time: (seq, read at, slept for).
     pending_probe: Option<(u64, u64, u64)>,
     /// Arrival time given to the last frame, so arrivals never go backwards.
@@ -190,6 +193,7 @@ pub struct ForwarderIo {
     pub ingress: Arc<OwnedFd>,
     pub egress: Arc<OwnedFd>,
     pub probe_clock: Arc<ProbeClock>,
+    pub mailbox: Arc<Mailbox>,
     pub epoch: Instant,
     pub mtu: u32,
     pub name: String,
@@ -216,6 +220,7 @@ impl Forwarder {
             timer_model: LatencyModel::default(),
             ingress_model: LatencyModel::default(),
             probe_clock: io.probe_clock,
+            mailbox: io.mailbox,
             pending_probe: None,
             last_arrival: 0,
             name: io.name,
@@ -231,6 +236,9 @@ impl Forwarder {
         // SAFETY: prctl with integer arguments affecting only this thread.
         unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
         loop {
+            if self.mailbox.has_pending() {
+                self.apply_updates();
+            }
             self.settle_probe();
             self.release_due();
             let now = self.now();
@@ -250,7 +258,7 @@ impl Forwarder {
                 None => None,
             };
             let result = match self.sleep(sleep) {
-                Wake::Timer | Wake::Interrupted => Ok(0),
+                Wake::Timer | Wake::Interrupted | Wake::Mail => Ok(0),
                 Wake::Input(ingress) => self.read_frames(ingress),
                 Wake::DeviceGone => {
                     log(format!("{}: ingress device gone, thread stops", self.name));
@@ -294,18 +302,20 @@ impl Forwarder {
             tv_sec: (t / 1_000_000_000) as libc::time_t,
             tv_nsec: (t % 1_000_000_000) as _,
         });
-        let mut pfd = libc::pollfd {
-            fd: self.ingress.as_raw_fd(),
+        let poll = |fd| libc::pollfd {
+            fd,
             events: libc::POLLIN,
             revents: 0,
         };
+        let mut pfds = [poll(self.ingress.as_raw_fd()), poll(self.mailbox.fd())];
         let timeout_ptr = timeout
             .as_ref()
             .map_or(std::ptr::null(), |t| t as *const libc::timespec);
         let slept_at = self.now();
-        // SAFETY: one valid pollfd, a timespec that outlives the call, no signal mask change.
-        let ready = unsafe { libc::ppoll(&mut pfd, 1, timeout_ptr, std::ptr::null()) };
+        // SAFETY: two valid pollfds, a timespec that outlives the call, no signal mask change.
+        let ready = unsafe { libc::ppoll(pfds.as_mut_ptr(), 2, timeout_ptr, std::ptr::null()) };
         let woke = self.now();
+        let pfd = pfds[0];
         if ready < 0 {
             return Wake::Interrupted;
         }
@@ -318,6 +328,9 @@ impl Forwarder {
         }
         if pfd.revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0 {
             return Wake::DeviceGone;
+        }
+        if pfd.revents & libc::POLLIN == 0 {
+            return Wake::Mail;
         }
         let blocked = woke - slept_at;
         let compensation = self
@@ -353,6 +366,18 @@ impl Forwarder {
             }
         }
         Ok(read)
+    }
+
+    /// Takes new parameters (from `testbed set` or a schedule) and says when they took effect.
+    fn apply_updates(&mut self) {
+        for update in self.mailbox.take() {
+            let at_ns = self.now();
+            let dropped_resize = self.scheduler.set_params(at_ns, update.params, update.mtu);
+            let _ = update.done.send(Applied {
+                at_ns,
+                dropped_resize,
+            });
+        }
     }
 
     /// Matches a probe read earlier with its send time and learns the ingress latency.

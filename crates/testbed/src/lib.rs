@@ -6,6 +6,7 @@
 //! framing overhead), [`down`] removes every trace of it.
 
 pub mod cli;
+pub mod control;
 pub mod counters;
 pub mod delay_line;
 pub mod emulator;
@@ -15,6 +16,7 @@ pub mod forwarder;
 pub mod framing;
 pub mod gso;
 pub mod impairment;
+pub mod mailbox;
 pub mod netns;
 pub mod params;
 pub mod presets;
@@ -23,6 +25,7 @@ pub mod rng;
 pub mod schedule;
 pub mod scheduler;
 pub mod state;
+pub mod status;
 pub mod tap;
 pub mod testbed;
 pub mod timing;

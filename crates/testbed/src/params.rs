@@ -55,6 +55,14 @@ impl Default for DirectionParams {
 }
 
 impl DirectionParams {
+    /// A copy whose trace (if any) keeps its summary but not its list of opportunities.
+    pub fn without_trace_list(&self) -> DirectionParams {
+        DirectionParams {
+            trace: self.trace.as_ref().map(|t| t.summary()),
+            ..self.clone()
+        }
+    }
+
     /// Human summary for `status`, e.g. "40.0 Mbit/s 7.00 ms queue 200 KiB loss 1%".
     pub fn summary(&self) -> String {
         let mut parts = Vec::new();

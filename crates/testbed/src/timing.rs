@@ -267,6 +267,28 @@ impl TimingSnapshot {
     }
 }
 
+/// Percentiles of a recent window, as the report carries them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RecentTiming {
+    pub window_ms: u64,
+    pub lateness: Summary,
+    pub late_over_100us: u64,
+    pub queueing: Summary,
+    pub delay: Summary,
+}
+
+impl RecentTiming {
+    pub fn of(t: &TimingSnapshot, window_ms: u64) -> RecentTiming {
+        RecentTiming {
+            window_ms,
+            lateness: t.lateness.summary(),
+            late_over_100us: t.late_over_100us,
+            queueing: t.queueing.summary(),
+            delay: t.delay.summary(),
+        }
+    }
+}
+
 /// Duration classes of the latency models: under 16 µs, then by factors of 4 up to 64 ms.
 const CLASSES: usize = 8;
 const RING: usize = 32;
