@@ -464,3 +464,100 @@ pub fn ping_rtts(ns: &str, to: std::net::Ipv4Addr, count: usize, interval: Durat
         })
         .collect()
 }
+
+/// CLOCK_MONOTONIC in ns: one clock for every namespace, so a sender in one host and a sink
+/// in another measure one-way delays directly.
+pub fn mono_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime fills the timespec we pass.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// One datagram of a timed stream: sequence number, when it was sent and when it arrived.
+#[derive(Debug, Clone, Copy)]
+pub struct Timed {
+    pub seq: u64,
+    pub sent_ns: u64,
+    pub received_ns: u64,
+}
+
+impl Timed {
+    pub fn one_way_ms(&self) -> f64 {
+        (self.received_ns as f64 - self.sent_ns as f64) / 1e6
+    }
+}
+
+/// A sink of timed datagrams (see [`send_timed`]) until `idle` passes without any (after the
+/// first) or `limit` in total.
+pub fn start_timed_sink(
+    ns: &str,
+    port: u16,
+    idle: Duration,
+    limit: Duration,
+) -> JoinHandle<Vec<Timed>> {
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let handle = spawn_in(ns, move || {
+        let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::DGRAM, None).unwrap();
+        sock.set_recv_buffer_size(8 << 20).unwrap();
+        sock.bind(&SocketAddr::from(([0, 0, 0, 0], port)).into())
+            .unwrap();
+        let sock: UdpSocket = sock.into();
+        sock.set_read_timeout(Some(Duration::from_millis(20)))
+            .unwrap();
+        ready_tx.send(()).unwrap();
+        let start = Instant::now();
+        let mut last = None::<Instant>;
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; 65536];
+        loop {
+            if let Ok(n) = sock.recv(&mut buf) {
+                if n >= 16 {
+                    let received_ns = mono_ns();
+                    last = Some(Instant::now());
+                    out.push(Timed {
+                        seq: u64::from_be_bytes(buf[..8].try_into().unwrap()),
+                        sent_ns: u64::from_be_bytes(buf[8..16].try_into().unwrap()),
+                        received_ns,
+                    });
+                }
+            }
+            let now = Instant::now();
+            if last.is_some_and(|l| now - l > idle) || now - start > limit {
+                return out;
+            }
+        }
+    });
+    ready_rx.recv().expect("sink ready");
+    handle
+}
+
+/// Sends `count` datagrams of `size` bytes carrying their sequence number and send time,
+/// one every `gap`. Returns how many were sent.
+pub fn send_timed(ns: &str, to: SocketAddr, size: usize, count: u64, gap: Duration) -> u64 {
+    spawn_in(ns, move || {
+        let sock = UdpSocket::bind("0.0.0.0:0").unwrap();
+        sock.connect(to).unwrap();
+        let mut payload = vec![0u8; size.max(16)];
+        let start = Instant::now();
+        let mut sent = 0;
+        for i in 0..count {
+            let due = start + gap * i as u32;
+            let now = Instant::now();
+            if due > now {
+                std::thread::sleep(due - now);
+            }
+            payload[..8].copy_from_slice(&i.to_be_bytes());
+            payload[8..16].copy_from_slice(&mono_ns().to_be_bytes());
+            if sock.send(&payload).is_ok() {
+                sent += 1;
+            }
+        }
+        sent
+    })
+    .join()
+    .unwrap()
+}
