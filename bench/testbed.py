@@ -15,6 +15,8 @@ Modes (link key `offload`):
               together are written together
   baseline    only with --baseline LP: the same per-packet link, built by another linkperf
               binary (an older emulator), for a side-by-side ratio
+  baseline-offload
+              only with --baseline LP: the offload link, built by the other binary
 Optionally `--iperf3` adds one iperf3 run per mode and round as a reference sender.
 
 Needs root. Not part of the test suite: run by hand. See bench/README.md.
@@ -35,7 +37,7 @@ from datetime import datetime, timezone
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEADING = "## Testbed emulator (issue 3)"
 TICKS = os.sysconf("SC_CLK_TCK")
-MODES = {"per-packet": False, "offload": True, "baseline": None}
+MODES = {"per-packet": False, "offload": True, "baseline": None, "baseline-offload": True}
 
 LP = None  # path of the linkperf binary
 BASELINE = None  # another linkperf binary whose emulator is compared ("baseline" mode)
@@ -100,7 +102,7 @@ def bring_up(mode, args, tmp):
         f.write(topology(name, MODES[mode], args.delay, args.rate, args.mtu))
     # Only the emulator differs between modes: the baseline binary builds its testbed, and
     # the same linkperf client and server run in every mode.
-    run([BASELINE if mode == "baseline" else LP, "testbed", "up", path])
+    run([BASELINE if mode.startswith("baseline") else LP, "testbed", "up", path])
     UP.append(name)
     # Room for the bandwidth-delay product (15 Gbit/s x 20 ms is 37 MB): the window must not
     # be what limits the emulator. Per-namespace sysctls; the rest of the machine is untouched.
@@ -173,19 +175,19 @@ def summarise(results, args):
     return "\n".join(lines)
 
 
-def write_results(section):
+def write_results(section, heading):
     path = os.path.join(REPO, "bench", "RESULTS.md")
     text = open(path).read() if os.path.exists(path) else ""
-    start = text.find(HEADING)
+    start = text.find(heading)
     if start < 0:
         text = text.rstrip("\n") + "\n\n" + section + "\n"
     else:
-        end = text.find("\n## ", start + len(HEADING))
+        end = text.find("\n## ", start + len(heading))
         end = len(text) if end < 0 else end + 1
         text = text[:start] + section + "\n" + text[end:]
     with open(path, "w") as f:
         f.write(text)
-    log(f"wrote the section '{HEADING}' of {path}")
+    log(f"wrote the section '{heading}' of {path}")
 
 
 def main():
@@ -211,7 +213,9 @@ def main():
     p.add_argument("--target-dir", default=os.environ.get("CARGO_TARGET_DIR",
                                                           os.path.join(REPO, "target")))
     p.add_argument("--write-results", action="store_true",
-                   help=f"replace (or append) the section '{HEADING}' of bench/RESULTS.md")
+                   help="replace (or append) the section --heading of bench/RESULTS.md")
+    p.add_argument("--heading", default=HEADING,
+                   help=f"section of bench/RESULTS.md to write (default: '{HEADING}')")
     args = p.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench/testbed.py needs root (it builds testbeds): run it with sudo")
@@ -220,8 +224,8 @@ def main():
     for m in modes:
         if m not in MODES:
             sys.exit(f"unknown mode '{m}' (known: {', '.join(MODES)})")
-    if "baseline" in modes and not args.baseline:
-        sys.exit("mode 'baseline' needs --baseline LINKPERF (another linkperf binary)")
+    if any(m.startswith("baseline") for m in modes) and not args.baseline:
+        sys.exit("the baseline modes need --baseline LINKPERF (another linkperf binary)")
     BASELINE = os.path.abspath(args.baseline) if args.baseline else None
     if not args.no_build:
         build(args.target_dir)
@@ -257,7 +261,7 @@ def main():
     cc = args.congestion or "system default"
     uname = os.uname()
     section = "\n".join([
-        HEADING,
+        args.heading,
         "",
         f"**Date:** {started:%Y-%m-%d %H:%M} UTC. **Machine:** {os.cpu_count()} CPUs, "
         f"kernel {uname.release}. Load average {load0[0]:.1f} at start, {load1[0]:.1f} at end.",
@@ -274,7 +278,7 @@ def main():
     ])
     print(section)
     if args.write_results:
-        write_results(section)
+        write_results(section, args.heading)
 
 
 if __name__ == "__main__":
