@@ -3,11 +3,14 @@
 //!
 //! That wait is the one part of the emulator's own delay it cannot avoid (a sleeping thread
 //! takes tens of microseconds to wake on a virtual machine) nor see (a TAP gives no
-//! timestamps). So a probe thread sends a small frame into each link end from the host side
-//! (an AF_PACKET socket on the end's device, so it takes the path a host's packet takes),
-//! notes when the send returned, and the forwarding thread that reads it records the wait
-//! against how long it had slept. Frames that wake the thread then count as having arrived
-//! that much earlier. Probes are never forwarded or counted.
+//! timestamps on the frames it hands over). So a probe thread sends a small frame into each
+//! link end from the host side (an AF_PACKET socket on the end's device, so it takes the path
+//! a host's packet takes) and asks the kernel for its transmit timestamp, which the TAP
+//! driver takes as it queues the frame for the emulator (SO_TIMESTAMPING, software). The
+//! forwarding thread that reads the probe records the wait against how long it had slept.
+//! Frames that wake the thread then count as having arrived that much earlier. (When the
+//! send call returns is no substitute: the woken reader often runs before the sender gets
+//! its CPU back.) Probes are never forwarded or counted.
 
 use crate::error::TestbedError;
 use crate::rng::Rng;
@@ -109,7 +112,79 @@ pub fn open_probe_socket(device: &str) -> Result<OwnedFd, TestbedError> {
             std::io::Error::last_os_error()
         )));
     }
+    let flags: u32 = libc::SOF_TIMESTAMPING_TX_SOFTWARE
+        | libc::SOF_TIMESTAMPING_SOFTWARE
+        | libc::SOF_TIMESTAMPING_OPT_TSONLY;
+    // SAFETY: setsockopt with a u32 we own and its size.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPING,
+            (&flags as *const u32).cast(),
+            4,
+        )
+    };
+    if rc < 0 {
+        return Err(TestbedError::runtime(format!(
+            "probe socket timestamps on {device}: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
     Ok(fd)
+}
+
+fn clock_ns(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime fills the timespec we pass.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The kernel's transmit timestamp of the last frame sent on `fd` (CLOCK_REALTIME ns), from
+/// the socket's error queue; waits up to 5 ms for it.
+fn transmit_timestamp(fd: i32) -> Option<u64> {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: 0,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd; POLLERR is reported without being asked for.
+    if unsafe { libc::poll(&mut pfd, 1, 5) } <= 0 {
+        return None;
+    }
+    let mut data = [0u8; 64];
+    let mut control = [0u64; 32];
+    let mut iov = libc::iovec {
+        iov_base: data.as_mut_ptr().cast(),
+        iov_len: data.len(),
+    };
+    // SAFETY: msghdr is plain data; zeroed is a valid start, filled in below.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&control);
+    // SAFETY: recvmsg into buffers we own, sizes given in msg.
+    if unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT) } < 0 {
+        return None;
+    }
+    // SAFETY: walking the control messages the kernel wrote into `control`.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SO_TIMESTAMPING {
+                // struct scm_timestamping: ts[0] is the software timestamp.
+                let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
+                return Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+    }
+    None
 }
 
 /// One link end to probe: the socket on its device and the clock its forwarder reads.
@@ -154,10 +229,17 @@ pub fn run_prober(targets: Vec<ProbeTarget>, epoch: Instant, seed: u64) {
                 libc::MSG_DONTWAIT,
             )
         };
-        // The frame reached the TAP's queue before send returned: that instant is its arrival.
-        let returned = epoch.elapsed().as_nanos() as u64;
         if sent == frame.len() as isize {
-            target.clock.store(seq, returned);
+            if let Some(queued) = transmit_timestamp(target.socket.as_raw_fd()) {
+                // From the wall clock to the emulator's: the same instant read on both.
+                let (emulator, wall) = (
+                    epoch.elapsed().as_nanos() as u64,
+                    clock_ns(libc::CLOCK_REALTIME),
+                );
+                target
+                    .clock
+                    .store(seq, emulator.saturating_sub(wall.saturating_sub(queued)));
+            }
         }
         seq += 1;
         due[i] = Instant::now() + gap(&mut rng);

@@ -14,7 +14,7 @@ use crate::framing::{Framing, TAP_HEADER_BYTES};
 use crate::impairment::{jittered_delay_ns, LossCause, LossModel};
 use crate::params::DirectionParams;
 use crate::rng::Rng;
-use crate::timing::DirectionTiming;
+use crate::timing::{DirectionTiming, BACKLOG_SAMPLE_NS};
 use crate::trace::TraceClock;
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering::Relaxed;
@@ -107,6 +107,11 @@ pub struct Scheduler<T> {
     line: DelayLine<T>,
     counters: Arc<DirectionCounters>,
     timing: Arc<DirectionTiming>,
+    /// When the last packet queued will have been serialised (rate links; for a trace, when
+    /// the one in service will have been): a packet arriving at t would wait until then.
+    backlog_end: f64,
+    /// Next instant at which the queueing delay is sampled.
+    next_sample_ns: u64,
 }
 
 fn reorders(params: &DirectionParams) -> bool {
@@ -136,6 +141,47 @@ impl<T> Scheduler<T> {
             params,
             counters,
             timing,
+            backlog_end: 0.0,
+            next_sample_ns: now_ns,
+        }
+    }
+
+    /// Samples the queueing delay on the grid up to `now_ns` (nothing arrived in between, so
+    /// it fell by one nanosecond per nanosecond from `backlog_end`).
+    fn sample_backlog(&mut self, now_ns: u64) {
+        if now_ns < self.next_sample_ns {
+            return;
+        }
+        let grid = BACKLOG_SAMPLE_NS;
+        let points = (now_ns - self.next_sample_ns) / grid + 1;
+        let mut busy = 0;
+        while busy < points {
+            let t = (self.next_sample_ns + busy * grid) as f64;
+            if t >= self.backlog_end {
+                break;
+            }
+            self.timing.backlog.record((self.backlog_end - t) as u64);
+            busy += 1;
+        }
+        self.timing.backlog.record_n(0, points - busy);
+        self.next_sample_ns += points * grid;
+    }
+
+    /// When the queue as it stands will have been serialised, if nothing else arrives.
+    fn backlog_end_now(&self) -> f64 {
+        let Some(s) = &self.service else {
+            return 0.0;
+        };
+        match &self.serialiser {
+            Serialiser::Rate { bps, framing } => {
+                let wire: u64 = self
+                    .waiting
+                    .iter()
+                    .map(|w| framing.wire_bytes_for_tap_frame(w.bytes as usize))
+                    .sum();
+                s.finish + wire as f64 * 8.0 * 1e9 / *bps as f64
+            }
+            _ => s.finish,
         }
     }
 
@@ -161,6 +207,7 @@ impl<T> Scheduler<T> {
             return Verdict::Dropped(DropReason::Oversize);
         }
         self.advance(now_ns);
+        self.sample_backlog(now_ns);
         let bytes = frame_bytes as u64;
         let over_packets = self
             .params
@@ -176,6 +223,10 @@ impl<T> Scheduler<T> {
         }
         self.queued_packets += 1;
         self.queued_bytes += bytes;
+        if let Serialiser::Rate { bps, framing } = &self.serialiser {
+            let wire = framing.wire_bytes_for_tap_frame(frame_bytes) as f64;
+            self.backlog_end = self.backlog_end.max(now_ns as f64) + wire * 8.0 * 1e9 / *bps as f64;
+        }
         if self.service.is_none() {
             self.start_service(now_ns as f64, now_ns, bytes, item);
             // An unlimited link serialises at once: straight to the delay line.
@@ -186,6 +237,9 @@ impl<T> Scheduler<T> {
                 bytes,
                 item,
             });
+        }
+        if !matches!(self.serialiser, Serialiser::Rate { .. }) {
+            self.backlog_end = self.backlog_end_now();
         }
         if self.queued_packets > 0 {
             let c = &self.counters;
@@ -282,6 +336,7 @@ impl<T> Scheduler<T> {
     /// Removes and returns the next packet due at or before `now_ns`.
     pub fn pop_due(&mut self, now_ns: u64) -> Option<Entry<T>> {
         self.advance(now_ns);
+        self.sample_backlog(now_ns);
         match self.line.peek() {
             Some(t) if t <= now_ns => self.line.pop(),
             _ => None,
@@ -322,7 +377,9 @@ impl<T> Scheduler<T> {
         } else if self.params.delay_ns < old.delay_ns {
             self.line.new_lane();
         }
-        self.shrink_queue()
+        let dropped = self.shrink_queue();
+        self.backlog_end = self.backlog_end_now();
+        dropped
     }
 
     fn change_serialiser(&mut self, now_ns: u64, old: &DirectionParams) {
@@ -660,5 +717,34 @@ mod tests {
         assert_eq!(out[999].1, 500_000_000);
         let c = s.counters().snapshot();
         assert_eq!(c.dropped_queue, 0);
+    }
+
+    #[test]
+    fn the_queueing_delay_is_sampled_uniformly_in_time() {
+        // 1000-byte frames at 80 Mbit/s: 1024 wire bytes, 102.4 us each. Ten at t = 0 make
+        // 1024 us of backlog, then the link idles until 2 ms: sampled every 100 us, the
+        // delay a packet arriving then would see is 0 (at 0, just before the ten), then 924,
+        // 824, ... 24 us, then zeros.
+        let mut s = scheduler(DirectionParams {
+            rate_bps: 80_000_000,
+            ..Default::default()
+        });
+        for i in 0..10 {
+            s.offer(0, 1000, i);
+        }
+        while s.pop_due(2_000_000).is_some() {}
+        let b = s.timing().backlog.snapshot();
+        assert_eq!(b.count, 21);
+        assert_eq!(
+            b.sum_ns,
+            (1..11).map(|k| 1_024_000 - k * 100_000).sum::<u64>()
+        );
+        assert_eq!(b.max_ns, 924_000);
+        // 16th of 21 sorted samples: eleven zeros, then 24, 124, 224, 324, 424 us.
+        assert!(b.quantile(0.75).unwrap().abs_diff(424_000) < 3_000, "{b:?}");
+        // Per packet, the ten waited 0, 102.4, ... 921.6 us.
+        let q = s.timing().queueing.snapshot();
+        assert_eq!(q.count, 10);
+        assert!(q.sum_ns.abs_diff(4_608_000) < 10, "{}", q.sum_ns);
     }
 }

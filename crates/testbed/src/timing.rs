@@ -4,7 +4,8 @@
 //! [`Histogram`]: log-linear buckets (128 per power of two, so any value is known within 0.8 %),
 //! written by one forwarding thread without locked instructions and read by the reporter.
 //! [`DirectionTiming`] holds one direction's histograms: release lateness (actual minus
-//! scheduled departure), queueing delay and the propagation delay actually given.
+//! scheduled departure), queueing delay (per packet, and sampled uniformly in time) and the
+//! propagation delay actually given.
 //! [`LatencyModel`] keeps recent latency samples per duration class and answers quantiles:
 //! the forwarding loop uses one for its timer wake-ups (to wake early and spin the rest) and
 //! one for its ingress wake-ups (how long a frame waited in the TAP before the sleeping
@@ -23,6 +24,8 @@ const BUCKETS: usize = (SUB + (MAX_EXP - SUB_BITS + 1) as u64 * SUB) as usize;
 
 /// Releases later than this are counted apart (the "more than 100 µs late").
 pub const LATE_THRESHOLD_NS: u64 = 100_000;
+/// Interval of the time-sampled queueing delay ([`DirectionTiming::backlog`]).
+pub const BACKLOG_SAMPLE_NS: u64 = 100_000;
 
 fn bucket_of(v: u64) -> usize {
     if v < SUB {
@@ -73,8 +76,16 @@ fn bump(counter: &AtomicU64, n: u64) {
 impl Histogram {
     /// Records one value. Only the owning forwarding thread may call this.
     pub fn record(&self, v: u64) {
-        bump(&self.counts[bucket_of(v)], 1);
-        bump(&self.sum, v);
+        self.record_n(v, 1);
+    }
+
+    /// Records `n` times the value `v`.
+    pub fn record_n(&self, v: u64, n: u64) {
+        if n == 0 {
+            return;
+        }
+        bump(&self.counts[bucket_of(v)], n);
+        bump(&self.sum, v.saturating_mul(n));
         if v > self.max.load(Relaxed) {
             self.max.store(v, Relaxed);
         }
@@ -165,6 +176,25 @@ impl HistogramSnapshot {
         Some(self.max_ns)
     }
 
+    /// The value at cumulative fraction `u` (0..1), spread evenly inside its bucket: drawing
+    /// `u` uniformly samples the recorded distribution (to combine histograms by simulation).
+    pub fn sample(&self, u: f64) -> Option<u64> {
+        if self.count == 0 {
+            return None;
+        }
+        let target = u.clamp(0.0, 1.0) * self.count as f64;
+        let mut seen = 0.0;
+        for &(lower, n) in &self.buckets {
+            if seen + n as f64 >= target {
+                let (_, width) = bucket_range(bucket_of(lower));
+                let within = (target - seen) / n as f64;
+                return Some(lower + (within * width as f64) as u64);
+            }
+            seen += n as f64;
+        }
+        Some(self.max_ns)
+    }
+
     pub fn summary(&self) -> Summary {
         let q = |q| self.quantile(q).unwrap_or(0);
         Summary {
@@ -204,6 +234,10 @@ pub struct DirectionTiming {
     /// Start of serialisation minus arrival: the time spent waiting in the queue (the
     /// packet's own transmission time at the link rate is not included).
     pub queueing: Histogram,
+    /// The link's queueing delay sampled every [`BACKLOG_SAMPLE_NS`]: how long a packet
+    /// arriving at that instant would wait. This is what a probe (ping) sees; the per-packet
+    /// figure above weighs the moments when many packets arrive, as TCP bursts do.
+    pub backlog: Histogram,
     /// Release minus end of serialisation: the propagation delay (with jitter) given.
     pub delay: Histogram,
     /// Ingress latency the emulator subtracted from frames that woke it (last value, ns).
@@ -232,6 +266,7 @@ impl DirectionTiming {
             lateness: self.lateness.snapshot(),
             late_over_100us: self.late.load(Relaxed),
             queueing: self.queueing.snapshot(),
+            backlog: self.backlog.snapshot(),
             delay: self.delay.snapshot(),
             ingress_compensation_ns: self.ingress_compensation_ns.load(Relaxed),
             probes: self.probes.load(Relaxed),
@@ -246,6 +281,8 @@ pub struct TimingSnapshot {
     pub lateness: HistogramSnapshot,
     pub late_over_100us: u64,
     pub queueing: HistogramSnapshot,
+    #[serde(default)]
+    pub backlog: HistogramSnapshot,
     pub delay: HistogramSnapshot,
     pub ingress_compensation_ns: u64,
     pub probes: u64,
@@ -259,6 +296,7 @@ impl TimingSnapshot {
             lateness: self.lateness.since(&earlier.lateness),
             late_over_100us: self.late_over_100us.saturating_sub(earlier.late_over_100us),
             queueing: self.queueing.since(&earlier.queueing),
+            backlog: self.backlog.since(&earlier.backlog),
             delay: self.delay.since(&earlier.delay),
             ingress_compensation_ns: self.ingress_compensation_ns,
             probes: self.probes.saturating_sub(earlier.probes),
@@ -274,6 +312,8 @@ pub struct RecentTiming {
     pub lateness: Summary,
     pub late_over_100us: u64,
     pub queueing: Summary,
+    #[serde(default)]
+    pub backlog: Summary,
     pub delay: Summary,
 }
 
@@ -284,6 +324,7 @@ impl RecentTiming {
             lateness: t.lateness.summary(),
             late_over_100us: t.late_over_100us,
             queueing: t.queueing.summary(),
+            backlog: t.backlog.summary(),
             delay: t.delay.summary(),
         }
     }
@@ -409,6 +450,10 @@ mod tests {
         assert!((p50 as f64 / 5e6 - 1.0).abs() < 0.02, "{p50}");
         assert!(window.max_ns >= 5_000_000);
         assert_eq!(HistogramSnapshot::default().quantile(0.5), None);
+        let s = h.snapshot();
+        let drawn = s.sample(0.5).unwrap();
+        assert!(drawn.abs_diff(s.quantile(0.5).unwrap()) <= 4_000, "{drawn}");
+        assert_eq!(s.sample(0.0), Some(1_000));
     }
 
     #[test]
