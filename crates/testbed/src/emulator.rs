@@ -70,8 +70,9 @@ struct Direction {
     timing: Arc<DirectionTiming>,
 }
 
-/// The emulator's two devices per link (TAPs) and a probe socket on each.
-type Devices = (Vec<[Arc<OwnedFd>; 2]>, Vec<[OwnedFd; 2]>);
+/// The emulator's two devices per link (TAPs), and on each a probe socket that sends and
+/// one that receives.
+type Devices = (Vec<[Arc<OwnedFd>; 2]>, Vec<[(OwnedFd, OwnedFd); 2]>);
 
 fn open_devices(plan: &Plan) -> Result<Devices, TestbedError> {
     let mut taps = Vec::new();
@@ -82,7 +83,11 @@ fn open_devices(plan: &Plan) -> Result<Devices, TestbedError> {
             let offload = topo_link.offload;
             in_netns(&link.ends[i].netns, move || {
                 let tap = open_tap(&device, offload)?;
-                Ok((Arc::new(tap), open_probe_socket(&device)?))
+                let probes = (
+                    open_probe_socket(&device, false)?,
+                    open_probe_socket(&device, true)?,
+                );
+                Ok((Arc::new(tap), probes))
             })
         };
         let ((tap_a, probe_a), (tap_b, probe_b)) = (open(0)?, open(1)?);
@@ -112,10 +117,18 @@ fn start_forwarders(
         mailboxes: Vec::new(),
     };
     let links = plan.topology.links.iter().zip(&taps).zip(probe_sockets);
-    for (index, ((link, fds), [socket_a, socket_b])) in links.enumerate() {
-        for (dir_index, name, params, from, to, socket) in [
-            (0usize, "a_to_b", &link.a_to_b, 0usize, 1usize, socket_a),
-            (1, "b_to_a", &link.b_to_a, 1, 0, socket_b),
+    for (index, ((link, fds), [(send_a, receive_a), (send_b, receive_b)])) in links.enumerate() {
+        for (dir_index, name, params, from, to, socket, probe_rx) in [
+            (
+                0usize,
+                "a_to_b",
+                &link.a_to_b,
+                0usize,
+                1usize,
+                send_a,
+                receive_b,
+            ),
+            (1, "b_to_a", &link.b_to_a, 1, 0, send_b, receive_a),
         ] {
             let counters = Arc::new(DirectionCounters::default());
             let timing = Arc::new(DirectionTiming::default());
@@ -134,6 +147,7 @@ fn start_forwarders(
                 ingress: fds[from].clone(),
                 egress: fds[to].clone(),
                 probe_clock,
+                probe_rx,
                 mailbox,
                 epoch,
                 mtu: link.mtu,

@@ -4,15 +4,18 @@
 //! in one write.
 //!
 //! It keeps its own delay out of the link's: it sleeps in ppoll(2) until shortly before the
-//! next release and spins (yielding the CPU) for the rest, the margin learned from how late
+//! next release and spins for the rest, the margin learned from how late
 //! its own timer wake-ups are; and a frame that wakes it from sleep counts as having arrived
-//! as long before it was read as such wake-ups take (measured with probe frames, see
-//! [`crate::probe`]). Both latencies are kept per duration class by a [`LatencyModel`].
+//! as long before it was read as that wake-up took. The kernel says how long the thread
+//! waited for a CPU after being woken (the run delay in /proc/thread-self/schedstat, read
+//! before and after each sleep); the rest of the wait (waking, returning from ppoll, the
+//! read) is learned from probe frames (see [`crate::probe`]). The latencies are kept per
+//! duration class by [`LatencyModel`]s.
 
 use crate::counters::DirectionCounters;
 use crate::gso::{Segmentation, TcpPacket, VnetHeader, VNET_HDR_LEN};
 use crate::mailbox::{Applied, Mailbox};
-use crate::probe::{parse_probe, ProbeClock};
+use crate::probe::{clock_ns, parse_probe, received_probe, ProbeClock};
 use crate::scheduler::Scheduler;
 use crate::state::unix_ms;
 use crate::timing::{DirectionTiming, LatencyModel};
@@ -37,6 +40,8 @@ const MAX_SPIN_NS: u64 = 500_000;
 /// percentile (release exact); shorter sleeps spin for the median only (release exact on
 /// the median, little CPU when releases follow each other closely).
 const LONG_SLEEP_FACTOR: u64 = 8;
+/// Most a release is started early to make up for the write path (a sanity bound).
+const MAX_LEAD_NS: u64 = 50_000;
 /// A probe read but not matched with its send time within this long is forgotten.
 const PROBE_MATCH_NS: u64 = 200_000_000;
 
@@ -150,11 +155,13 @@ enum Ingress {
     /// Read without sleeping first: they waited no longer than the loop took to come round.
     Hot,
     /// Read after ppoll woke the thread from a sleep that began at `slept_at` and lasted
-    /// `blocked` ns; the first frame waited about `compensation` ns for the wake-up.
+    /// `blocked` ns; the first frame waited about `compensation` ns for the wake-up, of which
+    /// `run_delay` waiting for a CPU (when the kernel said).
     Woke {
         slept_at: u64,
         blocked: u64,
         compensation: u64,
+        run_delay: Option<u64>,
     },
 }
 
@@ -190,13 +197,32 @@ pub struct Forwarder {
     timer_model: LatencyModel,
     /// How long a frame waits for the sleeping thread to wake, by how long it slept.
     ingress_model: LatencyModel,
+    /// The same less the wake-up's run delay: what the kernel's figure leaves out.
+    residual_model: LatencyModel,
+    /// This thread's /proc/thread-self/schedstat (None where the kernel has none).
+    schedstat: Option<std::fs::File>,
     probe_clock: Arc<ProbeClock>,
+    probe_rx: OwnedFd,
+    /// How long a write takes to bring a frame into the far host's stack.
+    delivery_model: LatencyModel,
+    /// Releases start this much before their time: the median of `delivery_model`.
+    lead: u64,
     mailbox: Arc<Mailbox>,
-    /// A probe read but not yet matched with its send time: (seq, read at, slept for).
-    pending_probe: Option<(u64, u64, u64)>,
+    /// A probe read but not yet matched with its send time.
+    pending_probe: Option<PendingProbe>,
     /// Arrival time given to the last frame, so arrivals never go backwards.
     last_arrival: u64,
     name: String,
+}
+
+/// A probe frame read, waiting for its send time.
+#[derive(Clone, Copy)]
+struct PendingProbe {
+    seq: u64,
+    read_at: u64,
+    /// How long the thread had slept before the wake-up that read it (0: it was awake).
+    blocked: u64,
+    run_delay: Option<u64>,
 }
 
 /// What a forwarding thread needs besides its scheduler.
@@ -204,6 +230,8 @@ pub struct ForwarderIo {
     pub ingress: Arc<OwnedFd>,
     pub egress: Arc<OwnedFd>,
     pub probe_clock: Arc<ProbeClock>,
+    /// Receives (with kernel timestamps) the probes this thread writes to its egress device.
+    pub probe_rx: OwnedFd,
     pub mailbox: Arc<Mailbox>,
     pub epoch: Instant,
     pub mtu: u32,
@@ -230,7 +258,12 @@ impl Forwarder {
             spare_times: Vec::with_capacity(TRAIN_LIMIT),
             timer_model: LatencyModel::default(),
             ingress_model: LatencyModel::default(),
+            residual_model: LatencyModel::default(),
+            schedstat: None,
             probe_clock: io.probe_clock,
+            probe_rx: io.probe_rx,
+            delivery_model: LatencyModel::default(),
+            lead: 0,
             mailbox: io.mailbox,
             pending_probe: None,
             last_arrival: 0,
@@ -247,13 +280,17 @@ impl Forwarder {
         // SAFETY: prctl with integer arguments affecting only this thread.
         unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
         raise_priority();
+        // Opened by this thread, so it reads this thread's figures.
+        self.schedstat = std::fs::File::open("/proc/thread-self/schedstat").ok();
         loop {
             if self.mailbox.has_pending() {
                 self.apply_updates();
             }
             self.settle_probe();
             self.release_due();
-            let now = self.now();
+            // Times below are when frames reach the far host: a write started now gets there
+            // `lead` later.
+            let now = self.now() + self.lead;
             let sleep = match self.scheduler.next_release_ns() {
                 Some(due) if due <= now => continue,
                 Some(due) => {
@@ -297,11 +334,13 @@ impl Forwarder {
         margin.min(MAX_SPIN_NS)
     }
 
-    /// One turn of the spin before a release: read whatever arrived, else yield the CPU.
+    /// One turn of the spin before a release: read whatever arrived. The CPU is kept (no
+    /// sched_yield): on a busy machine a yield hands it to another process for a whole time
+    /// slice, which is exactly the lateness the spin is there to avoid. The spin is bounded
+    /// by the margin.
     fn spin_step(&mut self, started: u64) -> std::io::Result<()> {
         if self.read_frames(Ingress::Hot)? == 0 {
-            // SAFETY: sched_yield has no arguments or preconditions.
-            unsafe { libc::sched_yield() };
+            std::hint::spin_loop();
             self.timing.add_spin(self.now().saturating_sub(started));
         }
         Ok(())
@@ -323,6 +362,7 @@ impl Forwarder {
         let timeout_ptr = timeout
             .as_ref()
             .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+        let delay_before = self.run_delay();
         let slept_at = self.now();
         // SAFETY: two valid pollfds, a timespec that outlives the call, no signal mask change.
         let ready = unsafe { libc::ppoll(pfds.as_mut_ptr(), 2, timeout_ptr, std::ptr::null()) };
@@ -345,10 +385,24 @@ impl Forwarder {
             return Wake::Mail;
         }
         let blocked = woke - slept_at;
-        let compensation = self
-            .ingress_model
-            .quantiles(blocked)
-            .map_or(0, |(p50, _)| p50.min(blocked));
+        let run_delay = match (delay_before, self.run_delay()) {
+            (Some(before), Some(after)) => Some(after.saturating_sub(before)),
+            _ => None,
+        };
+        let compensation = match run_delay {
+            Some(delay) => {
+                delay
+                    + self
+                        .residual_model
+                        .quantiles(blocked)
+                        .map_or(0, |(p50, _)| p50)
+            }
+            None => self
+                .ingress_model
+                .quantiles(blocked)
+                .map_or(0, |(p50, _)| p50),
+        }
+        .min(blocked);
         self.timing
             .ingress_compensation_ns
             .store(compensation, Relaxed);
@@ -356,7 +410,19 @@ impl Forwarder {
             slept_at,
             blocked,
             compensation,
+            run_delay,
         })
+    }
+
+    /// Nanoseconds this thread has spent runnable but waiting for a CPU, so far.
+    fn run_delay(&self) -> Option<u64> {
+        use std::os::unix::fs::FileExt;
+        let file = self.schedstat.as_ref()?;
+        let mut buf = [0u8; 96];
+        let n = file.read_at(&mut buf, 0).ok()?;
+        // "<time on CPU> <run delay> <time slices>\n", all decimal.
+        let text = std::str::from_utf8(&buf[..n]).ok()?;
+        text.split_ascii_whitespace().nth(1)?.parse().ok()
     }
 
     /// Reads up to a batch of frames; returns how many were read.
@@ -369,6 +435,7 @@ impl Forwarder {
                     slept_at: 0,
                     blocked: 0,
                     compensation: 0,
+                    run_delay: None,
                 },
                 other => other,
             };
@@ -394,15 +461,19 @@ impl Forwarder {
 
     /// Matches a probe read earlier with its send time and learns the ingress latency.
     fn settle_probe(&mut self) {
-        let Some((seq, read_at, blocked)) = self.pending_probe else {
+        let Some(p) = self.pending_probe else {
             return;
         };
-        if let Some(sent) = self.probe_clock.sent_ns(seq) {
-            self.ingress_model
-                .record(blocked, read_at.saturating_sub(sent));
+        if let Some(sent) = self.probe_clock.sent_ns(p.seq) {
+            let waited = p.read_at.saturating_sub(sent);
+            self.ingress_model.record(p.blocked, waited);
+            if let Some(delay) = p.run_delay {
+                self.residual_model
+                    .record(p.blocked, waited.saturating_sub(delay));
+            }
             self.timing.probes.fetch_add(1, Relaxed);
             self.pending_probe = None;
-        } else if self.now().saturating_sub(read_at) > PROBE_MATCH_NS {
+        } else if self.now().saturating_sub(p.read_at) > PROBE_MATCH_NS {
             self.pending_probe = None;
         }
     }
@@ -431,9 +502,18 @@ impl Forwarder {
         }
         let read_at = self.now();
         if let Some(seq) = parse_probe(&self.scratch[VNET_HDR_LEN..len]) {
+            let probe = |blocked, run_delay| PendingProbe {
+                seq,
+                read_at,
+                blocked,
+                run_delay,
+            };
+            self.time_delivery(len, seq);
             self.pending_probe = match ingress {
-                Ingress::Hot => Some((seq, read_at, 0)),
-                Ingress::Woke { blocked, .. } if blocked > 0 => Some((seq, read_at, blocked)),
+                Ingress::Hot => Some(probe(0, None)),
+                Ingress::Woke {
+                    blocked, run_delay, ..
+                } if blocked > 0 => Some(probe(blocked, run_delay)),
                 // Read behind another frame: its wait says nothing about a wake-up.
                 Ingress::Woke { .. } => self.pending_probe,
             };
@@ -451,6 +531,30 @@ impl Forwarder {
         self.last_arrival = arrival;
         self.offer(arrival, len);
         Ok(true)
+    }
+
+    /// Writes the probe frame in `scratch` to the far end at once and learns, from the far
+    /// side's receive timestamp, how long a write takes to bring a frame into its stack.
+    fn time_delivery(&mut self, len: usize, seq: u64) {
+        let written_at = self.now();
+        // SAFETY: writes our own buffer to the egress TAP.
+        let n = unsafe { libc::write(self.egress.as_raw_fd(), self.scratch.as_ptr().cast(), len) };
+        if n != len as isize {
+            return;
+        }
+        // The frame went through the far stack inside write(): its timestamp is waiting.
+        let Some(received) = received_probe(self.probe_rx.as_raw_fd(), seq) else {
+            return;
+        };
+        let (now, wall) = (self.now(), clock_ns(libc::CLOCK_REALTIME));
+        let arrived = now.saturating_sub(wall.saturating_sub(received));
+        self.delivery_model
+            .record(0, arrived.saturating_sub(written_at));
+        self.lead = self
+            .delivery_model
+            .quantiles(0)
+            .map_or(0, |(p50, _)| p50.min(MAX_LEAD_NS));
+        self.timing.delivery_lead_ns.store(self.lead, Relaxed);
     }
 
     /// Hands the frame in `scratch` (`len` bytes with its virtio-net header) to the scheduler.
@@ -500,7 +604,7 @@ impl Forwarder {
 
     /// Writes every due segment, those that can go together with one system call.
     fn release_due(&mut self) {
-        let now = self.now();
+        let now = self.now() + self.lead;
         let mut run: Option<Run> = None;
         while let Some(entry) = self.scheduler.pop_due(now) {
             let times = (entry.release_ns, entry.finish_ns);
@@ -583,7 +687,7 @@ impl Forwarder {
             }
         };
         let expected: usize = self.iovecs.iter().map(|v| v.iov_len).sum();
-        let write_at = self.now();
+        let write_at = self.now() + self.lead;
         for &(release, finish) in &run.times {
             self.timing.record_release(
                 write_at.saturating_sub(release),

@@ -10,7 +10,8 @@
 //! forwarding thread that reads the probe records the wait against how long it had slept.
 //! Frames that wake the thread then count as having arrived that much earlier. (When the
 //! send call returns is no substitute: the woken reader often runs before the sender gets
-//! its CPU back.) Probes are never forwarded or counted.
+//! its CPU back.) Probes reach no host stack (nothing handles their EtherType) and are never
+//! counted.
 
 use crate::error::TestbedError;
 use crate::rng::Rng;
@@ -73,9 +74,11 @@ fn probe_frame(seq: u64) -> [u8; PROBE_FRAME_LEN] {
     f
 }
 
-/// An AF_PACKET socket that sends on `device` of the calling thread's namespace. It receives
-/// nothing (protocol 0).
-pub fn open_probe_socket(device: &str) -> Result<OwnedFd, TestbedError> {
+/// An AF_PACKET socket on `device` of the calling thread's namespace. With `receive`
+/// false it only sends (protocol 0: nothing is delivered to it); with true it receives the
+/// probe frames the emulator writes to that device, each with the kernel's receive
+/// timestamp (when the frame entered the host's network stack), without blocking.
+pub fn open_probe_socket(device: &str, receive: bool) -> Result<OwnedFd, TestbedError> {
     let name = crate::netns::c_string(device)?;
     // SAFETY: if_nametoindex reads a NUL-terminated string we own.
     let index = unsafe { libc::if_nametoindex(name.as_ptr()) };
@@ -84,8 +87,10 @@ pub fn open_probe_socket(device: &str) -> Result<OwnedFd, TestbedError> {
             "probe socket: no device {device}"
         )));
     }
+    let protocol = if receive { PROBE_ETHERTYPE.to_be() } else { 0 };
+    let flags = libc::SOCK_RAW | libc::SOCK_CLOEXEC | if receive { libc::SOCK_NONBLOCK } else { 0 };
     // SAFETY: plain socket(2) call.
-    let raw = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
+    let raw = unsafe { libc::socket(libc::AF_PACKET, flags, protocol as i32) };
     if raw < 0 {
         return Err(TestbedError::runtime(format!(
             "probe socket: {}",
@@ -97,6 +102,7 @@ pub fn open_probe_socket(device: &str) -> Result<OwnedFd, TestbedError> {
     // SAFETY: sockaddr_ll is plain data; zeroed is a valid starting value.
     let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
     addr.sll_family = libc::AF_PACKET as u16;
+    addr.sll_protocol = protocol;
     addr.sll_ifindex = index as i32;
     // SAFETY: bind with a sockaddr_ll of the size we pass.
     let rc = unsafe {
@@ -112,9 +118,13 @@ pub fn open_probe_socket(device: &str) -> Result<OwnedFd, TestbedError> {
             std::io::Error::last_os_error()
         )));
     }
-    let flags: u32 = libc::SOF_TIMESTAMPING_TX_SOFTWARE
-        | libc::SOF_TIMESTAMPING_SOFTWARE
-        | libc::SOF_TIMESTAMPING_OPT_TSONLY;
+    let flags: u32 = if receive {
+        libc::SOF_TIMESTAMPING_RX_SOFTWARE | libc::SOF_TIMESTAMPING_SOFTWARE
+    } else {
+        libc::SOF_TIMESTAMPING_TX_SOFTWARE
+            | libc::SOF_TIMESTAMPING_SOFTWARE
+            | libc::SOF_TIMESTAMPING_OPT_TSONLY
+    };
     // SAFETY: setsockopt with a u32 we own and its size.
     let rc = unsafe {
         libc::setsockopt(
@@ -134,7 +144,7 @@ pub fn open_probe_socket(device: &str) -> Result<OwnedFd, TestbedError> {
     Ok(fd)
 }
 
-fn clock_ns(clock: libc::clockid_t) -> u64 {
+pub fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -156,6 +166,23 @@ fn transmit_timestamp(fd: i32) -> Option<u64> {
     if unsafe { libc::poll(&mut pfd, 1, 5) } <= 0 {
         return None;
     }
+    timestamped_recv(fd, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT).map(|(_, ts)| ts)
+}
+
+/// The kernel receive time (CLOCK_REALTIME ns) of probe `seq` on a receiving probe socket,
+/// if it is there; whatever else waits on the socket is read and dropped.
+pub fn received_probe(fd: i32, seq: u64) -> Option<u64> {
+    let mut found = None;
+    while let Some((frame, ts)) = timestamped_recv(fd, libc::MSG_DONTWAIT) {
+        if parse_probe(&frame) == Some(seq) {
+            found = Some(ts);
+        }
+    }
+    found
+}
+
+/// One message (up to 64 bytes of it) and its software timestamp.
+fn timestamped_recv(fd: i32, flags: i32) -> Option<([u8; 64], u64)> {
     let mut data = [0u8; 64];
     let mut control = [0u64; 32];
     let mut iov = libc::iovec {
@@ -169,7 +196,7 @@ fn transmit_timestamp(fd: i32) -> Option<u64> {
     msg.msg_control = control.as_mut_ptr().cast();
     msg.msg_controllen = std::mem::size_of_val(&control);
     // SAFETY: recvmsg into buffers we own, sizes given in msg.
-    if unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT) } < 0 {
+    if unsafe { libc::recvmsg(fd, &mut msg, flags) } < 0 {
         return None;
     }
     // SAFETY: walking the control messages the kernel wrote into `control`.
@@ -179,7 +206,7 @@ fn transmit_timestamp(fd: i32) -> Option<u64> {
             if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SO_TIMESTAMPING {
                 // struct scm_timestamping: ts[0] is the software timestamp.
                 let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
-                return Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
+                return Some((data, ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64));
             }
             c = libc::CMSG_NXTHDR(&msg, c);
         }

@@ -242,6 +242,8 @@ pub struct DirectionTiming {
     pub delay: Histogram,
     /// Ingress latency the emulator subtracted from frames that woke it (last value, ns).
     pub ingress_compensation_ns: AtomicU64,
+    /// How early releases start to make up for the write into the far host (ns).
+    pub delivery_lead_ns: AtomicU64,
     /// Probe frames measured (see [`crate::probe`]).
     pub probes: AtomicU64,
     /// Time spent spinning before releases (the price of exact release times).
@@ -269,6 +271,7 @@ impl DirectionTiming {
             backlog: self.backlog.snapshot(),
             delay: self.delay.snapshot(),
             ingress_compensation_ns: self.ingress_compensation_ns.load(Relaxed),
+            delivery_lead_ns: self.delivery_lead_ns.load(Relaxed),
             probes: self.probes.load(Relaxed),
             spin_ns: self.spin_ns.load(Relaxed),
         }
@@ -285,6 +288,8 @@ pub struct TimingSnapshot {
     pub backlog: HistogramSnapshot,
     pub delay: HistogramSnapshot,
     pub ingress_compensation_ns: u64,
+    #[serde(default)]
+    pub delivery_lead_ns: u64,
     pub probes: u64,
     pub spin_ns: u64,
 }
@@ -299,6 +304,7 @@ impl TimingSnapshot {
             backlog: self.backlog.since(&earlier.backlog),
             delay: self.delay.since(&earlier.delay),
             ingress_compensation_ns: self.ingress_compensation_ns,
+            delivery_lead_ns: self.delivery_lead_ns,
             probes: self.probes.saturating_sub(earlier.probes),
             spin_ns: self.spin_ns.saturating_sub(earlier.spin_ns),
         }
