@@ -90,8 +90,8 @@ fn ping_resolution_ms(ms: f64) -> f64 {
     }
 }
 
-/// The median of `floor` + `constant_ms` + one draw from each of `parts` (histograms in ns)
-/// + one draw from each of `late` counted only above the 100 µs lateness threshold, by
+/// The median of `floor` plus `constant_ms`, one draw from each of `parts` (histograms in
+/// ns) and one from each of `late` counted only above the 100 µs lateness threshold, by
 /// simulation: the RTT the emulator's reports predict if its delays add to the hosts'.
 fn predicted_median(
     floor: &[f64],
