@@ -196,9 +196,11 @@ impl Control {
             state: state.clone(),
         });
         let control = self.clone();
+        // The schedule starts now, not when its thread first runs.
+        let start = Instant::now();
         let spawned = std::thread::Builder::new()
             .name("schedule".into())
-            .spawn(move || run_schedule(&control, &schedule, &cancel, &state));
+            .spawn(move || run_schedule(&control, &schedule, start, &cancel, &state));
         if let Err(e) = spawned {
             eprintln!("cannot start the schedule thread: {e}");
         }
@@ -229,12 +231,13 @@ fn wait_until(due: Instant, cancel: &AtomicBool) -> bool {
 fn run_schedule(
     control: &Control,
     schedule: &Schedule,
+    start: Instant,
     cancel: &AtomicBool,
     state: &Mutex<ScheduleState>,
 ) {
     // SAFETY: prctl with integer arguments affecting only this thread.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
-    let start = Instant::now();
+    crate::forwarder::raise_priority();
     let started_ms = lock(state).started_unix_ms;
     let groups = schedule.groups();
     for pass in 0u64.. {
@@ -275,6 +278,8 @@ pub fn serve(control: Arc<Control>, dir: &Path) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name("control".into())
         .spawn(move || {
+            // A change must land within a millisecond even on a busy machine.
+            crate::forwarder::raise_priority();
             for stream in listener.incoming().flatten() {
                 handle(&control, stream);
             }

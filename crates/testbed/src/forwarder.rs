@@ -52,7 +52,7 @@ fn log(msg: impl std::fmt::Display) {
 /// Nice -20 for the calling thread: on a busy machine a waking forwarder then preempts
 /// ordinary work at once instead of waiting out its time slice (milliseconds of lateness),
 /// while staying in the fair scheduler (it cannot starve anything).
-fn raise_priority() {
+pub fn raise_priority() {
     // SAFETY: gettid and setpriority on our own thread id.
     unsafe {
         let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
@@ -403,6 +403,14 @@ impl Forwarder {
                 .map_or(0, |(p50, _)| p50),
         }
         .min(blocked);
+        // Woken at or after the timer's deadline: unless the thread waited for a CPU (which
+        // the run delay above covers), the frame came after the deadline, so it waited at
+        // most since then; the clamp can only under-compensate (a later release), never
+        // release early.
+        let compensation = match sleep {
+            Some((_, t)) if woke >= slept_at + t => compensation.min(woke - slept_at - t),
+            _ => compensation,
+        };
         self.timing
             .ingress_compensation_ns
             .store(compensation, Relaxed);
@@ -703,6 +711,13 @@ impl Forwarder {
             DirectionCounters::add(&c.packets_forwarded, packets as u64);
             DirectionCounters::add(&c.bytes_forwarded, frame_bytes);
         } else {
+            let err = std::io::Error::last_os_error();
+            if c.write_errors.load(Relaxed) < 10 {
+                log(format!(
+                    "{}: write of {packets} packet(s), {expected} bytes, returned {written} ({err})",
+                    self.name
+                ));
+            }
             DirectionCounters::add(&c.write_errors, packets as u64);
         }
         for p in run.train.drain(..) {
