@@ -4,11 +4,22 @@ use clap::{Args, Parser, Subcommand};
 use linkperf_proto::{Direction, Protocol, TestConfig};
 use std::net::IpAddr;
 
+/// Shown under the command list of `linkperf --help`.
+const AFTER_HELP: &str = "\
+Units: rates are bits/s, k M G T = x1000 in any case (100M = 100Mbit = 100mbit/s = 100Mbps);
+sizes are bytes, K M G T = x1024 in any case (64K = 64k = 64KB = 64KiB = 65536).
+Bytes per second (100MB/s) are refused for rates: write 800M. Table: README.md, Units.
+
+Ctrl-C ends client, rr, sweep, campaign run and demo early: the partial result is
+printed, then linkperf exits 130; a second Ctrl-C exits at once.
+Exit codes: 0 done, 1 the test failed, 2 usage error, 130 interrupted (143 on SIGTERM).";
+
 #[derive(Parser, Debug)]
 #[command(
     name = "linkperf",
     version,
-    about = "Network performance test bench: throughput, loss, jitter, latency and why"
+    about = "Network performance test bench: throughput, loss, jitter, latency and why",
+    after_help = AFTER_HELP
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -41,6 +52,67 @@ pub enum Command {
     Results(crate::results::ResultsArgs),
     /// Write one self-contained HTML report (plots and tables) of a run or sweep.
     Report(crate::report_cmd::ReportArgs),
+}
+
+/// One line from a clap error, whole: its message, the missing arguments with
+/// the usage, the accepted values and clap's "did you mean" suggestion. The
+/// multi-line block clap prints is cut so every usage error is one line.
+pub fn one_line(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ErrorKind};
+    let text = e.to_string();
+    let head = text
+        .lines()
+        .next()
+        .unwrap_or("invalid arguments")
+        .trim_start_matches("error: ")
+        .trim_end();
+    let mut line = if e.kind() == ErrorKind::MissingRequiredArgument {
+        let missing = context_strings(e, ContextKind::InvalidArg);
+        if missing.is_empty() {
+            head.trim_end_matches(':').to_string()
+        } else {
+            format!("missing {}", missing.join(" and "))
+        }
+    } else {
+        head.to_string()
+    };
+    let suggested = [
+        ContextKind::SuggestedSubcommand,
+        ContextKind::SuggestedArg,
+        ContextKind::SuggestedValue,
+    ]
+    .into_iter()
+    .map(|k| context_strings(e, k))
+    .find(|s| !s.is_empty());
+    if let Some(s) = suggested {
+        let quoted: Vec<String> = s.iter().map(|v| format!("'{v}'")).collect();
+        line.push_str(&format!("; did you mean {}?", quoted.join(" or ")));
+    }
+    let valid = context_strings(e, ContextKind::ValidValue);
+    if !valid.is_empty() && !line.contains(&valid.join(", ")) {
+        line.push_str(&format!("; accepted: {}", valid.join(", ")));
+    }
+    if matches!(
+        e.kind(),
+        ErrorKind::MissingRequiredArgument | ErrorKind::MissingSubcommand
+    ) {
+        let usage = context_strings(e, ContextKind::Usage);
+        if let Some(u) = usage.first().and_then(|u| u.lines().next()) {
+            let u = u.trim().trim_start_matches("Usage:").trim();
+            line.push_str(&format!(" (usage: {u})"));
+        }
+    }
+    line
+}
+
+fn context_strings(e: &clap::Error, kind: clap::error::ContextKind) -> Vec<String> {
+    use clap::error::ContextValue;
+    match e.get(kind) {
+        Some(ContextValue::String(s)) => vec![s.clone()],
+        Some(ContextValue::Strings(v)) => v.clone(),
+        Some(ContextValue::StyledStr(s)) => vec![s.to_string()],
+        _ => vec![],
+    }
 }
 
 fn size(s: &str) -> Result<u64, String> {
@@ -82,6 +154,23 @@ pub struct ServerArgs {
     /// Serve iperf3 clients one at a time; a second one is told the server is busy.
     #[arg(long)]
     pub exclusive: bool,
+    /// Ports (LOW-HIGH) for the data listeners of tests that set socket buffers
+    /// or the MSS (default: any free port); open them in a firewall.
+    #[arg(long, value_name = "LOW-HIGH", value_parser = port_range)]
+    pub data_ports: Option<std::ops::RangeInclusive<u16>>,
+}
+
+fn port_range(s: &str) -> Result<std::ops::RangeInclusive<u16>, String> {
+    let bad = || format!("'{s}' is not a port range; expected LOW-HIGH, e.g. 5212-5251");
+    let (lo, hi) = s.split_once('-').ok_or_else(bad)?;
+    let (lo, hi): (u16, u16) = (
+        lo.trim().parse().map_err(|_| bad())?,
+        hi.trim().parse().map_err(|_| bad())?,
+    );
+    if lo == 0 || lo > hi {
+        return Err(bad());
+    }
+    Ok(lo..=hi)
 }
 
 #[derive(Args, Debug, Clone)]
@@ -142,25 +231,26 @@ pub struct ClientArgs {
     /// Receive buffer (SO_RCVBUF) only.
     #[arg(long, value_parser = size32)]
     pub rcvbuf: Option<u32>,
-    /// TCP_NODELAY.
+    /// TCP_NODELAY (TCP only).
     #[arg(short = 'N', long = "no-delay")]
     pub nodelay: bool,
-    /// TCP maximum segment size.
+    /// TCP maximum segment size (TCP only).
     #[arg(short = 'M', long = "set-mss", value_parser = size32)]
     pub mss: Option<u32>,
-    /// TCP congestion control (reno, cubic, bbr, ...).
+    /// TCP congestion control (reno, cubic, bbr, ...; TCP only).
     #[arg(short = 'C', long = "congestion")]
     pub congestion: Option<String>,
-    /// Kernel pacing (SO_MAX_PACING_RATE), bits/s.
+    /// Kernel pacing (SO_MAX_PACING_RATE), bits/s; UDP is paced by it only
+    /// through an fq qdisc.
     #[arg(long, value_parser = rate)]
     pub pacing_rate: Option<u64>,
     /// Target rate per stream in bits/s (UDP default 1M; 0 = unlimited).
     #[arg(short = 'b', long = "bitrate", value_parser = rate)]
     pub bitrate: Option<u64>,
-    /// Set the don't-fragment bit on UDP datagrams.
+    /// Set the don't-fragment bit on UDP datagrams (UDP only).
     #[arg(long)]
     pub dont_fragment: bool,
-    /// Send from a memfd with sendfile (TCP).
+    /// Send from a memfd with sendfile (TCP only).
     #[arg(short = 'Z', long)]
     pub zerocopy: bool,
     /// One JSON document at the end.

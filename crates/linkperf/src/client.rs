@@ -268,13 +268,14 @@ fn drive(
             config: config.clone(),
         })
         .map_err(fail)?;
-    let (cookie, endpoints, mut warnings) =
+    let (cookie, endpoints, mut warnings, data_port) =
         match wait_message(events, Duration::from_secs(15), "test set-up")? {
             ServerMessage::Ready {
                 cookie,
                 streams,
                 warnings,
-            } => (cookie, streams, warnings),
+                data_port,
+            } => (cookie, streams, warnings, data_port),
             other => {
                 return Err(fail(format!(
                     "unexpected answer from the server: {other:?}"
@@ -283,6 +284,7 @@ fn drive(
         };
 
     // Open the data connections.
+    let data_addr = SocketAddr::new(server.ip(), data_port.unwrap_or(server.port()));
     let mut plans = Vec::new();
     for (index, (id, role)) in data::stream_roles(config, false).into_iter().enumerate() {
         let port = options
@@ -298,8 +300,8 @@ fn drive(
                     message: m,
                     exit_code: 2,
                 })?;
-                sock.connect_timeout(&server.into(), Duration::from_secs(5))
-                    .map_err(|e| connect_error(server, e))?;
+                sock.connect_timeout(&data_addr.into(), Duration::from_secs(5))
+                    .map_err(|e| connect_error(data_addr, e))?;
                 let mut stream: TcpStream = sock.into();
                 let mut hello = Preamble::Data.bytes().to_vec();
                 hello.extend_from_slice(

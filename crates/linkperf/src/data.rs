@@ -4,7 +4,8 @@ use linkperf_engine::sockopt;
 use linkperf_proto::results::Role;
 use linkperf_proto::{udp, Direction, TestConfig};
 use socket2::{Domain, Protocol as SockProtocol, SockRef, Socket, Type};
-use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::ops::RangeInclusive;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Stream ids and what this end does with each. Client-to-server streams are
@@ -34,6 +35,65 @@ pub fn prepare_tcp(stream: &TcpStream, config: &TestConfig) -> Result<Vec<String
     tcp_only.mss = None; // MSS is negotiated in the handshake: set before connect only
     sockopt::apply_tcp(&sock, &tcp_only)?;
     Ok(warnings)
+}
+
+/// True when the test sets an option that the TCP handshake negotiates: the
+/// receive buffer fixes the window scale in the SYN, the MSS is announced in
+/// it, and a listener passes its send buffer on too. Such a test's data
+/// connections must be accepted by a listener that has these options before
+/// `listen`; set after `accept`, a small window collapses (the scale was
+/// chosen for the default buffer).
+pub fn handshake_options_set(config: &TestConfig) -> bool {
+    config.rcvbuf.is_some() || config.sndbuf.is_some() || config.mss.is_some()
+}
+
+/// A TCP listener for one test's data connections, with the test's buffers
+/// and TCP options set before `listen`, so every accepted connection has them
+/// from its first segment. Bound to `ip`, on a port of `ports` (any free one
+/// when `None`). Returns the listener and the buffer warnings.
+pub fn data_listener(
+    ip: IpAddr,
+    ports: Option<&RangeInclusive<u16>>,
+    config: &TestConfig,
+    backlog: i32,
+) -> Result<(TcpListener, Vec<String>), String> {
+    let domain = if ip.is_ipv6() {
+        Domain::IPV6
+    } else {
+        Domain::IPV4
+    };
+    let candidates: Vec<u16> = match ports {
+        Some(r) => r.clone().collect(),
+        None => vec![0],
+    };
+    for port in candidates {
+        let sock =
+            Socket::new(domain, Type::STREAM, None).map_err(|e| format!("data listener: {e}"))?;
+        let warnings = sockopt::apply_buffers(&sock, config);
+        sockopt::apply_tcp(&sock, config)?;
+        if sock.bind(&SocketAddr::new(ip, port).into()).is_err() {
+            continue;
+        }
+        sock.listen(backlog)
+            .map_err(|e| format!("data listener on {ip}:{port}: {e}"))?;
+        return Ok((sock.into(), warnings));
+    }
+    Err(match ports {
+        Some(r) => format!(
+            "every data port in {}-{} is in use; widen --data-ports",
+            r.start(),
+            r.end()
+        ),
+        None => format!("cannot bind a data listener on {ip}"),
+    })
+}
+
+/// Options to set on an accepted data connection: those the handshake does
+/// not negotiate (the listener set the others before `listen`).
+pub fn prepare_accepted(stream: &TcpStream, config: &TestConfig) -> Result<(), String> {
+    let mut after_handshake = config.clone();
+    after_handshake.mss = None;
+    sockopt::apply_tcp(&SockRef::from(stream), &after_handshake)
 }
 
 /// A UDP socket bound to `addr` with the test's options.

@@ -63,13 +63,16 @@ pub fn run() -> ExitCode {
         bitrate: Some(100_000_000),
         ..Default::default()
     };
+    // After Ctrl-C the interrupted test's partial result is the last output.
+    let go_on = || !crate::signals::INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed);
     let ok = run_one("TCP, one stream, loopback", addr, tcp)
+        && go_on()
         && run_one(
             "UDP at 100 Mbit/s, 1460-byte datagrams, loopback",
             addr,
             udp,
         );
-    let ok = ok && emulated_wan();
+    let ok = ok && go_on() && emulated_wan();
     if ok {
         ExitCode::SUCCESS
     } else {
@@ -137,6 +140,9 @@ fn emulated_wan() -> bool {
             ("window-limited: -w 64K", "64K"),
             ("well tuned: -w 2M", "2M"),
         ] {
+            if crate::signals::INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) {
+                break;
+            }
             say!("\n-- {title}");
             let status = testbed
                 .command("a", &exe)

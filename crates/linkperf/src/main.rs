@@ -19,6 +19,7 @@ macro_rules! say_raw {
     }};
 }
 
+mod archive;
 mod campaign;
 mod cli;
 mod client;
@@ -47,23 +48,32 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind;
-            if matches!(
-                e.kind(),
-                ErrorKind::DisplayHelp
-                    | ErrorKind::DisplayVersion
-                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
-            ) {
-                let _ = e.print();
-                return ExitCode::SUCCESS;
+            match e.kind() {
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+                    let _ = e.print();
+                    return ExitCode::SUCCESS;
+                }
+                // `linkperf` (or `linkperf results`) alone: the help, on
+                // stderr, and the usage error's exit code.
+                ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+                    let _ = e.print();
+                    return ExitCode::from(2);
+                }
+                _ => {
+                    eprintln!("linkperf: {}", cli::one_line(&e));
+                    return ExitCode::from(2);
+                }
             }
-            // One line: clap's first line without its "error: " prefix.
-            let text = e.to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments");
-            eprintln!("linkperf: {}", first.trim_start_matches("error: "));
-            return ExitCode::from(2);
         }
     };
-    match cli.command {
+    let code = dispatch(cli.command);
+    // One convention for every command: interrupted means 128 + the signal,
+    // after the command has printed (and stored) its partial result.
+    signals::exit_code().unwrap_or(code)
+}
+
+fn dispatch(command: Command) -> ExitCode {
+    match command {
         Command::Server(args) => run_server(args),
         Command::Client(args) => run_client(args),
         Command::Demo => demo::run(),
@@ -91,6 +101,7 @@ fn run_server(args: cli::ServerArgs) -> ExitCode {
         verbose: !args.quiet,
         iperf3_port: args.iperf3_port,
         exclusive: args.exclusive,
+        data_ports: args.data_ports.clone(),
     };
     match server::Server::bind(options) {
         Ok(s) => {
@@ -133,6 +144,13 @@ fn run_client(args: ClientArgs) -> ExitCode {
     if let Err(e) = options.config.validate() {
         eprintln!("linkperf: {e}");
         return ExitCode::from(2);
+    }
+    if !args.no_store && args.from.is_none() {
+        // A result that could not be stored where --db says: refused before the test.
+        if let Err(e) = linkperf_store::check_writable(args.db.as_deref()) {
+            eprintln!("linkperf: {e}");
+            return ExitCode::from(2);
+        }
     }
     signals::install();
     if let Some(from) = &args.from {
@@ -178,15 +196,10 @@ fn run_client(args: ClientArgs) -> ExitCode {
         Ok(report) => {
             // Stored before printing, so a slow archive cannot cut the output
             // short on Ctrl-C; a failure to store is only a warning.
-            if !args.no_store {
-                let doc = serde_json::to_value(&report).expect("report serialises");
-                let run = linkperf_store::NewRun::from_test_report(doc);
-                if let Err(e) = linkperf_store::Store::open(args.db.as_deref())
-                    .and_then(|mut s| s.insert_run(&run))
-                {
-                    eprintln!("linkperf: warning: the result was not stored: {e}");
-                }
-            }
+            let stored = (!args.no_store)
+                .then(|| archive::store_test(&report, args.db.as_deref()))
+                .flatten();
+            let printed = archive::WithId::new(&report, &stored);
             if iperf3_json {
                 say!(
                     "{}",
@@ -196,10 +209,10 @@ fn run_client(args: ClientArgs) -> ExitCode {
             } else if args.json {
                 say!(
                     "{}",
-                    serde_json::to_string_pretty(&report).expect("report serialises")
+                    serde_json::to_string_pretty(&printed).expect("report serialises")
                 );
             } else if json_stream {
-                let line = serde_json::json!({"schema": report::SCHEMA, "event": "summary", "data": &report});
+                let line = serde_json::json!({"schema": report::SCHEMA, "event": "summary", "data": &printed});
                 say!("{line}");
             } else {
                 if report.intervals.is_empty() {
@@ -209,6 +222,9 @@ fn run_client(args: ClientArgs) -> ExitCode {
                     );
                 }
                 say_raw!("{}", text::summary(&report));
+                if let Some((id, place)) = &stored {
+                    say!("stored as run {id} in {place}");
+                }
             }
             if report.errors.is_empty() {
                 ExitCode::SUCCESS

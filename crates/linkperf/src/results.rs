@@ -1,9 +1,12 @@
 //! `linkperf results list|show|compare|export`: browse and reuse the archive.
 //! The export JSON is the input of `linkperf report` (docs/archive.md).
+//! Reading never creates an archive: a missing one is an error.
+
+mod show;
 
 use crate::sweep::{self, stats, PointSummary};
 use clap::{Args, Subcommand, ValueEnum};
-use linkperf_store::{EntryKind, ListFilter, RunRow, Store, SweepRow};
+use linkperf_store::{EntryKind, ListEntry, ListFilter, RunRow, Store, SweepRow};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -73,19 +76,23 @@ pub enum ExportFormat {
 }
 
 /// A usage problem (exit 2) or a failure (exit 1), one line each.
-enum Fail {
+pub(crate) enum Fail {
     Usage(String),
     Run(String),
 }
 
 impl From<linkperf_store::StoreError> for Fail {
     fn from(e: linkperf_store::StoreError) -> Self {
-        Fail::Run(e.to_string())
+        if e.usage {
+            Fail::Usage(e.to_string())
+        } else {
+            Fail::Run(e.to_string())
+        }
     }
 }
 
 pub fn run(args: ResultsArgs) -> ExitCode {
-    let result = Store::open(args.db.as_deref())
+    let result = Store::open_existing(args.db.as_deref())
         .map_err(Fail::from)
         .and_then(|mut store| match args.command {
             ResultsCommand::List {
@@ -106,7 +113,7 @@ pub fn run(args: ResultsArgs) -> ExitCode {
                 },
                 json,
             ),
-            ResultsCommand::Show { id, json } => show(&mut store, id, json),
+            ResultsCommand::Show { id, json } => show::show(&mut store, id, json),
             ResultsCommand::Compare { a, b, json } => compare(&mut store, a, b, json),
             ResultsCommand::Export { id, format, output } => export(&mut store, id, format, output),
         });
@@ -146,7 +153,7 @@ pub fn utc(ms: i64) -> String {
     )
 }
 
-fn rate(v: Option<f64>) -> String {
+pub(crate) fn rate(v: Option<f64>) -> String {
     v.map(linkperf_units::format_rate)
         .unwrap_or_else(|| "-".into())
 }
@@ -168,6 +175,11 @@ fn list(store: &mut Store, filter: &ListFilter, json_out: bool) -> Result<(), Fa
                     "received_bits_per_second": e.metrics.received_bps,
                     "loss_percent": e.metrics.loss_percent,
                     "rtt_mean_ms": e.metrics.rtt_mean_ms,
+                    "rtt_p50_ms": e.rr.as_ref().and_then(|q| q.rtt_p50_ms),
+                    "rtt_p99_ms": e.rr.as_ref().and_then(|q| q.rtt_p99_ms),
+                    "transactions": e.rr.as_ref().and_then(|q| q.transactions),
+                    "congestion": e.metrics.congestion,
+                    "flows": e.metrics.flows, "hosts": e.metrics.hosts,
                     "interrupted": e.metrics.interrupted,
                     "status": e.sweep_status, "points": e.sweep_points,
                     "planned_runs": e.sweep_planned, "runs": e.sweep_runs,
@@ -203,33 +215,7 @@ fn list(store: &mut Store, filter: &ListFilter, json_out: bool) -> Result<(), Fa
         "host"
     );
     for e in &entries {
-        let summary = if e.kind == "sweep" {
-            format!(
-                "{}, {} points, {}/{} runs",
-                e.sweep_status.as_deref().unwrap_or("?"),
-                e.sweep_points.unwrap_or(0),
-                e.sweep_runs.unwrap_or(0),
-                e.sweep_planned.unwrap_or(0)
-            )
-        } else {
-            let m = &e.metrics;
-            let mut s = format!(
-                "{} {} received {}",
-                m.protocol.as_deref().unwrap_or("-"),
-                m.direction.as_deref().unwrap_or("-"),
-                rate(m.received_bps)
-            );
-            if let Some(l) = m.loss_percent {
-                s.push_str(&format!(", loss {l:.2}%"));
-            }
-            if let Some(p) = e.parent {
-                s.push_str(&format!(" (sweep {p})"));
-            }
-            if m.interrupted {
-                s.push_str(" (interrupted)");
-            }
-            s
-        };
+        let summary = list_summary(e);
         let host: String = e.host.chars().take(20).collect();
         say!(
             "{:>8}  {:<8}  {:<19}  {:<20}  {summary}",
@@ -246,7 +232,58 @@ fn list(store: &mut Store, filter: &ListFilter, json_out: bool) -> Result<(), Fa
     Ok(())
 }
 
-fn load_sweep(store: &mut Store, id: i64) -> Result<(SweepRow, Vec<RunRow>), Fail> {
+/// The summary column of `results list` for one entry.
+fn list_summary(e: &ListEntry) -> String {
+    let m = &e.metrics;
+    let mut s = match e.kind.as_str() {
+        "sweep" => {
+            return format!(
+                "{}, {} points, {}/{} runs",
+                e.sweep_status.as_deref().unwrap_or("?"),
+                e.sweep_points.unwrap_or(0),
+                e.sweep_runs.unwrap_or(0),
+                e.sweep_planned.unwrap_or(0)
+            )
+        }
+        "campaign" => format!(
+            "{} flows, {} hosts, aggregate sent {} received {}",
+            m.flows.map_or("-".into(), |n| n.to_string()),
+            m.hosts.map_or("-".into(), |n| n.to_string()),
+            rate(m.sent_bps),
+            rate(m.received_bps)
+        ),
+        "rr" => {
+            let q = e.rr.clone().unwrap_or_default();
+            let ms = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.3} ms"));
+            format!(
+                "{} {}: {} transactions, RTT p50 {}, p99 {}",
+                m.protocol.as_deref().unwrap_or("-"),
+                q.mode,
+                q.transactions.unwrap_or(0),
+                ms(q.rtt_p50_ms),
+                ms(q.rtt_p99_ms)
+            )
+        }
+        _ => format!(
+            "{} {} received {}",
+            m.protocol.as_deref().unwrap_or("-"),
+            m.direction.as_deref().unwrap_or("-"),
+            rate(m.received_bps)
+        ),
+    };
+    if let Some(l) = m.loss_percent {
+        s.push_str(&format!(", loss {l:.2}%"));
+    }
+    if let Some(p) = e.parent {
+        s.push_str(&format!(" (sweep {p})"));
+    }
+    if m.interrupted {
+        s.push_str(" (interrupted)");
+    }
+    s
+}
+
+pub(crate) fn load_sweep(store: &mut Store, id: i64) -> Result<(SweepRow, Vec<RunRow>), Fail> {
     let sweep = store
         .sweep(id)?
         .ok_or_else(|| Fail::Run(format!("sweep {id} is missing from the archive")))?;
@@ -254,156 +291,64 @@ fn load_sweep(store: &mut Store, id: i64) -> Result<(SweepRow, Vec<RunRow>), Fai
     Ok((sweep, runs))
 }
 
-fn not_found(store: &Store, id: i64) -> Fail {
+pub(crate) fn not_found(store: &Store, id: i64) -> Fail {
     Fail::Usage(format!(
         "no run or sweep {id} in the archive {} (see linkperf results list)",
         store.location().describe()
     ))
 }
 
-fn show(store: &mut Store, id: i64, json_out: bool) -> Result<(), Fail> {
-    match store.entry_kind(id)? {
-        None => Err(not_found(store, id)),
-        Some(EntryKind::Sweep) => {
-            let (sweep, runs) = load_sweep(store, id)?;
-            let points = sweep::summarise(&sweep, &runs);
-            if json_out {
-                say!(
-                    "{}",
-                    serde_json::to_string_pretty(&sweep::sweep_json(&sweep, &points))
-                        .expect("sweep serialises")
-                );
-            } else {
-                say!("{}", sweep::run::sweep_heading(&sweep, runs.len(), store));
-                say_raw!("{}", sweep::sweep_table(&sweep, &points));
-                for w in sweep::confidence_warnings(&sweep, &points) {
-                    say!("{w}");
-                }
-            }
-            Ok(())
-        }
-        Some(EntryKind::Run(_)) => {
-            let run = store
-                .run(id, true)?
-                .ok_or_else(|| Fail::Run(format!("run {id} is missing from the archive")))?;
-            let report = run.report.clone().unwrap_or(Value::Null);
-            if json_out {
-                say!(
-                    "{}",
-                    serde_json::to_string_pretty(&report).expect("report serialises")
-                );
-                return Ok(());
-            }
-            show_run(store, &run, &report)
-        }
-    }
-}
-
-fn show_run(store: &mut Store, run: &RunRow, report: &Value) -> Result<(), Fail> {
-    let m = &run.metrics;
-    say!(
-        "run {} ({}) against {} at {} UTC{}",
-        run.id,
-        run.kind,
-        run.host,
-        utc(run.started_unix_ms),
-        if m.interrupted { ", interrupted" } else { "" }
-    );
-    if let Some(s) = run.slot {
-        say!(
-            "  sweep {}, point {}, repetition {}",
-            s.sweep_id,
-            s.point,
-            s.repetition + 1
-        );
-    }
-    if let Some(t) = report.get("test") {
-        let opt = |k: &str| match t.get(k) {
-            Some(Value::Null) | None => "-".to_string(),
-            Some(Value::String(s)) => s.clone(),
-            Some(v) => v.to_string(),
-        };
-        say!(
-            "  {} {}, {} s, -P {}, -l {}, sndbuf {}, rcvbuf {}, congestion {}",
-            opt("protocol"),
-            opt("direction"),
-            opt("duration_s"),
-            opt("parallel"),
-            opt("length"),
-            opt("sndbuf"),
-            opt("rcvbuf"),
-            opt("congestion")
-        );
-    }
-    say!(
-        "  sent {}, received {}{}{}",
-        rate(m.sent_bps),
-        rate(m.received_bps),
-        m.loss_percent
-            .map(|l| format!(", loss {l:.3}%"))
-            .unwrap_or_default(),
-        m.rtt_mean_ms
-            .map(|r| format!(", mean RTT {r:.3} ms"))
-            .unwrap_or_default()
-    );
-    say!(
-        "  CPU local {}, remote {}",
-        m.cpu_local_percent
-            .map(|c| format!("{c:.1}%"))
-            .unwrap_or_else(|| "-".into()),
-        m.cpu_remote_percent
-            .map(|c| format!("{c:.1}%"))
-            .unwrap_or_else(|| "-".into())
-    );
-    for (side, key) in [("local", "/start/local"), ("remote", "/start/remote")] {
-        if let Some(f) = report.pointer(key) {
-            say!(
-                "  {side} host: {} ({} CPUs, kernel {})",
-                f.get("hostname").and_then(Value::as_str).unwrap_or("?"),
-                f.get("cpus").and_then(Value::as_u64).unwrap_or(0),
-                f.get("kernel").and_then(Value::as_str).unwrap_or("?")
-            );
-        }
-    }
-    let samples = store.samples(run.id)?;
-    let sums: Vec<_> = samples
-        .iter()
-        .filter(|s| s.stream_id == -1 && s.interval_idx >= 0)
-        .collect();
-    if !sums.is_empty() {
-        say!("  interval          direction          sent            received");
-        for s in sums {
-            say!(
-                "  {:>6.2}-{:<6.2} s  {:<17}  {:<14}  {}",
-                s.start_s.unwrap_or(0.0),
-                s.end_s.unwrap_or(0.0),
-                s.direction,
-                rate(s.sent_bps),
-                rate(s.received_bps)
-            );
-        }
-    }
-    Ok(())
-}
-
 /// The samples of one side of a comparison: parameters and per-run values.
 struct Group {
     params: Value,
+    runs: usize,
     received: Vec<f64>,
     sent: Vec<f64>,
     cpu_local: Vec<f64>,
     cpu_remote: Vec<f64>,
+    rtt_mean: Vec<f64>,
+    rtt_p50: Vec<f64>,
+    rtt_p99: Vec<f64>,
 }
 
 fn group_of(runs: &[&RunRow], params: Value) -> Group {
     let col = |f: fn(&RunRow) -> Option<f64>| runs.iter().filter_map(|r| f(r)).collect();
     Group {
         params,
+        runs: runs.len(),
         received: col(|r| r.metrics.received_bps),
         sent: col(|r| r.metrics.sent_bps),
         cpu_local: col(|r| r.metrics.cpu_local_percent),
         cpu_remote: col(|r| r.metrics.cpu_remote_percent),
+        // A test's RTT is its congestion window's, not a latency measurement.
+        rtt_mean: col(|r| r.rr.as_ref().and(r.metrics.rtt_mean_ms)),
+        rtt_p50: col(|r| r.rr.as_ref()?.rtt_p50_ms),
+        rtt_p99: col(|r| r.rr.as_ref()?.rtt_p99_ms),
     }
+}
+
+/// The params of the points of `side` that have runs and no counterpart
+/// with runs in `other`: they cannot be compared, and are named.
+fn unmatched(side: &[Group], other: &[Group]) -> Vec<Value> {
+    side.iter()
+        .filter(|x| x.runs > 0)
+        .filter(|x| !other.iter().any(|y| y.runs > 0 && y.params == x.params))
+        .map(|x| x.params.clone())
+        .collect()
+}
+
+fn point_label(params: &Value) -> String {
+    PointSummary {
+        index: 0,
+        params: params.clone(),
+        run_ids: vec![],
+        received: None,
+        sent: None,
+        cpu_local: None,
+        cpu_remote: None,
+        confidence_reached: None,
+    }
+    .label()
 }
 
 fn groups(store: &mut Store, id: i64) -> Result<Vec<Group>, Fail> {
@@ -440,41 +385,19 @@ fn mean(v: &[f64]) -> Option<f64> {
 /// Significance threshold of `compare`.
 const ALPHA: f64 = 0.05;
 
-fn compare(store: &mut Store, a: i64, b: i64, json_out: bool) -> Result<(), Fail> {
-    let ga = groups(store, a)?;
-    let gb = groups(store, b)?;
-    let mut pairs: Vec<(&Group, &Group)> = Vec::new();
-    if (ga.len() == 1) != (gb.len() == 1) {
-        let (one, many, n) = if ga.len() == 1 {
-            (a, b, gb.len())
-        } else {
-            (b, a, ga.len())
-        };
-        return Err(Fail::Usage(format!(
-            "{one} has one point and {many} has {n}: compare runs with runs and sweeps with sweeps (or a one-point sweep)"
-        )));
-    }
-    if ga.len() == 1 && gb.len() == 1 {
-        pairs.push((&ga[0], &gb[0]));
-    } else {
-        for x in &ga {
-            if let Some(y) = gb.iter().find(|y| y.params == x.params) {
-                pairs.push((x, y));
-            }
-        }
-        if pairs.is_empty() {
-            return Err(Fail::Usage(format!(
-                "{a} and {b} have no point in common (same varied values) to compare"
-            )));
-        }
-    }
+/// One row per metric both sides of a pair have: means, difference and
+/// Welch's t-test.
+fn comparison_rows(pairs: &[(&Group, &Group)]) -> Vec<Value> {
     let mut rows = Vec::new();
-    for (x, y) in &pairs {
-        let metrics: [(&str, &Vec<f64>, &Vec<f64>); 4] = [
+    for (x, y) in pairs {
+        let metrics: [(&str, &Vec<f64>, &Vec<f64>); 7] = [
             ("received_bits_per_second", &x.received, &y.received),
             ("sent_bits_per_second", &x.sent, &y.sent),
             ("cpu_local_percent", &x.cpu_local, &y.cpu_local),
             ("cpu_remote_percent", &x.cpu_remote, &y.cpu_remote),
+            ("rtt_mean_ms", &x.rtt_mean, &y.rtt_mean),
+            ("rtt_p50_ms", &x.rtt_p50, &y.rtt_p50),
+            ("rtt_p99_ms", &x.rtt_p99, &y.rtt_p99),
         ];
         for (name, va, vb) in metrics {
             let (Some(ma), Some(mb)) = (mean(va), mean(vb)) else {
@@ -493,11 +416,47 @@ fn compare(store: &mut Store, a: i64, b: i64, json_out: bool) -> Result<(), Fail
             }));
         }
     }
+    rows
+}
+
+fn compare(store: &mut Store, a: i64, b: i64, json_out: bool) -> Result<(), Fail> {
+    let ga = groups(store, a)?;
+    let gb = groups(store, b)?;
+    let mut pairs: Vec<(&Group, &Group)> = Vec::new();
+    if (ga.len() == 1) != (gb.len() == 1) {
+        let (one, many, n) = if ga.len() == 1 {
+            (a, b, gb.len())
+        } else {
+            (b, a, ga.len())
+        };
+        return Err(Fail::Usage(format!(
+            "{one} has one point and {many} has {n}: compare runs with runs and sweeps with sweeps (or a one-point sweep)"
+        )));
+    }
+    let (mut only_a, mut only_b) = (vec![], vec![]);
+    if ga.len() == 1 && gb.len() == 1 {
+        pairs.push((&ga[0], &gb[0]));
+    } else {
+        for x in ga.iter().filter(|x| x.runs > 0) {
+            if let Some(y) = gb.iter().find(|y| y.runs > 0 && y.params == x.params) {
+                pairs.push((x, y));
+            }
+        }
+        only_a = unmatched(&ga, &gb);
+        only_b = unmatched(&gb, &ga);
+        if pairs.is_empty() {
+            return Err(Fail::Usage(format!(
+                "{a} and {b} have no point in common (same varied values) to compare"
+            )));
+        }
+    }
+    let rows = comparison_rows(&pairs);
     if json_out {
         say!(
             "{}",
             serde_json::to_string_pretty(&json!({
                 "schema": crate::report::SCHEMA, "a": a, "b": b, "alpha": ALPHA, "rows": rows,
+                "only_in_a": only_a, "only_in_b": only_b,
             }))
             .expect("comparison serialises")
         );
@@ -508,26 +467,17 @@ fn compare(store: &mut Store, a: i64, b: i64, json_out: bool) -> Result<(), Fail
     for r in &rows {
         if r["params"] != last_params {
             last_params = r["params"].clone();
-            let label = PointSummary {
-                index: 0,
-                params: last_params.clone(),
-                run_ids: vec![],
-                received: None,
-                sent: None,
-                cpu_local: None,
-                cpu_remote: None,
-                confidence_reached: None,
-            }
-            .label();
+            let label = point_label(&last_params);
             if !label.is_empty() {
                 say!("{label}:");
             }
         }
         let metric = r["metric"].as_str().unwrap_or("");
-        let is_rate = metric.ends_with("bits_per_second");
         let fmt = |v: f64| {
-            if is_rate {
+            if metric.ends_with("bits_per_second") {
                 linkperf_units::format_rate(v)
+            } else if metric.ends_with("_ms") {
+                format!("{v:.4} ms")
             } else {
                 format!("{v:.1}%")
             }
@@ -554,6 +504,17 @@ fn compare(store: &mut Store, a: i64, b: i64, json_out: bool) -> Result<(), Fail
             r["b"]["n"],
             fmt(diff.abs())
         );
+    }
+    for (side, id, points) in [("A", a, &only_a), ("B", b, &only_b)] {
+        if !points.is_empty() {
+            let labels: Vec<String> = points.iter().map(point_label).collect();
+            say!(
+                "only in {side} ({id}), not compared: {} point{}: {}",
+                points.len(),
+                if points.len() == 1 { "" } else { "s" },
+                labels.join("; ")
+            );
+        }
     }
     Ok(())
 }

@@ -14,6 +14,7 @@ use linkperf_proto::{
 use std::collections::HashMap;
 use std::io::Read;
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::ops::RangeInclusive;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
@@ -33,6 +34,9 @@ pub struct ServerOptions {
     pub iperf3_port: Option<u16>,
     /// iperf3 clients one at a time: refuse a second one as busy, as iperf3 does.
     pub exclusive: bool,
+    /// Ports for the listeners of tests that set handshake options (buffers,
+    /// MSS); any free port when `None`. For firewalls.
+    pub data_ports: Option<RangeInclusive<u16>>,
 }
 
 impl Default for ServerOptions {
@@ -45,6 +49,7 @@ impl Default for ServerOptions {
             verbose: true,
             iperf3_port: None,
             exclusive: false,
+            data_ports: None,
         }
     }
 }
@@ -273,6 +278,58 @@ fn handle_connection(
     }
 }
 
+/// Accepts one test's data connections on the listener made for it, until
+/// every stream has arrived or the set-up deadline passes. Connections that
+/// do not carry the test's cookie are closed; each waits at most until the
+/// deadline for its hello, so a silent connection cannot hold the test.
+fn spawn_data_acceptor(
+    listener: TcpListener,
+    cookie: u64,
+    streams: usize,
+    deadline: Instant,
+    tx: Sender<Event>,
+) {
+    let accept = move || {
+        let mut matched = 0;
+        while matched < streams {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            // SO_RCVTIMEO bounds accept(2) as well as reads.
+            let _ = socket2::SockRef::from(&listener).set_read_timeout(Some(left));
+            let mut stream = match listener.accept() {
+                Ok((stream, _)) => stream,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                Err(_) => {
+                    std::thread::sleep(Duration::from_millis(10));
+                    continue;
+                }
+            };
+            let _ = stream.set_read_timeout(Some(left.min(Duration::from_secs(5))));
+            let (mut preamble, mut hello) = ([0u8; Preamble::LEN], [0u8; DataHello::LEN]);
+            if stream.read_exact(&mut preamble).is_err()
+                || Preamble::parse(&preamble) != Some(Preamble::Data)
+                || stream.read_exact(&mut hello).is_err()
+            {
+                continue;
+            }
+            let hello = DataHello::decode(&hello);
+            if hello.cookie != cookie {
+                continue;
+            }
+            let _ = stream.set_read_timeout(None);
+            if tx.send(Event::Data(hello.stream_id, stream)).is_err() {
+                return;
+            }
+            matched += 1;
+        }
+    };
+    let _ = std::thread::Builder::new()
+        .name("lp-data-accept".into())
+        .spawn(accept);
+}
+
 /// The address to wake a listener bound to `addr` (loopback for a wildcard).
 fn loopback_of(mut addr: SocketAddr) -> SocketAddr {
     if addr.ip().is_unspecified() {
@@ -382,7 +439,7 @@ impl ControlSession {
             facts: facts::collect(crate::SOFTWARE),
         })?;
         match self.next_message(SETUP_TIMEOUT)? {
-            ClientMessage::Setup { config } => self.run_test(config, local),
+            ClientMessage::Setup { config } => self.run_test(config, local, options),
             ClientMessage::ThirdParty {
                 target,
                 port,
@@ -465,7 +522,12 @@ impl ControlSession {
         }
     }
 
-    fn run_test(&mut self, config: TestConfig, local: SocketAddr) -> Result<String, String> {
+    fn run_test(
+        &mut self,
+        config: TestConfig,
+        local: SocketAddr,
+        options: &ServerOptions,
+    ) -> Result<String, String> {
         if let Err(why) = config.validate() {
             return self.refuse(why);
         }
@@ -505,16 +567,29 @@ impl ControlSession {
             };
             endpoints.push(StreamEndpoint { id: *id, udp_port });
         }
+        // Collect the data connections and the Start message, in any order.
+        let deadline = Instant::now() + SETUP_TIMEOUT;
+        let mut warnings = Vec::new();
+        let mut data_port = None;
+        if config.protocol == Protocol::Tcp && data::handshake_options_set(&config) {
+            let streams = roles.len();
+            let ports = options.data_ports.as_ref();
+            let (listener, w) =
+                match data::data_listener(local.ip(), ports, &config, streams as i32) {
+                    Ok(made) => made,
+                    Err(e) => return self.refuse(e),
+                };
+            warnings = w;
+            data_port = Some(listener.local_addr().map_err(|e| e.to_string())?.port());
+            spawn_data_acceptor(listener, cookie, streams, deadline, self.tx.clone());
+        }
         self.control.send(&ServerMessage::Ready {
             cookie,
             streams: endpoints,
             warnings: vec![],
+            data_port,
         })?;
-
-        // Collect the data connections and the Start message, in any order.
-        let deadline = Instant::now() + SETUP_TIMEOUT;
         let mut plans = Vec::new();
-        let mut warnings = Vec::new();
         let mut start_at: Option<Option<u64>> = None;
         let mut tcp_pending: Vec<u32> = if config.protocol == Protocol::Tcp {
             roles.iter().map(|r| r.0).collect()
@@ -546,9 +621,8 @@ impl ControlSession {
                         .find(|r| r.0 == id)
                         .map(|r| r.1)
                         .unwrap_or(Role::Receiver);
-                    match data::prepare_tcp(&stream, &config) {
-                        Ok(w) => warnings.extend(w),
-                        Err(e) => return self.refuse(e),
+                    if let Err(e) = data::prepare_accepted(&stream, &config) {
+                        return self.refuse(e);
                     }
                     plans.push(StreamPlan {
                         id,

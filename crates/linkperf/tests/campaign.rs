@@ -17,7 +17,7 @@ fn is_root() -> bool {
 macro_rules! require_root {
     () => {
         if !is_root() {
-            eprintln!("SKIPPED: campaign tests need root for network namespaces");
+            linkperf_testsupport::skip("campaign tests need root for network namespaces");
             return;
         }
     };
@@ -482,7 +482,7 @@ fn an_agent_started_over_ssh_runs_its_flow_and_is_removed() {
         .into_iter()
         .find(|p| Path::new(p).exists())
     else {
-        eprintln!("SKIPPED: no OpenSSH server (apt-get install openssh-server)");
+        linkperf_testsupport::skip("no OpenSSH server (apt-get install openssh-server)");
         return;
     };
     let dir = scratch("ssh");
@@ -595,6 +595,7 @@ fn ctrl_c_stops_every_flow_within_a_second_and_keeps_the_partial_result() {
         took < Duration::from_secs(4),
         "the campaign took {took:?} to stop"
     );
+    assert_eq!(out.status.code(), Some(130), "Ctrl-C exits 130");
     let v: Value = serde_json::from_slice(&out.stdout).expect("partial result printed as JSON");
     assert_eq!(v["interrupted"], true);
     assert_eq!(
@@ -639,4 +640,369 @@ fn a_campaign_sweeps_a_flow_option() {
     }
     assert_eq!(phases[1]["params"]["bitrate"], "12M");
     assert_eq!(v["phase_means"].as_array().unwrap().len(), 2);
+}
+
+/// Payload bits per wire bit of full-size UDP datagrams of `length` bytes on
+/// an Ethernet-framed link: the payload plus UDP/IPv4 headers (28) plus
+/// Ethernet header, FCS, preamble and gap (38).
+fn udp_payload_share(length: f64) -> f64 {
+    length / (length + 28.0 + 38.0)
+}
+
+/// Frame bytes the emulator counts per datagram: IP packet + 14-byte Ethernet header.
+fn udp_frame_bytes(length: f64) -> f64 {
+    length + 28.0 + 14.0
+}
+
+#[test]
+fn a_bidir_flow_reports_each_direction_at_the_links_payload_rate() {
+    require_root!();
+    let dir = scratch("bidir");
+    let rate = 40e6;
+    let mut bed = Bed::up(
+        &dir,
+        "cbd",
+        &two_sides(1, "rate = \"40M\"\ndelay = \"2ms\"\nqueue = \"100K\""),
+    );
+    bed.agent("a1");
+    bed.agent("b1");
+    let file = dir.join("bidir.toml");
+    // 60 Mbit/s offered each way into 40 Mbit/s each way: each direction of
+    // the flow receives the link's payload rate, not the sum of both.
+    std::fs::write(
+        &file,
+        format!("start_delay = \"500ms\"\npause = \"200ms\"\n{}\n[[phase]]\nname = \"udp\"\nduration = \"3s\"\n[[phase.flow]]\nfrom = \"a1\"\nto = \"b1\"\nbidir = true\nudp = true\nbitrate = \"60M\"\nlength = 1400\n[[phase]]\nname = \"tcp\"\nduration = \"4s\"\n[[phase.flow]]\nfrom = \"a1\"\nto = \"b1\"\nbidir = true\n", agents_toml(1)),
+    )
+    .unwrap();
+    let before = (bed.counters(0, "a_to_b"), bed.counters(0, "b_to_a"));
+    let (code, v, stderr) = bed.campaign("a1", &file, &[]);
+    let after = (bed.counters(0, "a_to_b"), bed.counters(0, "b_to_a"));
+    assert_eq!(code, 0, "campaign failed: {stderr}\n{v}");
+    let udp = udp_payload_share(1400.0) * rate;
+    // TCP: at most 1448 payload bytes per 1500-byte packet (timestamps on);
+    // the upper bound is what tells the directions apart (merged they would
+    // be twice the link). Below it, each direction also carries the other's
+    // ACKs and starts in slow start, and on a loaded 2-core machine TCP has
+    // been seen as low as 75 % of the link here: the lower bound only says
+    // that the direction really ran.
+    let tcp = 1448.0 / 1538.0 * rate;
+    for (name, payload, low) in [("udp", udp, 0.85), ("tcp", tcp, 0.5)] {
+        let p = phases(&v, name)[0];
+        let f = &p["flows"][0];
+        assert_eq!(f["status"], "ok", "{f}");
+        let directions = [(&f, "a1", "b1"), (&&f["reverse"], "b1", "a1")];
+        for (d, sender, receiver) in directions {
+            let got = d["received"]["bits_per_second"].as_f64().unwrap_or(0.0);
+            eprintln!(
+                "{name} {sender} -> {receiver}: received {got:.0} bit/s, payload rate {payload:.0}"
+            );
+            assert!(
+                got <= payload * 1.02,
+                "{name} {sender} -> {receiver}: {got} above the link's payload rate {payload}"
+            );
+            assert_eq!(
+                (d["sender"].as_str(), d["receiver"].as_str()),
+                (Some(sender), Some(receiver)),
+                "{f}"
+            );
+            assert!(
+                got >= payload * low,
+                "{name} {sender} -> {receiver}: {got} far below the link's payload rate {payload}"
+            );
+            assert!(!d["intervals"].as_array().unwrap().is_empty(), "{d}");
+            for i in d["intervals"].as_array().unwrap() {
+                assert!(
+                    i["received_bits_per_second"].as_f64().unwrap() <= rate * 1.05,
+                    "{i}"
+                );
+            }
+        }
+        // Each host sent one direction and received the other.
+        for h in p["hosts"].as_array().unwrap() {
+            let received = h["received_bits_per_second"].as_f64().unwrap();
+            assert!(
+                received <= payload * 1.02 && received >= payload * low,
+                "{name}: host {} received {received}, the link carries {payload}",
+                h["name"]
+            );
+            assert!(
+                h["sent_bits_per_second"].as_f64().unwrap() >= payload * low,
+                "{h}"
+            );
+        }
+        for agg in [&p["aggregate"], &p["aggregate_reverse"]] {
+            let got = agg["received_bits_per_second"].as_f64().unwrap();
+            assert!(
+                got <= payload * 1.02 && got >= payload * low,
+                "{name}: {agg}"
+            );
+        }
+        let mean = v["phase_means"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["phase"] == name)
+            .unwrap();
+        let reverse_mean = mean["mean_received_reverse_bits_per_second"]
+            .as_f64()
+            .unwrap();
+        assert!(
+            reverse_mean <= payload * 1.02 && reverse_mean >= payload * low,
+            "{mean}"
+        );
+    }
+    // What each direction's receiver counted is what the emulator delivered
+    // that way (frames of the datagrams; the TCP phase and the control
+    // connections add a little, and a few datagrams are in flight at the end).
+    let udp_flow = &phases(&v, "udp")[0]["flows"][0];
+    for (d, b, a, way) in [
+        (udp_flow, &before.0, &after.0, "a_to_b"),
+        (&udp_flow["reverse"], &before.1, &after.1, "b_to_a"),
+    ] {
+        let frames = d["received"]["bytes"].as_f64().unwrap() / 1400.0 * udp_frame_bytes(1400.0);
+        let forwarded = (a["bytes_forwarded"].as_u64().unwrap()
+            - b["bytes_forwarded"].as_u64().unwrap()) as f64;
+        let tcp_bytes = {
+            let t = &phases(&v, "tcp")[0]["flows"][0];
+            let d = if way == "a_to_b" { t } else { &t["reverse"] };
+            d["received"]["bytes"].as_f64().unwrap() * 1514.0 / 1448.0
+        };
+        eprintln!("{way}: UDP frames received {frames:.0} B, TCP {tcp_bytes:.0} B, emulator forwarded {forwarded:.0} B");
+        assert!(
+            frames + tcp_bytes <= forwarded * 1.001,
+            "{way}: received {frames} + {tcp_bytes} B, the link forwarded only {forwarded}"
+        );
+        assert!(
+            frames + tcp_bytes >= forwarded * 0.9,
+            "{way}: received {frames} + {tcp_bytes} B of {forwarded} forwarded"
+        );
+    }
+    // The archive holds both directions too.
+    let id = v["id"].as_i64().expect("the campaign's archive id");
+    let shown = Command::new(common::bin())
+        .args(["results", "--db"])
+        .arg(file.with_extension("db"))
+        .args(["export", &id.to_string(), "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        shown.status.success(),
+        "{}",
+        String::from_utf8_lossy(&shown.stderr)
+    );
+    let stored: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    let stored_flow = &stored["phases"][0]["flows"][0];
+    assert_eq!(
+        stored_flow["reverse"]["received"],
+        udp_flow["reverse"]["received"]
+    );
+    assert_eq!(stored_flow["received"], udp_flow["received"]);
+}
+
+/// "12s", "3m05s", "1h02m" back to seconds.
+fn eta_seconds(text: &str) -> f64 {
+    let mut total = 0.0;
+    let mut number = String::new();
+    for c in text.chars() {
+        match c {
+            '0'..='9' => number.push(c),
+            'h' | 'm' | 's' => {
+                let n: f64 = number.parse().unwrap();
+                total += n * match c {
+                    'h' => 3600.0,
+                    'm' => 60.0,
+                    _ => 1.0,
+                };
+                number.clear();
+            }
+            _ => panic!("not a duration: {text}"),
+        }
+    }
+    total
+}
+
+/// A run line `run K/N: ...; elapsed X, ETA Y` as (K, N, ETA seconds).
+fn run_line(line: &str) -> Option<(usize, usize, f64)> {
+    let rest = line.strip_prefix("run ")?;
+    let (counts, _) = rest.split_once(':')?;
+    let (k, n) = counts.split_once('/')?;
+    let eta = line.rsplit_once("ETA ")?.1.trim();
+    Some((k.parse().ok()?, n.parse().ok()?, eta_seconds(eta)))
+}
+
+#[test]
+fn progress_in_a_log_says_run_k_of_n_and_a_time_left_that_comes_true() {
+    require_root!();
+    let dir = scratch("progress");
+    let mut bed = Bed::up(
+        &dir,
+        "cpg",
+        &two_sides(1, "rate = \"40M\"\ndelay = \"1ms\""),
+    );
+    bed.agent("a1");
+    bed.agent("b1");
+    let file = dir.join("progress.toml");
+    // 2 sessions x 2 phases: 4 runs of 0.5 s delay + 1 s (+ 0.5 s pause between).
+    std::fs::write(
+        &file,
+        format!("sessions = 2\nstart_delay = \"500ms\"\npause = \"500ms\"\n{}\n[[phase]]\nname = \"there\"\nduration = \"1s\"\n[[phase.flow]]\nfrom = \"a1\"\nto = \"b1\"\nudp = true\nbitrate = \"10M\"\nlength = 1400\n[[phase]]\nname = \"both\"\nduration = \"1s\"\n[[phase.flow]]\nfrom = \"a1\"\nto = \"b1\"\nudp = true\nbitrate = \"10M\"\nlength = 1400\nbidir = true\n", agents_toml(1)),
+    )
+    .unwrap();
+    let planned = 4.0 * (0.5 + 1.0) + 3.0 * 0.5;
+    // Human output into a pipe, as under nohup: plain lines, read as they come.
+    let started = Instant::now();
+    let mut child = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &bed.netns("a1"),
+            common::bin(),
+            "campaign",
+            "run",
+        ])
+        .arg(&file)
+        .arg("--no-store")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut lines: Vec<(f64, String)> = Vec::new();
+    for line in std::io::BufRead::lines(stdout) {
+        lines.push((started.elapsed().as_secs_f64(), line.unwrap()));
+    }
+    let status = child.wait().unwrap();
+    let ended = started.elapsed().as_secs_f64();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(status.success(), "{stderr}");
+    assert!(
+        !stderr.contains('\r'),
+        "no live line into a pipe: {stderr:?}"
+    );
+    let runs: Vec<(f64, usize, usize, f64)> = lines
+        .iter()
+        .filter_map(|(t, l)| run_line(l).map(|(k, n, eta)| (*t, k, n, eta)))
+        .collect();
+    let text: Vec<&str> = lines.iter().map(|(_, l)| l.as_str()).collect();
+    assert_eq!(
+        runs.iter().map(|r| (r.1, r.2)).collect::<Vec<_>>(),
+        vec![(1, 4), (2, 4), (3, 4), (4, 4)],
+        "{text:#?}"
+    );
+    assert!(
+        text.iter()
+            .any(|l| l.starts_with("run 4/4: phase both session 2/2")),
+        "{text:#?}"
+    );
+    // Before anything ran, the time left is the plan (whole seconds, rounded down).
+    assert!(
+        (runs[0].3 - planned).abs() <= 1.0,
+        "first ETA {} for a plan of {planned} s",
+        runs[0].3
+    );
+    for (t, k, _, eta) in &runs {
+        let left = ended - t;
+        eprintln!("run {k}: ETA {eta} s, really {left:.2} s left");
+        // The plan leaves out connecting and collecting reports: once one run
+        // has shown that overhead, the estimate includes it.
+        let tolerance = if *k == 1 {
+            0.3 * left + 1.0
+        } else {
+            0.15 * left + 1.0
+        };
+        assert!(
+            (eta - left).abs() <= tolerance,
+            "run {k}: ETA {eta} s, but {left:.2} s were left"
+        );
+    }
+    // The text reports each direction of the bidir flow on its own row.
+    let rows = |from: &str| {
+        text.iter()
+            .filter(|l| l.trim_start().starts_with(&format!("{from} -> ")) && l.contains("bidir"))
+            .count()
+    };
+    assert_eq!((rows("a1"), rows("b1")), (2, 2), "{text:#?}");
+    for l in text
+        .iter()
+        .filter(|l| l.contains("bidir") && l.contains(" -> "))
+    {
+        let received = l.split_whitespace().nth(5).unwrap();
+        let mbit: f64 = received.parse().unwrap();
+        assert!(
+            (mbit - 10.0).abs() < 0.5,
+            "each direction received 10 Mbit/s: {l}"
+        );
+    }
+}
+
+#[test]
+fn progress_on_a_terminal_is_one_live_line_with_the_time_left() {
+    require_root!();
+    let dir = scratch("tty");
+    let mut bed = Bed::up(&dir, "cty", &two_sides(1, "delay = \"1ms\""));
+    bed.agent("a1");
+    bed.agent("b1");
+    let file = dir.join("tty.toml");
+    std::fs::write(
+        &file,
+        format!("sessions = 2\nstart_delay = \"300ms\"\npause = \"200ms\"\n{}\n[[phase]]\nname = \"p\"\nduration = \"2s\"\n[[phase.flow]]\nfrom = \"a1\"\nto = \"b1\"\nudp = true\nbitrate = \"5M\"\n", agents_toml(1)),
+    )
+    .unwrap();
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty fills in two descriptors; the null arguments mean defaults.
+    let opened = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(opened, 0, "openpty failed");
+    // SAFETY: both descriptors were just opened and are owned here alone.
+    let (master, slave) = unsafe {
+        use std::os::fd::FromRawFd;
+        (
+            std::fs::File::from_raw_fd(master),
+            std::fs::File::from_raw_fd(slave),
+        )
+    };
+    let child = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &bed.netns("a1"),
+            common::bin(),
+            "campaign",
+            "run",
+        ])
+        .arg(&file)
+        .args(["-J", "--no-store"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(slave))
+        .spawn()
+        .unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut { master }, &mut seen);
+        String::from_utf8_lossy(&seen).to_string()
+    });
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).expect("stdout is the JSON document alone");
+    assert_eq!(v["phases"].as_array().unwrap().len(), 2);
+    let tty = reader.join().unwrap();
+    // Redrawn in place (carriage return, erase line), run 1 then run 2, with the time left.
+    for k in [1, 2] {
+        assert!(
+            tty.contains(&format!("\r\x1b[2K[run {k}/2] phase p session {k}/2")),
+            "{tty:?}"
+        );
+    }
+    assert!(tty.contains("ETA "), "{tty:?}");
+    // Nothing but the live line: no plain run lines, and it is erased at the end.
+    assert!(!tty.contains("\nrun "), "{tty:?}");
+    assert!(tty.ends_with("\r\x1b[2K"), "{tty:?}");
 }

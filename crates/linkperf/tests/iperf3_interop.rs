@@ -15,7 +15,9 @@ fn have_iperf3() -> bool {
     if std::path::Path::new(IPERF3).exists() {
         return true;
     }
-    eprintln!("SKIPPED: {IPERF3} is not installed (apt-get install iperf3; CI installs it)");
+    linkperf_testsupport::skip(&format!(
+        "{IPERF3} is not installed (apt-get install iperf3; scripts/test installs it)"
+    ));
     false
 }
 

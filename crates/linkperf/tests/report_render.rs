@@ -3,11 +3,13 @@
 //! (crates/report/tests/chromium.rs opens rendered pages in a browser.)
 
 mod common;
+#[path = "../../report/tests/common/svg.rs"]
+mod report_svg;
 
 use common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("lp-report-{}-{name}", std::process::id()));
@@ -74,13 +76,18 @@ fn report_of_a_stored_sweep_and_of_one_run() {
     let runs = export["runs"].as_array().expect("runs");
     assert_eq!(runs.len(), 6);
     for r in runs {
-        let cell = format!("<td class=\"n\">{}</td>", r["id"]);
-        assert!(html.contains(&cell), "runs table lacks run {}", r["id"]);
+        let row = report_svg::row_text(&html, &format!("run-{}", r["id"]));
+        assert!(
+            row.is_some_and(|t| t.starts_with(&format!("{} |", r["id"]))),
+            "runs table lacks run {}",
+            r["id"]
+        );
     }
     // The received curve has one vertex per point.
     let first_line = html.split("<polyline").nth(1).expect("a polyline");
     let pts = first_line.split('"').nth(3).expect("points attribute");
     assert_eq!(pts.split_whitespace().count(), 3, "{pts}");
+    check_sweep_page(&html, &export);
 
     // One run of it, by its own id: a time series page.
     let run_id = runs[0]["id"].to_string();
@@ -89,6 +96,7 @@ fn report_of_a_stored_sweep_and_of_one_run() {
     assert_eq!(r.code(), Some(0), "report failed: {}", r.stderr);
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(html.contains("Throughput per interval"));
+    check_run_lines(&html, &runs[0]["report"]);
     let received = runs[0]["report"]["summary"]["received"]["bits_per_second"]
         .as_f64()
         .unwrap();
@@ -109,11 +117,357 @@ fn report_of_a_stored_sweep_and_of_one_run() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// What the sweep page of a real `--vary window=... --repeat 2` sweep must
+/// show, against the measured runs in the archive's export.
+fn check_sweep_page(html: &str, export: &Value) {
+    // -w sets both socket buffers: neither is an option common to every run.
+    let common = html
+        .split("<h3>Options common to every run</h3>")
+        .nth(1)
+        .expect("common options")
+        .split("</table>")
+        .next()
+        .unwrap();
+    for key in ["sndbuf", "rcvbuf"] {
+        assert!(
+            !common.contains(&format!(">{key}<")),
+            "{key} listed as common"
+        );
+    }
+    assert!(common.contains(">length<"), "{common}");
+
+    // Every link leads to a row; each point's marker to its row, which
+    // lists and links each of the point's runs.
+    assert_eq!(report_svg::dangling_links(html), Vec::<String>::new());
+    let (_, plot) = report_svg::plots(html).into_iter().next().expect("a plot");
+    let links = report_svg::marker_links(plot);
+    let runs = export["runs"].as_array().unwrap();
+    for p in export["points"].as_array().unwrap() {
+        assert!(links.contains(&format!("#point-{}", p["index"])));
+        let start = html
+            .find(&format!("<tr id=\"point-{}\"", p["index"]))
+            .expect("point row");
+        let row = &html[start..start + html[start..].find("</tr>").unwrap()];
+        for id in p["runs"].as_array().unwrap() {
+            assert!(row.contains(&format!("href=\"#run-{id}\"")));
+        }
+    }
+
+    // Two runs per point: the error bars span the lowest to the highest run
+    // (the archive's measured values), and none reaches below zero.
+    assert!(html.contains("the lowest and the highest run at each point (min–max)"));
+    let y = report_svg::numeric_axes(plot)
+        .into_iter()
+        .find(|a| a.vertical)
+        .expect("y axis");
+    let unit = if html.contains("Throughput (Gbit/s)") {
+        1e9
+    } else {
+        1e6
+    };
+    let px = (y.value(0.0) - y.value(1.0)).abs(); // one pixel in axis units
+    let bars: Vec<(f64, f64)> = report_svg::error_bars(plot)
+        .into_iter()
+        .filter(|b| b.3 == "#0072B2")
+        .map(|b| (y.value(b.2) * unit, y.value(b.1) * unit))
+        .collect();
+    assert_eq!(bars.len(), 3, "one bar per point");
+    for p in export["points"].as_array().unwrap() {
+        let v: Vec<f64> = runs
+            .iter()
+            .filter(|r| r["point"] == p["index"])
+            .map(|r| {
+                r["report"]["summary"]["received"]["bits_per_second"]
+                    .as_f64()
+                    .unwrap()
+            })
+            .collect();
+        let (lo, hi) = (
+            v.iter().copied().fold(f64::INFINITY, f64::min),
+            v.iter().copied().fold(0.0, f64::max),
+        );
+        assert!(
+            bars.iter()
+                .any(|b| (b.0 - lo).abs() < px * unit && (b.1 - hi).abs() < px * unit),
+            "no bar from {lo} to {hi}: {bars:?}"
+        );
+    }
+    assert!(bars.iter().all(|b| b.0 >= 0.0), "{bars:?}");
+    for (title, plot) in report_svg::plots(html) {
+        for axis in report_svg::numeric_axes(plot)
+            .into_iter()
+            .filter(|a| a.vertical)
+        {
+            if let Err(e) = report_svg::check_linear_axis(&axis) {
+                panic!("{title}: {e}");
+            }
+        }
+    }
+}
+
+/// The run page's throughput lines start at the first interval's start
+/// (t = 0) and its first step is the first interval's measured rate.
+fn check_run_lines(html: &str, report: &Value) {
+    let plot = report_svg::plot(html, "Throughput per interval");
+    let axes = report_svg::numeric_axes(plot);
+    let x = axes.iter().find(|a| !a.vertical).expect("time axis");
+    let first = &report["intervals"][0];
+    assert_eq!(first["start"].as_f64(), Some(0.0));
+    for l in report_svg::polylines(plot) {
+        assert!(
+            (l.points[0].0 - x.pixel(0.0)).abs() < 0.6,
+            "line starts at {} s",
+            x.value(l.points[0].0)
+        );
+        let end = first["end"].as_f64().unwrap();
+        assert!(
+            (l.points[1].0 - x.pixel(end)).abs() < 0.6,
+            "first step ends at {} s",
+            x.value(l.points[1].0)
+        );
+    }
+}
+
+#[test]
+fn report_marks_an_interrupted_run_and_a_partial_sweep() {
+    let dir = scratch("interrupted");
+    let db = s(&dir.join("archive.db"));
+    let server = Server::start();
+    let port = server.port.to_string();
+
+    // A 10 s run stopped by Ctrl-C a second after its first interval report.
+    let spawned = Instant::now();
+    let mut child = spawn(&[
+        "client",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "-t",
+        "10",
+        "-i",
+        "0.5",
+        "--db",
+        &db,
+    ]);
+    let lines = stdout_lines(&mut child);
+    let first = lines
+        .recv_timeout(Duration::from_secs(30))
+        .expect("an interval line within 30 s");
+    let first_at = Instant::now();
+    std::thread::sleep(Duration::from_millis(1000));
+    send_signal(&child, libc::SIGINT);
+    let signalled = Instant::now();
+    let stderr = wait_stopped(child, Duration::from_secs(30));
+    assert!(!stderr.contains("panicked"), "{first}\n{stderr}");
+    let list = linkperf(&["results", "--db", &db, "list", "--json"]).json();
+    let entry = &list["entries"][0];
+    assert_eq!(entry["interrupted"], Value::Bool(true), "{list:#}");
+    let id = entry["id"].to_string();
+    let page = dir.join("run.html");
+    let r = linkperf(&["report", &id, "-o", &s(&page), "--db", &db]);
+    assert_eq!(r.code(), Some(0), "{}", r.stderr);
+    let html = std::fs::read_to_string(&page).unwrap();
+    let banner = html
+        .find("<div class=\"banner\"")
+        .expect("an interrupted banner");
+    assert!(banner < html.find("<section").unwrap(), "above the results");
+    let text =
+        report_svg::strip_tags(&html[banner..banner + html[banner..].find("</div>").unwrap()]);
+    assert!(
+        text.contains(&format!("run {id} was stopped early (stopped after ")),
+        "{text}"
+    );
+    // It ran at least its first 0.5 s interval and the second after it, at
+    // most from its spawn to the signal (plus the 0.1 s the page rounds to).
+    let ran: f64 = text
+        .split("stopped after ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|t| t.parse().ok())
+        .expect("seconds run");
+    let least = 0.5 + (signalled - first_at).as_secs_f64() - 0.1;
+    let most = (signalled - spawned).as_secs_f64() + 0.1;
+    assert!(
+        ran >= least && ran <= most,
+        "{text}: not in {least:.2}..{most:.2} s"
+    );
+    assert!(text.contains(" of 10 s)"), "{text}");
+    let row = report_svg::row_text(&html, &format!("row-run-{id}")).expect("run row");
+    assert!(row.contains("interrupted (stopped after"), "{row}");
+
+    // A sweep of 2 x 3 runs of 0.5 s stopped once its first run is stored.
+    let child = spawn(&[
+        "sweep",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "--db",
+        &db,
+        "-t",
+        "0.5",
+        "-i",
+        "0.25",
+        "--vary",
+        "window=64K,256K",
+        "--repeat",
+        "3",
+        "-J",
+    ]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        // The archive may be busy with the sweep's write: try again.
+        let list = linkperf(&["results", "--db", &db, "list", "--json"]);
+        let stored = serde_json::from_str::<Value>(&list.stdout)
+            .ok()
+            .and_then(|l| {
+                l["entries"]
+                    .as_array()?
+                    .iter()
+                    .find(|e| e["kind"] == "sweep")?["runs"]
+                    .as_u64()
+            })
+            .unwrap_or(0);
+        if stored >= 1 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no sweep run stored within 60 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    send_signal(&child, libc::SIGINT);
+    let sweep = wait_child(child, Duration::from_secs(60));
+    assert_eq!(sweep.code(), Some(130), "{}", sweep.stderr);
+    let id = sweep.json()["id"].to_string();
+    let page = dir.join("sweep.html");
+    let r = linkperf(&["report", &id, "-o", &s(&page), "--db", &db]);
+    assert_eq!(r.code(), Some(0), "{}", r.stderr);
+    let html = std::fs::read_to_string(&page).unwrap();
+    let export = linkperf(&["results", "export", &id, "--format", "json", "--db", &db]).json();
+    let stored = export["runs"].as_array().unwrap().len();
+    assert!(stored < 6, "the sweep was stopped: {stored} runs");
+    assert!(
+        html.contains(
+            "<div class=\"banner\" role=\"alert\">Partial sweep: it stopped before it finished (interrupted, or a run failed)."
+        ),
+        "no partial banner"
+    );
+    assert!(html.contains(&format!("{stored} runs are stored of the 6 planned")));
+    assert_eq!(report_svg::dangling_links(&html), Vec::<String>::new());
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn report_of_a_udp_run_summarises_the_jitter_it_plots() {
+    let dir = scratch("udp");
+    let db = s(&dir.join("archive.db"));
+    let server = Server::start();
+    let report = client_json(
+        server.port,
+        &["-u", "-b", "50M", "-t", "2", "-i", "0.5", "--db", &db],
+    );
+    let list = linkperf(&["results", "--db", &db, "list", "--json"]).json();
+    let id = list["entries"][0]["id"].to_string();
+    let page = dir.join("udp.html");
+    let r = linkperf(&["report", &id, "-o", &s(&page), "--db", &db]);
+    assert_eq!(r.code(), Some(0), "{}", r.stderr);
+    let html = std::fs::read_to_string(&page).unwrap();
+    // The mean of the per-interval jitter the plot shows, computed here from
+    // the client's own report, is the summary's jitter; the final running
+    // estimate is beside it under its own name.
+    let j: Vec<f64> = report["intervals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|iv| iv["sum"]["jitter_ms"].as_f64())
+        .collect();
+    assert!(j.len() >= 3, "{} intervals with jitter", j.len());
+    let mean = j.iter().sum::<f64>() / j.len() as f64;
+    let summary = html
+        .split("<caption>Summary")
+        .nth(1)
+        .expect("summary")
+        .split("</table>")
+        .next()
+        .unwrap();
+    let rows: Vec<Vec<String>> = summary
+        .split("</tr>")
+        .map(|r| {
+            report_svg::strip_tags(r)
+                .split(" | ")
+                .map(|c| c.trim().to_string())
+                .collect()
+        })
+        .collect();
+    let col = |name: &str| rows[0].iter().position(|h| h.ends_with(name)).expect(name);
+    let shown = |name: &str| as_ms(&rows[1][col(name)]);
+    // Three significant digits: within 0.5 %.
+    let near = |a: f64, b: f64| (a - b).abs() <= 0.005 * b.abs() + 1e-6;
+    assert!(
+        near(shown("jitter, mean of intervals"), mean),
+        "{rows:?} vs {mean}"
+    );
+    let last = report["summary"]["received"]["jitter_ms"].as_f64().unwrap();
+    assert!(
+        near(shown("jitter, final RFC 3550 estimate"), last),
+        "{rows:?} vs {last}"
+    );
+    // The plot draws that mean as a line on its jitter axis.
+    let plot = report_svg::plot(&html, "UDP loss and jitter");
+    let legend = plot.split("mean jitter ").nth(1).expect("mean jitter line");
+    assert!(near(as_ms(&legend[..legend.find('<').unwrap()]), mean));
+    check_run_lines(&html, &report);
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Waits for a child whose stdout is read elsewhere; returns its stderr.
+fn wait_stopped(mut child: std::process::Child, limit: Duration) -> String {
+    let deadline = Instant::now() + limit;
+    while child.try_wait().expect("try_wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("still running {limit:?} after Ctrl-C");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut err = String::new();
+    let _ = std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut err);
+    err
+}
+
+/// The lines a child prints on stdout, as they come.
+fn stdout_lines(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead;
+    let out = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// "12.3 ms" or "47.0 µs" in milliseconds.
+fn as_ms(text: &str) -> f64 {
+    let (v, unit) = text.trim().split_once(' ').expect("value and unit");
+    let v: f64 = v.parse().expect("a number");
+    if unit == "µs" {
+        v / 1000.0
+    } else {
+        v
+    }
+}
+
 #[test]
 fn bad_input_fails_with_one_line() {
     let dir = scratch("bad");
     let db = s(&dir.join("empty.db"));
     let out = s(&dir.join("x.html"));
+    // An archive that exists but holds nothing (a missing one is refused too).
+    drop(linkperf_store::Store::open(Some(&db)).unwrap());
 
     let line = linkperf(&["report", "424242", "-o", &out, "--db", &db])
         .assert_one_line_failure(2)

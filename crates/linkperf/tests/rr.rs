@@ -523,7 +523,7 @@ fn a_killed_client_leaves_the_server_serving() {
 fn emulated_link_rtt_matches_the_configured_delay() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 || !std::path::Path::new("/dev/net/tun").exists() {
-        eprintln!("SKIPPED emulated_link_rtt_matches_the_configured_delay: needs root and /dev/net/tun (CI runs it)");
+        linkperf_testsupport::skip("needs root and /dev/net/tun (CI runs it)");
         return;
     }
     let _alone = CPUS.write().unwrap_or_else(|e| e.into_inner());

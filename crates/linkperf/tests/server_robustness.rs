@@ -100,6 +100,7 @@ fn ctrl_c_ends_the_test_with_a_partial_report() {
         "took {:?} to stop",
         sent_at.elapsed()
     );
+    assert_eq!(run.code(), Some(130), "Ctrl-C exits 130: {}", run.stderr);
     let r = run.json();
     assert_eq!(r["interrupted"], true, "{r:#}");
     assert!(u64_at(&r, "/summary/received/bytes") > 0);
@@ -120,6 +121,7 @@ fn ctrl_c_in_reverse_mode_stops_the_server_sender() {
     send_signal(&child, libc::SIGINT);
     let run = wait_child(child, Duration::from_secs(8));
     assert!(sent_at.elapsed() < Duration::from_secs(5));
+    assert_eq!(run.code(), Some(130), "Ctrl-C exits 130: {}", run.stderr);
     let r = run.json();
     assert_eq!(r["interrupted"], true);
     assert!(u64_at(&r, "/summary/received/bytes") > 0);
@@ -128,7 +130,7 @@ fn ctrl_c_in_reverse_mode_stops_the_server_sender() {
 #[test]
 fn ipv6_loopback() {
     if std::net::TcpListener::bind("[::1]:0").is_err() {
-        eprintln!("skipped: no IPv6 loopback");
+        linkperf_testsupport::skip("no IPv6 loopback");
         return;
     }
     let server = Server::start_on("::1", &[]);

@@ -58,12 +58,14 @@ fn buffer_above_rmem_max_warns() {
     let Some(rmem_max) =
         read_proc("/proc/sys/net/core/rmem_max").and_then(|s| s.parse::<u64>().ok())
     else {
-        eprintln!("skipped: /proc/sys/net/core/rmem_max unreadable");
+        linkperf_testsupport::skip("/proc/sys/net/core/rmem_max unreadable");
         return;
     };
     let ask = rmem_max * 2;
     if ask > 1 << 30 {
-        eprintln!("skipped: rmem_max {rmem_max} is above what --rcvbuf accepts");
+        linkperf_testsupport::skip(&format!(
+            "rmem_max {rmem_max} is above what --rcvbuf accepts"
+        ));
         return;
     }
     let server = Server::start();
@@ -111,7 +113,7 @@ fn congestion_reno() {
 #[test]
 fn congestion_bbr_when_available() {
     if !available_congestion_controls().iter().any(|c| c == "bbr") {
-        eprintln!("skipped: bbr is not in tcp_available_congestion_control");
+        linkperf_testsupport::skip("bbr is not in tcp_available_congestion_control");
         return;
     }
     congestion_is_applied("bbr");
@@ -204,4 +206,42 @@ fn tcp_bitrate_with_default_writes_stays_within_ten_percent() {
         (bps - 20e6).abs() <= 0.10 * 20e6,
         "sent {bps} bit/s, want 20 Mbit/s +-10%"
     );
+}
+
+/// A test that sets buffers gets a data listener of its own with them set before
+/// `listen`, on a port of `--data-ports`; a 4K window then stays a working window
+/// (set after accept, the window scale chosen for the default buffer made it collapse
+/// to 0.5 Mbit/s on loopback, where the window over the loopback RTT allows hundreds).
+#[test]
+fn small_window_uses_a_data_listener_of_its_own() {
+    let data_port = free_port();
+    let range = format!("{data_port}-{data_port}");
+    let server = Server::start_with(&["--data-ports", &range]);
+    let r = client_json(server.port, &["-w", "4K", "-t", "1"]);
+    for stream in array_at(&r, "/start/streams") {
+        let remote = stream["local"]["remote"].as_str().expect("remote address");
+        assert!(
+            remote.ends_with(&format!(":{data_port}")),
+            "data connection went to {remote}, not the --data-ports listener {data_port}"
+        );
+    }
+    let bps = f64_at(&r, "/summary/received/bits_per_second");
+    println!("  -w 4K on loopback: {:.1} Mbit/s", bps / 1e6);
+    assert!(
+        bps > 50e6,
+        "a 4K window on loopback collapsed to {bps} bit/s"
+    );
+    // Without handshake options the data connections go to the control port.
+    let plain = client_json(server.port, &["-t", "0.3"]);
+    let remote = plain["start"]["streams"][0]["local"]["remote"]
+        .as_str()
+        .expect("remote address");
+    assert!(remote.ends_with(&format!(":{}", server.port)), "{remote}");
+}
+
+#[test]
+fn data_ports_range_is_checked() {
+    let run = linkperf(&["server", "--data-ports", "6000"]);
+    let line = run.assert_one_line_failure(2);
+    assert!(line.contains("LOW-HIGH"), "{line}");
 }

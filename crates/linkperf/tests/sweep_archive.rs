@@ -49,7 +49,7 @@ fn pg_url() -> Option<String> {
         .ok()
         .filter(|u| !u.is_empty());
     if url.is_none() {
-        eprintln!("SKIPPED: set LINKPERF_TEST_PG=postgres://USER:PASS@127.0.0.1/DB to test the PostgreSQL backend (CI sets it)");
+        linkperf_testsupport::skip("set LINKPERF_TEST_PG=postgres://USER:PASS@127.0.0.1/DB to test the PostgreSQL backend (scripts/test sets it)");
     }
     url
 }
@@ -309,10 +309,18 @@ fn client_runs_are_stored_unless_told_not_to() {
     assert_eq!(r.code(), Some(2), "--db and --no-store conflict");
     assert!(!other.exists());
 
-    // An archive that cannot be opened costs a warning, not the result.
+    // An archive in a directory that does not exist is refused before the test.
     let r = client(
         server.port,
         &["-t", "0.3", "-J", "--db", "/proc/linkperf/no/archive.db"],
+    );
+    assert!(r.assert_one_line_failure(2).contains("/proc/linkperf/no"));
+    // An archive that cannot be opened costs a warning, not the result.
+    let junk = dir.join("junk.db");
+    std::fs::write(&junk, vec![b'x'; 4096]).unwrap();
+    let r = client(
+        server.port,
+        &["-t", "0.3", "-J", "--db", junk.to_str().unwrap()],
     );
     let v = r.report();
     assert!(f64_at(&v, "/summary/received/bits_per_second") > 0.0);
@@ -365,7 +373,7 @@ fn window_sweep_small_window_limits_throughput_on_loopback() {
 fn window_sweep_rises_with_the_window_on_a_delayed_link() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 || !std::path::Path::new("/dev/net/tun").exists() {
-        eprintln!("SKIPPED window_sweep_rises_with_the_window_on_a_delayed_link: needs root and /dev/net/tun (CI runs it)");
+        linkperf_testsupport::skip("needs root and /dev/net/tun (CI runs it)");
         return;
     }
     let name = format!("sw{}", std::process::id() % 100_000);
@@ -582,7 +590,12 @@ fn interrupted_sweep_keeps_its_runs_and_says_how_to_resume() {
     send_signal(&child, libc::SIGINT);
     let run = wait_child(child, Duration::from_secs(20));
     assert_eq!(run.code(), Some(130), "{}", run.stderr);
-    let lines = run.stderr_lines();
+    // Without a terminal, each run's progress line comes first.
+    let lines: Vec<&str> = run
+        .stderr_lines()
+        .into_iter()
+        .filter(|l| !l.starts_with("sweep: run "))
+        .collect();
     assert_eq!(lines.len(), 1, "{:?}", run.stderr);
     assert!(lines[0].contains(&format!("--resume {id}")), "{}", lines[0]);
     let stored = Store::open(Some(db.as_str()))
@@ -744,12 +757,12 @@ fn bad_input_fails_with_one_line() {
         (&["results", "--db", &db, "show", "12345"], 2, "12345"),
         (
             &["results", "--db", "/proc/linkperf/x/archive.db", "list"],
-            1,
+            2,
             "/proc/linkperf/x",
         ),
         (
             &["results", "--db", "mysql://x/y", "list"],
-            1,
+            2,
             "postgres://",
         ),
         (
@@ -771,7 +784,7 @@ fn bad_input_fails_with_one_line() {
                 "--vary",
                 "P=1",
             ],
-            1,
+            2,
             "/proc/linkperf/x",
         ),
     ];
@@ -995,7 +1008,7 @@ fn postgres_going_away_stops_the_sweep_and_resume_finishes_it() {
     assert!(wait_runs(&pg.url, id, 2, Duration::from_secs(30)) >= 2);
     relay.cut.store(true, Ordering::SeqCst);
     let run = wait_child(child, Duration::from_secs(60));
-    let line = run.assert_one_line_failure(1).to_string();
+    let line = run.assert_failure_after_progress(1).to_string();
     assert!(
         line.contains("archive") && line.contains(&format!("--resume {id}")),
         "{line}"

@@ -171,10 +171,42 @@ impl TestConfig {
                 }
             }
         }
-        if self.dont_fragment && self.protocol != Protocol::Udp {
-            return Err("--dont-fragment applies to UDP (-u) only".into());
+        self.check_protocol_options()
+    }
+
+    /// Options of the other protocol would be silently ignored: refuse them.
+    /// SO_MAX_PACING_RATE (--pacing-rate) is not among them: the fq qdisc
+    /// paces UDP sockets by it too.
+    fn check_protocol_options(&self) -> Result<(), String> {
+        let tcp_only = [
+            ("-N", "TCP_NODELAY", self.nodelay),
+            ("-M", "TCP_MAXSEG", self.mss.is_some()),
+            ("-C", "congestion control", self.congestion.is_some()),
+            ("-Z", "sendfile zerocopy", self.zerocopy),
+        ];
+        let udp_only = [("--dont-fragment", "DF bit", self.dont_fragment)];
+        let (others, ours, protocol, fix) = match self.protocol {
+            Protocol::Udp => (&tcp_only[..], "TCP", "-u", "or -u"),
+            Protocol::Tcp => (&udp_only[..], "UDP (-u)", "TCP", "or add -u"),
+        };
+        let set: Vec<_> = others.iter().filter(|(_, _, on)| *on).collect();
+        if set.is_empty() {
+            return Ok(());
         }
-        Ok(())
+        let names: Vec<String> = set
+            .iter()
+            .map(|(f, what, _)| format!("{f} ({what})"))
+            .collect();
+        let flags: Vec<&str> = set.iter().map(|(f, _, _)| *f).collect();
+        let (verb, them) = if set.len() == 1 {
+            ("applies", flags[0].to_string())
+        } else {
+            ("apply", "them".to_string())
+        };
+        Err(format!(
+            "{} {verb} to {ours} only and would be ignored with {protocol}; drop {them} {fix}",
+            names.join(" and ")
+        ))
     }
 
     /// Bytes each stream must send in `-n` mode: the total split evenly, the
@@ -234,5 +266,69 @@ mod tests {
         };
         assert!(cc.validate().is_err());
         assert!(TestConfig::default().validate().is_ok());
+    }
+
+    #[test]
+    fn options_of_the_other_protocol_are_refused() {
+        let udp = || TestConfig {
+            protocol: Protocol::Udp,
+            length: 1460,
+            ..Default::default()
+        };
+        for (config, flag) in [
+            (
+                TestConfig {
+                    nodelay: true,
+                    ..udp()
+                },
+                "-N",
+            ),
+            (
+                TestConfig {
+                    mss: Some(1000),
+                    ..udp()
+                },
+                "-M",
+            ),
+            (
+                TestConfig {
+                    congestion: Some("reno".into()),
+                    ..udp()
+                },
+                "-C",
+            ),
+            (
+                TestConfig {
+                    zerocopy: true,
+                    ..udp()
+                },
+                "-Z",
+            ),
+        ] {
+            let e = config.validate().unwrap_err();
+            assert!(e.starts_with(flag) && e.contains("TCP only"), "{e}");
+        }
+        let df = TestConfig {
+            dont_fragment: true,
+            ..Default::default()
+        };
+        let e = df.validate().unwrap_err();
+        assert!(e.starts_with("--dont-fragment") && e.contains("UDP"), "{e}");
+        // Kernel pacing applies to both; each protocol's own options pass.
+        let paced = TestConfig {
+            pacing_rate: Some(10_000_000),
+            dont_fragment: true,
+            ..udp()
+        };
+        assert_eq!(paced.validate(), Ok(()));
+        let tcp = TestConfig {
+            nodelay: true,
+            mss: Some(1000),
+            congestion: Some("reno".into()),
+            zerocopy: true,
+            pacing_rate: Some(10_000_000),
+            ..Default::default()
+        };
+        assert_eq!(tcp.validate(), Ok(()));
     }
 }

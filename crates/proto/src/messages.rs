@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 pub struct StreamEndpoint {
     pub id: u32,
     /// For UDP: the server's port for this stream. TCP streams connect to the
-    /// control port with a [`crate::DataHello`].
+    /// control port, or to `Ready::data_port`, with a [`crate::DataHello`].
     pub udp_port: Option<u16>,
 }
 
@@ -66,6 +66,12 @@ pub enum ServerMessage {
         cookie: u64,
         streams: Vec<StreamEndpoint>,
         warnings: Vec<String>,
+        /// The port the TCP data connections go to when it is not the control
+        /// port: a test that sets options negotiated in the handshake (socket
+        /// buffers, MSS) gets a listener of its own with those options set
+        /// before `listen`, so the accepted connections carry them from the SYN.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        data_port: Option<u16>,
     },
     /// The server's streams have started.
     Started {

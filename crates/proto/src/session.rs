@@ -308,6 +308,7 @@ mod tests {
                 cookie: 1,
                 streams: vec![],
                 warnings: vec![],
+                data_port: None,
             },
         );
         to_server(
@@ -359,7 +360,8 @@ mod tests {
             .send(&ServerMessage::Ready {
                 cookie: 1,
                 streams: vec![],
-                warnings: vec![]
+                warnings: vec![],
+                data_port: None,
             })
             .is_err());
     }
@@ -376,6 +378,7 @@ mod tests {
             cookie: 1,
             streams: vec![],
             warnings: vec![],
+            data_port: Some(40_000),
         }))
         .unwrap();
         c.receive(&encode(&ServerMessage::Started { start_unix_ms: 0 }))

@@ -33,6 +33,10 @@ pub struct Cell {
     pub flagged: bool,
     /// Hover text.
     pub title: Option<String>,
+    /// The text is a link to this address (a fragment such as "#run-12").
+    pub href: Option<String>,
+    /// Further links after the text: (text, address), e.g. the runs of a point.
+    pub links: Vec<(String, String)>,
 }
 
 impl Cell {
@@ -55,6 +59,10 @@ impl Cell {
     }
     pub fn title(mut self, t: impl Into<String>) -> Cell {
         self.title = Some(t.into());
+        self
+    }
+    pub fn link(mut self, href: impl Into<String>) -> Cell {
+        self.href = Some(href.into());
         self
     }
 }
@@ -80,6 +88,10 @@ pub struct Table {
     /// The first cell of each row is a header (`<th scope=row>`).
     pub row_headers: bool,
     pub class: &'static str,
+    /// An id per row (an anchor links can lead to); missing ones have none.
+    pub row_ids: Vec<Option<String>>,
+    /// A class per row ("interrupted"); missing ones have none.
+    pub row_classes: Vec<Option<&'static str>>,
 }
 
 impl Table {
@@ -97,6 +109,16 @@ impl Table {
     }
 
     pub fn row(&mut self, cells: Vec<Cell>) {
+        self.rows.push(cells);
+    }
+
+    /// A row with an id (so `#id` links to it) and an optional class.
+    pub fn row_at(&mut self, id: impl Into<String>, class: Option<&'static str>, cells: Vec<Cell>) {
+        let i = self.rows.len();
+        self.row_ids.resize(i + 1, None);
+        self.row_classes.resize(i + 1, None);
+        self.row_ids[i] = Some(id.into());
+        self.row_classes[i] = class;
         self.rows.push(cells);
     }
 
@@ -118,8 +140,17 @@ impl Table {
             out.push_str("</tr></thead>");
         }
         out.push_str("<tbody>");
-        for r in &self.rows {
-            out.push_str("<tr>");
+        for (k, r) in self.rows.iter().enumerate() {
+            match self.row_ids.get(k).cloned().flatten() {
+                Some(id) => {
+                    let _ = write!(out, "<tr id=\"{}\"", escape(&id));
+                    if let Some(c) = self.row_classes.get(k).copied().flatten() {
+                        let _ = write!(out, " class=\"{c}\"");
+                    }
+                    out.push('>');
+                }
+                None => out.push_str("<tr>"),
+            }
             for (i, c) in r.iter().enumerate() {
                 if i == 0 && self.row_headers {
                     cell(&mut out, c, "th", Some("row"));
@@ -152,7 +183,17 @@ fn cell(out: &mut String, c: &Cell, tag: &str, scope: Option<&str>) {
     if let Some(t) = &c.title {
         let _ = write!(out, " title=\"{}\"", escape(t));
     }
-    let _ = write!(out, ">{}</{tag}>", escape(&c.text));
+    out.push('>');
+    match &c.href {
+        Some(h) => {
+            let _ = write!(out, "<a href=\"{}\">{}</a>", escape(h), escape(&c.text));
+        }
+        None => out.push_str(&escape(&c.text)),
+    }
+    for (text, h) in &c.links {
+        let _ = write!(out, " <a href=\"{}\">{}</a>", escape(h), escape(text));
+    }
+    let _ = write!(out, "</{tag}>");
 }
 
 /// A two-column key/value table.
@@ -236,13 +277,31 @@ td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 table.facts th{text-align:left;background:#f7f7f7;font-weight:600;white-space:nowrap}\
 .short{background:#fde2d4 !important;font-weight:600}\
 .note{font-size:0.9em;color:#444}.warn{color:#a33}\
+.banner{border:2px solid #b3261e;background:#fdecea;color:#7a1c14;padding:8px 12px;\
+margin:0.6em 0 1em;border-radius:4px;font-weight:600}\
+tr.interrupted td,tr.interrupted th{background:#fdecea}\
+tr:target td,tr:target th{background:#fff3bf !important}td a,th a{color:#0b5394}\
 details{margin:0.5em 0}summary{cursor:pointer;color:#0b5394}\
 .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(340px,1fr));gap:8px 24px}\
 footer{margin-top:3em;font-size:0.85em;color:#666}\
 @media print{nav,summary{display:none}details{display:block}}";
 
 /// Renders the whole page.
+// Used by pages without banners (the report kinds being added beside these).
+#[allow(dead_code)]
 pub fn document(title: &str, subtitle: &str, sections: &[Section], footer: &str) -> String {
+    document_with_banners(title, subtitle, &[], sections, footer)
+}
+
+/// Renders the whole page with warnings in a box under the title, before
+/// anything else (an interrupted run: its numbers cover only part of it).
+pub fn document_with_banners(
+    title: &str,
+    subtitle: &str,
+    banners: &[String],
+    sections: &[Section],
+    footer: &str,
+) -> String {
     let mut out = String::with_capacity(64 * 1024);
     out.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
     out.push_str(
@@ -261,6 +320,13 @@ pub fn document(title: &str, subtitle: &str, sections: &[Section], footer: &str)
         escape(title),
         escape(subtitle)
     );
+    for b in banners {
+        let _ = write!(
+            out,
+            "<div class=\"banner\" role=\"alert\">{}</div>",
+            escape(b)
+        );
+    }
     if sections.len() > 2 {
         out.push_str("<nav>");
         for s in sections {

@@ -4,14 +4,24 @@
 //!
 //! The page is chosen by the export's `kind`:
 //! - `sweep`: throughput (sender and receiver) against the swept parameter with
-//!   error bars and CPU on a second axis; a curve per value of a second
+//!   error bars (the confidence interval of the mean from 5 runs a point up,
+//!   the lowest to the highest run below that; never below zero; the caption
+//!   says which) and CPU on a second axis; a curve per value of a second
 //!   parameter; the table of means with one parameter down and one across;
-//! - `run`: time series per stream and their sum with the mean, UDP loss and
-//!   jitter, TCP RTT and congestion window;
+//!   each point links to its row in the table of points, which links to its
+//!   runs' rows;
+//! - `run`: time series per stream and their sum with the mean (an interval's
+//!   rate drawn across the interval, so the first one shows from t = 0), UDP
+//!   loss and jitter (summarised as the mean and percentiles of the plotted
+//!   interval values beside the final RFC 3550 estimate), TCP RTT and
+//!   congestion window;
 //! - `campaign`: aggregate time series with session means, per-host sent vs
 //!   received bars;
+//! - a `run` of kind `rr` (`linkperf rr`): RTT distribution, CDF and tail,
+//!   RTT against message size with its fit, idle against loaded;
 //!
 //! and always host facts, the test configuration and a table of all runs.
+//! An interrupted run, campaign or partial sweep gets a banner above it all.
 //!
 //! ```
 //! let export = serde_json::json!({
@@ -34,6 +44,7 @@ mod format;
 mod html;
 mod pages;
 mod plots;
+mod rr;
 mod scale;
 mod svg;
 

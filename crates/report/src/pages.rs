@@ -16,6 +16,7 @@ const DETAILED_RUNS: usize = 10;
 pub fn render(ex: &Export) -> String {
     let (title, subtitle, sections) = match ex.kind {
         Kind::Sweep => sweep_page(ex),
+        Kind::Run if crate::rr::is_rr(ex) => crate::rr::page(ex),
         Kind::Run => run_page(ex),
         Kind::Campaign => campaign_page(ex),
     };
@@ -30,7 +31,64 @@ pub fn render(ex: &Export) -> String {
          prefixes (1 KiB = 1024 bytes). Hover a point or bar for its value.",
         crate::SCHEMA
     );
-    html::document(&title, &subtitle, &sections, &footer)
+    html::document_with_banners(&title, &subtitle, &banners(ex), &sections, &footer)
+}
+
+/// Warnings that belong above everything else: the numbers below cover
+/// only part of what was planned.
+fn banners(ex: &Export) -> Vec<String> {
+    let mut out = Vec::new();
+    let stopped: Vec<&RunData> = ex.runs.iter().filter(|r| interrupted(r.report)).collect();
+    match ex.kind {
+        Kind::Run => {
+            for r in stopped {
+                out.push(format!(
+                    "Interrupted: run {} was stopped early ({}). Every number on this page covers only the part that ran.",
+                    r.id,
+                    stopped_after(r.report)
+                ));
+            }
+        }
+        Kind::Sweep => {
+            let meta = ex.sweep.as_ref();
+            if meta.and_then(|m| m.status.as_deref()) == Some("partial") {
+                let measured = ex
+                    .points
+                    .iter()
+                    .filter(|p| !ex.runs_of(p).is_empty() || !p.runs.is_empty())
+                    .count();
+                let planned = meta
+                    .and_then(|m| m.repeat)
+                    .filter(|_| {
+                        meta.is_some_and(|m| m.raw.get("confidence").is_none_or(Value::is_null))
+                    })
+                    .map(|r| format!(" of the {} planned", r as usize * ex.points.len()))
+                    .unwrap_or_default();
+                out.push(format!(
+                    "Partial sweep: it stopped before it finished (interrupted, or a run failed). {measured} of its {} points have runs; {} runs are stored{planned}. Finish it with linkperf sweep --resume {} (and the --db it is stored in).",
+                    ex.points.len(),
+                    ex.runs.len(),
+                    ex.id
+                ));
+            }
+            if !stopped.is_empty() {
+                out.push(format!(
+                    "Interrupted runs: {} of this sweep's runs were stopped early ({}); they are marked in the tables and their numbers cover only the part that ran.",
+                    stopped.len(),
+                    id_list(&stopped.iter().map(|r| r.id).collect::<Vec<_>>())
+                ));
+            }
+        }
+        Kind::Campaign => {
+            if ex.raw.get("interrupted").and_then(Value::as_bool) == Some(true) {
+                out.push(
+                    "Interrupted: this campaign was stopped early; its phases and sessions cover only the part that ran."
+                        .to_string(),
+                );
+            }
+        }
+    }
+    out
 }
 
 // ---------------------------------------------------------------- helpers
@@ -199,11 +257,19 @@ impl RateCells {
     }
 }
 
+/// Fewest runs at a point for which its error bar is a confidence
+/// interval; below, the bar spans the lowest to the highest run. (A 95 %
+/// Student-t interval of 2 runs is ±12.7 standard deviations: wider than
+/// anything measured and, for a rate, reaching below zero.)
+const MIN_RUNS_FOR_CI: u64 = 5;
+
 /// What the error bars of a sweep show, and a sentence saying so.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum ErrorBars {
     Ci(Option<f64>),
     Stddev,
+    /// The lowest and highest run, for points with few runs.
+    MinMax,
     None,
 }
 
@@ -212,6 +278,13 @@ impl ErrorBars {
         // One run per point has no spread to show.
         if stats.is_empty() || stats.iter().all(|s| s.n.is_some_and(|n| n <= 1)) {
             return ErrorBars::None;
+        }
+        let few = stats
+            .iter()
+            .filter_map(|s| s.n)
+            .any(|n| n > 1 && n < MIN_RUNS_FOR_CI);
+        if few && stats.iter().all(|s| s.min.is_some() && s.max.is_some()) {
+            return ErrorBars::MinMax;
         }
         if stats
             .iter()
@@ -233,9 +306,10 @@ impl ErrorBars {
                 let (m, d) = (s.mean?, s.stddev?);
                 (m - d, m + d)
             }
+            ErrorBars::MinMax => (s.min?, s.max?),
             ErrorBars::None => return None,
         };
-        Some((lo.max(0.0), hi))
+        Some((lo.max(0.0), hi.max(0.0)))
     }
     fn sentence(&self) -> String {
         match self {
@@ -244,7 +318,10 @@ impl ErrorBars {
                 format::trim(*l, 2)
             ),
             ErrorBars::Ci(None) => "Error bars: confidence interval of the mean (Student t, as stored in the archive) over the repetitions of each point.".to_string(),
-            ErrorBars::Stddev => "Error bars: ±1 standard deviation over the repetitions of each point (no confidence interval in the export).".to_string(),
+            ErrorBars::Stddev => "Error bars: ±1 standard deviation over the repetitions of each point (no confidence interval in the export), cut at zero.".to_string(),
+            ErrorBars::MinMax => format!(
+                "Error bars: the lowest and the highest run at each point (min–max), not a confidence interval: some points have fewer than {MIN_RUNS_FOR_CI} runs, too few for one to mean much."
+            ),
             ErrorBars::None => "No error bars: one run per point, or no spread in the export.".to_string(),
         }
     }
@@ -258,7 +335,13 @@ fn tip(label: &str, s: &Stat, q: Quantity) -> String {
     };
     let mut t = format!("{label}: {}", s.mean.map(v).unwrap_or_default());
     if let (Some(lo), Some(hi)) = (s.ci_low, s.ci_high) {
-        t.push_str(&format!(" (CI {} – {})", v(lo), v(hi)));
+        // No rate or CPU share is negative: an interval reaching below zero is cut there.
+        t.push_str(&format!(" (CI {} – {})", v(lo.max(0.0)), v(hi)));
+    }
+    if let (Some(lo), Some(hi), Some(n)) = (s.min, s.max, s.n) {
+        if n > 1 {
+            t.push_str(&format!(", runs {} – {}", v(lo), v(hi)));
+        }
     }
     if let Some(d) = s.stddev {
         t.push_str(&format!(", sd {}", v(d)));
@@ -326,11 +409,6 @@ fn sweep_page(ex: &Export) -> (String, String, Vec<Section>) {
     let subtitle = sub.join(" · ");
 
     let mut results = Section::new("results", "Results");
-    if meta.status.as_deref() == Some("partial") {
-        results.push(
-            "<p class=\"warn\">This sweep is partial: some points were not measured (finish it with <code>linkperf sweep --resume</code>).</p>",
-        );
-    }
     let received: Vec<&Stat> = ex
         .points
         .iter()
@@ -397,8 +475,14 @@ fn one_param(ex: &Export, pa: &ParamAxis, bars: ErrorBars, out: &mut Section) {
         series.marker = Some(marker(i));
         series.right = *right;
         if *right {
-            series.dash = Some("7 4");
+            series.dash = Some(if i == 2 { "7 4" } else { "2 3" });
             series.width = 1.6;
+        }
+        if i == 1 {
+            // Sent equals received on a clean path: a wide pale band with
+            // ring markers under the received line keeps both in sight.
+            series.band = true;
+            series.hollow = true;
         }
         let q = if *right {
             Quantity::Percent
@@ -418,6 +502,7 @@ fn one_param(ex: &Export, pa: &ParamAxis, bars: ErrorBars, out: &mut Section) {
                 st,
                 q,
             ));
+            pt.href = Some(point_anchor(p));
             series.points.push(pt);
         }
         if !series.points.is_empty() {
@@ -428,7 +513,7 @@ fn one_param(ex: &Export, pa: &ParamAxis, bars: ErrorBars, out: &mut Section) {
         plot.y2 = Some(Axis::new("CPU", Quantity::Percent).zero().at_least(100.0));
     }
     let caption = format!(
-        "Mean throughput at each {} (solid, left axis) and mean CPU use of each end (dashed, right axis). {}",
+        "Mean throughput at each {}: received (solid line, filled circles) and sent (pale band, open squares), left axis; mean CPU use of each end (dashed and dotted, right axis). {} Click a point for its row in the table of points and its runs.",
         pa.name,
         bars.sentence()
     );
@@ -437,6 +522,16 @@ fn one_param(ex: &Export, pa: &ParamAxis, bars: ErrorBars, out: &mut Section) {
     } else {
         out.note("No point has a measured throughput yet.");
     }
+}
+
+/// The anchor of a point's row in the table of all points.
+fn point_anchor(p: &PointData) -> String {
+    format!("#point-{}", p.index)
+}
+
+/// The anchor of a run's row in the table of all runs.
+fn run_anchor(id: i64) -> String {
+    format!("#run-{id}")
 }
 
 /// The combinations of all parameters but the first, in sweep order.
@@ -514,6 +609,7 @@ fn many_params(ex: &Export, axes: &[ParamAxis], bars: ErrorBars, udp: bool, out:
                     let mut pt = Point::new(x, m);
                     pt.err = bars.bar(st);
                     pt.tip = Some(tip(&format!("{where_}, received"), st, Quantity::Rate));
+                    pt.href = Some(point_anchor(p));
                     recv.points.push(pt);
                 }
             }
@@ -524,6 +620,7 @@ fn many_params(ex: &Export, axes: &[ParamAxis], bars: ErrorBars, udp: bool, out:
                 if let Some(m) = st.mean {
                     let mut pt = Point::new(x, m);
                     pt.tip = Some(tip(&format!("{where_}, CPU"), st, Quantity::Percent));
+                    pt.href = Some(point_anchor(p));
                     cpu_s.points.push(pt);
                 }
             }
@@ -546,7 +643,7 @@ fn many_params(ex: &Export, axes: &[ParamAxis], bars: ErrorBars, udp: bool, out:
         out.figure(
             &plot.render(),
             &format!(
-                "Mean received throughput at each {}, a curve per {}{}. {}",
+                "Mean received throughput at each {}, a curve per {}{}. {} Click a point for its row in the table of points and its runs.",
                 pa.name,
                 others.join(" × "),
                 if udp {
@@ -596,9 +693,11 @@ fn means_table(ex: &Export, axes: &[ParamAxis], cells: RateCells, sent: bool, ud
                     p.stats.received.as_ref()
                 }
             });
-            row.push(match st.and_then(|s| s.mean.map(|m| (s, m))) {
-                Some((s, m)) => Cell::num(cells.text(m)).title(tip(what, s, Quantity::Rate)),
-                None => Cell::num("–"),
+            row.push(match (p, st.and_then(|s| s.mean.map(|m| (s, m)))) {
+                (Some(p), Some((s, m))) => Cell::num(cells.text(m))
+                    .title(tip(what, s, Quantity::Rate))
+                    .link(point_anchor(p)),
+                _ => Cell::num("–"),
             });
         }
         t.row(row);
@@ -623,7 +722,7 @@ fn points_table(ex: &Export, axes: &[ParamAxis], cells: RateCells) -> Table {
         headers.push(Cell::num(h));
     }
     let mut t = Table::new(headers).caption(format!(
-        "Statistics of every point over its repetitions (received throughput unless said{}; CPU in %; interval: confidence interval of the mean, or ± one standard deviation)",
+        "Statistics of every point over its repetitions (received throughput unless said{}; CPU in %; interval: confidence interval of the mean, cut at zero, or ± one standard deviation); runs: click one for its row in the table of all runs",
         cells.suffix()
     ));
     let r = |v: Option<f64>| Cell::num(v.map(|x| cells.text(x)).unwrap_or("–".into()));
@@ -633,18 +732,13 @@ fn points_table(ex: &Export, axes: &[ParamAxis], cells: RateCells) -> Table {
             .map(|a| Cell::text(p.param(&a.name).unwrap_or("–")))
             .collect();
         let st = p.stats.received.clone().unwrap_or_default();
-        let nruns = if p.runs.is_empty() {
-            ex.runs_of(p).len()
-        } else {
-            p.runs.len()
-        };
-        row.push(Cell::num(
-            st.n.map(|n| n as usize).unwrap_or(nruns).to_string(),
-        ));
+        let runs = ex.runs_of(p);
+        let stopped = runs.iter().filter(|r| interrupted(r.report)).count();
+        row.push(runs_cell(p, &runs, st.n, stopped));
         row.push(r(st.mean));
         let short = p.confidence_reached == Some(false);
         let mut interval = Cell::num(match (st.ci_low, st.ci_high) {
-            (Some(lo), Some(hi)) => cells.range(lo, hi),
+            (Some(lo), Some(hi)) => cells.range(lo.max(0.0), hi),
             _ => st
                 .stddev
                 .filter(|_| st.n.is_none_or(|n| n > 1))
@@ -655,6 +749,13 @@ fn points_table(ex: &Export, axes: &[ParamAxis], cells: RateCells) -> Table {
         if short {
             interval =
                 interval.title("wider than --confidence asked: the most runs were reached first");
+        } else if let (Some(lo), Some(n)) = (st.ci_low, st.n) {
+            if lo < 0.0 {
+                interval = interval.title(format!(
+                    "the confidence interval of {n} runs reaches {} below zero and is cut there: too few runs for it to mean much; see min and max",
+                    format::rate(-lo)
+                ));
+            }
         }
         row.push(interval);
         row.push(r(st.stddev));
@@ -670,9 +771,62 @@ fn points_table(ex: &Export, axes: &[ParamAxis], cells: RateCells) -> Table {
                     .unwrap_or("–".into()),
             ));
         }
-        t.row(row);
+        let class = (stopped > 0).then_some("interrupted");
+        t.row_at(point_anchor(p).trim_start_matches('#'), class, row);
     }
     t
+}
+
+/// Whether a run was stopped early (Ctrl-C): its numbers cover part of it.
+fn interrupted(rep: &Value) -> bool {
+    rep.get("interrupted").and_then(Value::as_bool) == Some(true)
+}
+
+/// "stopped after 2.1 s of 10 s": how much of an interrupted run ran.
+fn stopped_after(rep: &Value) -> String {
+    let ran = f(rep, "/summary/sent/seconds")
+        .filter(|s| *s > 0.0)
+        .or_else(|| {
+            rep.get("intervals")
+                .and_then(Value::as_array)
+                .and_then(|a| a.last())
+                .and_then(|iv| f(iv, "/end"))
+        });
+    let planned = f(rep, "/test/duration_s");
+    match (ran, planned) {
+        (Some(r), Some(p)) => format!(
+            "stopped after {} s of {} s",
+            format::trim(r, 1),
+            format::trim(p, 2)
+        ),
+        (Some(r), None) => format!("stopped after {} s", format::trim(r, 1)),
+        _ => "stopped early".to_string(),
+    }
+}
+
+/// The runs of a point: their count and a link to each one's row.
+fn runs_cell(p: &PointData, runs: &[&RunData], n: Option<u64>, stopped: usize) -> Cell {
+    let count = n
+        .map(|n| n as usize)
+        .unwrap_or(runs.len().max(p.runs.len()));
+    let mut text = count.to_string();
+    if stopped > 0 {
+        text.push_str(&format!(" ({stopped} interrupted)"));
+    }
+    let mut c = Cell::num(text).flag(stopped > 0);
+    if runs.is_empty() && p.runs.is_empty() {
+        return Cell::num("0, not measured");
+    }
+    let ids: Vec<i64> = if runs.is_empty() {
+        p.runs.clone()
+    } else {
+        runs.iter().map(|r| r.id).collect()
+    };
+    c.links = ids
+        .iter()
+        .map(|id| (format!("#{id}"), run_anchor(*id)))
+        .collect();
+    c
 }
 
 // ---------------------------------------------------------------- shared sections
@@ -750,7 +904,9 @@ fn config_section(ex: &Export) -> Section {
         sec.heading("Sweep");
         sec.push(&html::facts(&rows));
         if let Some(b) = meta.base_options {
-            let rows = object_facts(b);
+            // A varied option is not common, whatever the base value says.
+            let mut rows = object_facts(b);
+            rows.retain(|(k, _)| !varied_key(&meta.vary, k));
             if !rows.is_empty() {
                 sec.heading("Options common to every run");
                 sec.push(&html::facts(&rows));
@@ -760,8 +916,13 @@ fn config_section(ex: &Export) -> Section {
     if let Some(r) = ex.runs.first() {
         if let Some(test) = r.report.get("test") {
             let mut rows = object_facts(test);
-            if ex.kind == Kind::Sweep {
+            if let Some(meta) = ex.sweep.as_ref().filter(|_| ex.kind == Kind::Sweep) {
                 rows.retain(|(k, _)| k != "start_at_unix_ms");
+                for (k, v) in rows.iter_mut() {
+                    if varied_key(&meta.vary, k) {
+                        *v = format!("{v} (in this run; the sweep varies it)");
+                    }
+                }
             }
             sec.heading(&format!(
                 "As run (run {}{})",
@@ -785,6 +946,39 @@ fn config_section(ex: &Export) -> Section {
         sec.note("The export carries no configuration.");
     }
     sec
+}
+
+/// The option names a swept parameter sets, as a test configuration or a
+/// sweep's base options name them: `window` sets both socket buffers.
+fn config_keys(vary_name: &str) -> Vec<String> {
+    let n = vary_name.trim_start_matches('-');
+    let keys: &[&str] = match n {
+        "window" | "w" => &["window", "sndbuf", "rcvbuf"],
+        "length" | "l" => &["length"],
+        "parallel" | "P" => &["parallel"],
+        "bitrate" | "b" => &["bitrate"],
+        "pacing-rate" | "pacing_rate" => &["pacing_rate"],
+        "congestion" | "C" => &["congestion"],
+        "nodelay" | "no-delay" | "N" => &["nodelay", "no_delay"],
+        "time" | "t" => &["time", "duration_s"],
+        "bytes" | "n" => &["bytes"],
+        "mss" | "set-mss" | "set_mss" | "M" => &["mss", "set_mss"],
+        "omit" | "O" => &["omit", "omit_s"],
+        "udp" | "u" => &["udp", "protocol"],
+        "reverse" | "R" | "bidir" => &["reverse", "bidir", "direction"],
+        "zerocopy" | "Z" => &["zerocopy"],
+        "dont-fragment" | "dont_fragment" => &["dont_fragment"],
+        _ => &[],
+    };
+    let mut out: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+    out.push(n.replace('-', "_"));
+    out
+}
+
+/// Whether the option named `key` is set by one of the swept parameters.
+fn varied_key(vary: &[Vary], key: &str) -> bool {
+    let key = key.replace('-', "_");
+    vary.iter().any(|v| config_keys(&v.name).contains(&key))
 }
 
 /// Rows of host facts; sysctls under their names so people can set them.
@@ -948,9 +1142,20 @@ fn runs_section(ex: &Export) -> Section {
     }
     let mut t = Table::new(headers);
     for r in &ex.runs {
-        t.row(run_row(ex, r, &sweep_params));
+        let class = interrupted(r.report).then_some("interrupted");
+        // A run page's sections already carry "run-ID".
+        let id = match ex.kind {
+            Kind::Run => format!("row-run-{}", r.id),
+            _ => run_anchor(r.id).trim_start_matches('#').to_string(),
+        };
+        t.row_at(id, class, run_row(ex, r, &sweep_params));
     }
     let n = ex.runs.len();
+    if ex.kind != Kind::Run {
+        sec.push(
+            "<p class=\"note\">Each run's own page, with its time series: <code>linkperf report RUN_ID -o run.html</code> (with the same <code>--db</code> as this report); hover a run's id for its command.</p>"
+        );
+    }
     sec.details(
         &format!("{n} run{}", if n == 1 { "" } else { "s" }),
         &t.render(),
@@ -981,7 +1186,10 @@ fn test_line(rep: &Value) -> String {
 
 fn run_row(ex: &Export, r: &RunData, params: &[String]) -> Vec<Cell> {
     let rep = r.report;
-    let mut row = vec![Cell::num(r.id.to_string())];
+    let mut row = vec![Cell::num(r.id.to_string()).title(format!(
+        "this run's page: linkperf report {id} -o run-{id}.html",
+        id = r.id
+    ))];
     if ex.kind == Kind::Sweep {
         row.push(Cell::num(
             r.point.map(|p| p.to_string()).unwrap_or("–".into()),
@@ -1055,7 +1263,11 @@ fn run_row(ex: &Export, r: &RunData, params: &[String]) -> Vec<Cell> {
     if failed {
         verdict = format!("error: {}", errors.join("; "));
     }
-    let mut cell = Cell::text(verdict).flag(failed);
+    let stopped = interrupted(rep);
+    if stopped {
+        verdict = format!("interrupted ({}); {verdict}", stopped_after(rep));
+    }
+    let mut cell = Cell::text(verdict).flag(failed || stopped);
     if let Some(e) = s(rep, "/summary/verdict/explanation") {
         cell = cell.title(e);
     }
@@ -1153,54 +1365,12 @@ fn run_section(r: &RunData, many: bool) -> Section {
     }
     let udp = s(rep, "/test/protocol").as_deref() == Some("udp");
     let dirs = directions(rep);
-    // Summary table, one row per direction.
-    let mut t = Table::new(
-        [
-            "direction",
-            "sent",
-            "received",
-            "retransmits",
-            "loss",
-            "jitter",
-            "RTT mean / min",
-            "CPU local",
-            "CPU remote",
-        ]
-        .iter()
-        .enumerate()
-        .map(|(i, h)| {
-            if i == 0 {
-                Cell::text(*h)
-            } else {
-                Cell::num(*h)
-            }
-        })
-        .collect(),
-    )
-    .caption("Summary");
-    t.row_headers = true;
-    for d in &dirs {
-        let sm = d.summary;
-        let opt =
-            |ptr: &str, fmt: &dyn Fn(f64) -> String| f(sm, ptr).map(fmt).unwrap_or("–".into());
-        t.row(vec![
-            Cell::text(direction_label(&d.name)),
-            Cell::num(opt("/sent/bits_per_second", &format::rate)),
-            Cell::num(opt("/received/bits_per_second", &format::rate)),
-            Cell::num(opt("/sent/retransmits", &|x| format!("{}", x as u64))),
-            Cell::num(opt("/received/loss_percent", &format::percent)),
-            Cell::num(opt("/received/jitter_ms", &format::millis)),
-            Cell::num(
-                match (f(sm, "/tcp/rtt_ms/mean"), f(sm, "/tcp/rtt_ms/min")) {
-                    (Some(a), Some(b)) => format!("{} / {}", format::millis(a), format::millis(b)),
-                    (Some(a), None) => format::millis(a),
-                    _ => "–".into(),
-                },
-            ),
-            Cell::num(opt("/cpu/local/total_percent", &format::percent)),
-            Cell::num(opt("/cpu/remote/total_percent", &format::percent)),
-        ]);
-    }
+    let intervals: Vec<&Value> = rep
+        .get("intervals")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().collect())
+        .unwrap_or_default();
+    let t = summary_table(&dirs, &intervals, udp);
     sec.push(&t.render());
     for d in &dirs {
         if let Some(ex) = s(d.summary, "/verdict/explanation") {
@@ -1236,11 +1406,6 @@ fn run_section(r: &RunData, many: bool) -> Section {
         sec.push(&format!("<p class=\"warn\">error: {}</p>", html::escape(e)));
     }
 
-    let intervals: Vec<&Value> = rep
-        .get("intervals")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().collect())
-        .unwrap_or_default();
     if intervals.is_empty() {
         sec.note("No interval samples in this run (it ran with -i 0): no time series.");
     } else {
@@ -1255,8 +1420,8 @@ fn run_section(r: &RunData, many: bool) -> Section {
                 sec.figure(
                     &p.render(),
                     &format!(
-                        "Throughput per interval{suffix}: each stream (as received), their sum, and the mean over the whole test{}.",
-                        if udp { "; dotted: the sum as sent" } else { "" }
+                        "Throughput per interval{suffix}: each stream (as received), their sum, and the mean over the whole test{}. Each interval's rate is drawn across the interval, from its start to its end.",
+                        if udp { "; the wide pale band: what was sent" } else { "" }
                     ),
                 );
             }
@@ -1265,7 +1430,7 @@ fn run_section(r: &RunData, many: bool) -> Section {
                 if p.has_data() {
                     sec.figure(
                         &p.render(),
-                        "Datagrams lost (percent of those sent, left axis) and jitter (RFC 3550, right axis) per interval.",
+                        "Datagrams lost in each interval (percent of those sent, left axis, drawn across the interval) and the RFC 3550 jitter estimate at each interval's end (right axis), with its mean over the intervals (the summary's \"mean of intervals\").",
                     );
                 }
             } else {
@@ -1298,19 +1463,160 @@ fn run_section(r: &RunData, many: bool) -> Section {
     sec
 }
 
+/// The summary of a run, one row per direction. UDP jitter is given as the
+/// mean and percentiles of the per-interval values the plot shows; the final
+/// running estimate (what iperf3 prints) is beside them, named as such.
+fn summary_table(dirs: &[Direction], intervals: &[&Value], udp: bool) -> Table {
+    let heads: &[&str] = if udp {
+        &[
+            "direction",
+            "sent",
+            "received",
+            "loss",
+            "jitter, mean of intervals",
+            "jitter p50 / p95 / max",
+            "jitter, final RFC 3550 estimate",
+            "CPU local",
+            "CPU remote",
+        ]
+    } else {
+        &[
+            "direction",
+            "sent",
+            "received",
+            "retransmits",
+            "RTT mean / min",
+            "CPU local",
+            "CPU remote",
+        ]
+    };
+    let headers = heads
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            if i == 0 {
+                Cell::text(*h)
+            } else {
+                Cell::num(*h)
+            }
+        })
+        .collect();
+    let caption = if udp {
+        "Summary; jitter: RFC 3550 interarrival jitter, its mean and percentiles over the intervals (as plotted), and the running estimate at the end of the test"
+    } else {
+        "Summary"
+    };
+    let mut t = Table::new(headers).caption(caption);
+    t.row_headers = true;
+    for d in dirs {
+        let sm = d.summary;
+        let opt =
+            |ptr: &str, fmt: &dyn Fn(f64) -> String| f(sm, ptr).map(fmt).unwrap_or("–".into());
+        let mut row = vec![
+            Cell::text(direction_label(&d.name)),
+            Cell::num(opt("/sent/bits_per_second", &format::rate)),
+            Cell::num(opt("/received/bits_per_second", &format::rate)),
+        ];
+        if udp {
+            let j = JitterStats::of(intervals, d.sum_key);
+            row.push(Cell::num(opt("/received/loss_percent", &format::percent)));
+            row.push(Cell::num(
+                j.as_ref()
+                    .map(|j| format::millis(j.mean))
+                    .unwrap_or("–".into()),
+            ));
+            row.push(Cell::num(
+                j.as_ref()
+                    .map(|j| {
+                        format!(
+                            "{} / {} / {}",
+                            format::millis(j.p50),
+                            format::millis(j.p95),
+                            format::millis(j.max)
+                        )
+                    })
+                    .unwrap_or("–".into()),
+            ));
+            row.push(Cell::num(opt("/received/jitter_ms", &format::millis)));
+        } else {
+            row.push(Cell::num(opt("/sent/retransmits", &|x| {
+                format!("{}", x as u64)
+            })));
+            row.push(Cell::num(
+                match (f(sm, "/tcp/rtt_ms/mean"), f(sm, "/tcp/rtt_ms/min")) {
+                    (Some(a), Some(b)) => format!("{} / {}", format::millis(a), format::millis(b)),
+                    (Some(a), None) => format::millis(a),
+                    _ => "–".into(),
+                },
+            ));
+        }
+        row.push(Cell::num(opt("/cpu/local/total_percent", &format::percent)));
+        row.push(Cell::num(opt(
+            "/cpu/remote/total_percent",
+            &format::percent,
+        )));
+        t.row(row);
+    }
+    t
+}
+
+/// The per-interval jitter of one direction (intervals outside the -O warm-up).
+#[derive(Debug, Clone, PartialEq)]
+struct JitterStats {
+    mean: f64,
+    p50: f64,
+    p95: f64,
+    max: f64,
+}
+
+impl JitterStats {
+    fn of(intervals: &[&Value], sum_key: &str) -> Option<JitterStats> {
+        let mut v: Vec<f64> = intervals
+            .iter()
+            .filter(|iv| iv.get("omitted").and_then(Value::as_bool) != Some(true))
+            .filter_map(|iv| iv.get(sum_key).and_then(|s| f(s, "/jitter_ms")))
+            .filter(|x| x.is_finite())
+            .collect();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        Some(JitterStats {
+            mean: v.iter().sum::<f64>() / v.len() as f64,
+            p50: percentile(&v, 50.0),
+            p95: percentile(&v, 95.0),
+            max: v[v.len() - 1],
+        })
+    }
+}
+
+/// The `p`-th percentile of sorted values, linear between the closest ranks.
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let pos = (p / 100.0).clamp(0.0, 1.0) * (sorted.len() - 1) as f64;
+    let (i, frac) = (pos.floor() as usize, pos.fract());
+    match sorted.get(i + 1) {
+        Some(next) => sorted[i] + (next - sorted[i]) * frac,
+        None => sorted[i],
+    }
+}
+
 fn stream_dir(st: &Value) -> Option<&str> {
     st.get("direction").and_then(Value::as_str)
 }
 
 /// Per-stream values of one direction: stream id -> points.
+/// `over`: the value holds over the interval (a rate), else it is a sample
+/// taken at the interval's end (tcp_info).
 fn per_stream(
     intervals: &[&Value],
     d: &Direction,
+    over: bool,
     get: impl Fn(&Value) -> Option<f64>,
 ) -> BTreeMap<i64, Vec<Point>> {
     let mut out: BTreeMap<i64, Vec<Point>> = BTreeMap::new();
     for iv in intervals {
         let Some(end) = f(iv, "/end") else { continue };
+        let start = f(iv, "/start").filter(|_| over);
         for st in iv
             .get("streams")
             .and_then(Value::as_array)
@@ -1322,7 +1628,11 @@ fn per_stream(
             }
             let id = st.get("id").and_then(Value::as_i64).unwrap_or(0);
             let v = get(st).unwrap_or(f64::NAN);
-            out.entry(id).or_default().push(Point::new(end, v));
+            let p = match start {
+                Some(a) => Point::over(a, end, v),
+                None => Point::new(end, v),
+            };
+            out.entry(id).or_default().push(p);
         }
     }
     out
@@ -1349,20 +1659,42 @@ fn time_axis() -> Axis {
     Axis::new("Time since start", Quantity::Seconds).zero()
 }
 
+/// Dash patterns of streams 0..5: with colour and marker, streams that
+/// carry the same rate still show one beside the other.
+const STREAM_DASHES: [Option<&str>; 6] = [
+    None,
+    Some("8 4"),
+    Some("2 3"),
+    Some("10 3 2 3"),
+    Some("4 4"),
+    Some("1 3"),
+];
+
+/// The look of the k-th of `n` streams (of `points` points each): up to six
+/// each get a colour, a dash pattern and a marker (every other one open, so
+/// one on top of another leaves a ring); more share one grey.
+fn stream_style(id: i64, k: usize, n: usize, points: usize) -> Series {
+    if n > STREAM_DASHES.len() {
+        let mut s = Series::new(format!("each of the {n} streams"), "#9aa5b1");
+        s.width = 1.0;
+        s.legend = k == 0;
+        return s;
+    }
+    let mut s = Series::new(format!("stream {id}"), color(k));
+    s.width = 1.6;
+    s.dash = STREAM_DASHES[k];
+    if points <= 60 {
+        s.marker = Some(marker(k));
+        s.hollow = k % 2 == 1;
+    }
+    s
+}
+
 fn stream_series(streams: BTreeMap<i64, Vec<Point>>) -> Vec<Series> {
     let n = streams.len();
     let mut out = Vec::new();
     for (k, (id, pts)) in streams.into_iter().enumerate() {
-        let mut s = if n <= 6 {
-            let mut s = Series::new(format!("stream {id}"), color(k));
-            s.width = 1.5;
-            s
-        } else {
-            let mut s = Series::new(format!("each of the {n} streams"), "#9aa5b1");
-            s.width = 1.0;
-            s.legend = k == 0;
-            s
-        };
+        let mut s = stream_style(id, k, n, pts.len());
         s.points = pts;
         out.push(s);
     }
@@ -1376,34 +1708,48 @@ fn throughput_series(intervals: &[&Value], d: &Direction, udp: bool, suffix: &st
         Axis::new("Throughput", Quantity::Rate).zero(),
     );
     plot.bands = omitted_bands(intervals);
-    let streams = per_stream(intervals, d, |st| {
+    let streams = per_stream(intervals, d, true, |st| {
         f(st, "/receiver/bits_per_second").or_else(|| f(st, "/sender/bits_per_second"))
     });
     let multi = streams.len() > 1;
     if multi {
         plot.series.extend(stream_series(streams));
     }
-    let mut sum = Series::new(if multi { "sum of streams" } else { "received" }, "#000000");
+    let mut sum = Series::new(
+        if multi {
+            "sum of streams, received"
+        } else {
+            "received"
+        },
+        "#000000",
+    );
     sum.width = 2.5;
     sum.marker = if intervals.len() <= 60 {
         Some(crate::svg::Marker::Circle)
     } else {
         None
     };
-    let mut sent = Series::new("sum as sent", "#000000");
-    sent.dash = Some("2 3");
-    sent.width = 1.4;
+    // Under the received line, wide and pale: where all that was sent
+    // arrived, the received line runs inside it. Not a stream's colour.
+    let mut sent = Series::new(if multi { "sum as sent" } else { "sent" }, color(4));
+    sent.band = true;
     for iv in intervals {
         let Some(end) = f(iv, "/end") else { continue };
+        let start = f(iv, "/start").unwrap_or(end);
         let Some(sumv) = iv.get(d.sum_key) else {
             continue;
         };
         let v = f(sumv, "/bits_per_second").unwrap_or(f64::NAN);
-        let mut p = Point::new(end, v);
-        p.tip = Some(format!("{} s: {}", format::trim(end, 2), format::rate(v)));
+        let mut p = Point::over(start, end, v);
+        p.tip = Some(format!(
+            "{} – {} s: {}",
+            format::trim(start, 2),
+            format::trim(end, 2),
+            format::rate(v)
+        ));
         sum.points.push(p);
         if let Some(sv) = f(sumv, "/sent_bits_per_second") {
-            sent.points.push(Point::new(end, sv));
+            sent.points.push(Point::over(start, end, sv));
         }
     }
     plot.series.push(sum);
@@ -1432,19 +1778,20 @@ fn udp_series(intervals: &[&Value], d: &Direction, suffix: &str) -> LinePlot {
     );
     plot.height = 340.0;
     plot.y2 = Some(Axis::new("Jitter", Quantity::Millis).zero());
-    let mut loss = Series::new("loss", color(1));
+    let mut loss = Series::new("loss in the interval", color(1));
     loss.marker = Some(crate::svg::Marker::Square);
-    let mut jitter = Series::new("jitter", color(0));
+    let mut jitter = Series::new("jitter at the interval's end", color(0));
     jitter.right = true;
     jitter.dash = Some("7 4");
     jitter.marker = Some(crate::svg::Marker::Triangle);
     for iv in intervals {
         let Some(end) = f(iv, "/end") else { continue };
+        let start = f(iv, "/start").unwrap_or(end);
         let Some(sm) = iv.get(d.sum_key) else {
             continue;
         };
         if let Some(l) = f(sm, "/loss_percent") {
-            let mut p = Point::new(end, l);
+            let mut p = Point::over(start, end, l);
             p.tip = Some(format!(
                 "{} s: {} lost ({} datagrams)",
                 format::trim(end, 2),
@@ -1464,6 +1811,17 @@ fn udp_series(intervals: &[&Value], d: &Direction, suffix: &str) -> LinePlot {
         }
     }
     plot.series = vec![loss, jitter];
+    if let Some(j) = JitterStats::of(intervals, d.sum_key) {
+        plot.rules.push(Rule {
+            y: j.mean,
+            span: None,
+            label: format!("mean jitter {}", format::millis(j.mean)),
+            color: color(0),
+            dash: Some("2 3"),
+            right: true,
+            inline: false,
+        });
+    }
     plot
 }
 
@@ -1482,23 +1840,10 @@ fn tcp_series(
     );
     plot.height = 320.0;
     let ptr = format!("/sender/tcp/{field}");
-    let streams = per_stream(intervals, d, |st| f(st, &ptr));
+    let streams = per_stream(intervals, d, false, |st| f(st, &ptr));
     let n = streams.len();
     for (k, (id, pts)) in streams.into_iter().enumerate() {
-        let mut s = if n <= 6 {
-            let mut s = Series::new(format!("stream {id}"), color(k));
-            s.marker = if pts.len() <= 60 {
-                Some(marker(k))
-            } else {
-                None
-            };
-            s
-        } else {
-            let mut s = Series::new(format!("each of the {n} streams"), "#9aa5b1");
-            s.legend = k == 0;
-            s.width = 1.0;
-            s
-        };
+        let mut s = stream_style(id, k, n, pts.len());
         s.points = pts
             .into_iter()
             .map(|mut p| {
@@ -1784,9 +2129,9 @@ fn phase_section(k: usize, name: &str, phases: &[&Phase]) -> (Section, Vec<Cell>
     if total_points <= 60 {
         agg.marker = Some(crate::svg::Marker::Circle);
     }
-    let mut sent = Series::new("sent per interval (sum over flows)", color(0));
-    sent.dash = Some("3 3");
-    sent.width = 1.2;
+    // Wide and pale under the received line, which stays visible inside it.
+    let mut sent = Series::new("sent per interval (sum over flows)", color(1));
+    sent.band = true;
     let mut offset = 0.0;
     let mut session_means: Vec<(String, Option<f64>, usize, f64, f64)> = Vec::new();
     let mut all = Vec::new();
@@ -1794,13 +2139,17 @@ fn phase_section(k: usize, name: &str, phases: &[&Phase]) -> (Section, Vec<Cell>
         let sname = session_name(p, i);
         let mut dur: f64 = 0.0;
         let mut vals = Vec::new();
+        let mut prev_end = 0.0;
         for (j, iv) in p.intervals.iter().enumerate() {
             let t = iv
                 .end
                 .or(iv.start.map(|s| s + 1.0))
                 .unwrap_or((j + 1) as f64);
+            // Each interval's rate is drawn across the interval.
+            let t0 = iv.start.unwrap_or(prev_end);
+            prev_end = t;
             dur = dur.max(t);
-            let mut pt = Point::new(offset + t, iv.bits_per_second);
+            let mut pt = Point::over(offset + t0, offset + t, iv.bits_per_second);
             pt.tip = Some(format!(
                 "session {sname}, {} s: {}",
                 format::trim(t, 2),
@@ -1809,7 +2158,7 @@ fn phase_section(k: usize, name: &str, phases: &[&Phase]) -> (Section, Vec<Cell>
             agg.points.push(pt);
             vals.push(iv.bits_per_second);
             if let Some(sv) = iv.sent {
-                sent.points.push(Point::new(offset + t, sv));
+                sent.points.push(Point::over(offset + t0, offset + t, sv));
             }
         }
         agg.points.push(Point::new(f64::NAN, f64::NAN));

@@ -117,6 +117,11 @@ pub struct Point {
     pub err: Option<(f64, f64)>,
     /// Hover text.
     pub tip: Option<String>,
+    /// The value holds over [x0, x] (an interval's rate): drawn as a step
+    /// from x0 to x, its marker in the middle.
+    pub x0: Option<f64>,
+    /// Where clicking the marker leads (the table row of the point).
+    pub href: Option<String>,
 }
 
 impl Point {
@@ -126,6 +131,24 @@ impl Point {
             y,
             err: None,
             tip: None,
+            x0: None,
+            href: None,
+        }
+    }
+
+    /// A value over the interval [start, end].
+    pub fn over(start: f64, end: f64, y: f64) -> Point {
+        Point {
+            x0: Some(start),
+            ..Point::new(end, y)
+        }
+    }
+
+    /// Where the marker goes: the middle of an interval, else x.
+    fn marker_x(&self) -> f64 {
+        match self.x0 {
+            Some(a) if a.is_finite() => (a + self.x) / 2.0,
+            _ => self.x,
         }
     }
 }
@@ -143,6 +166,11 @@ pub struct Series {
     pub right: bool,
     /// Listed in the legend.
     pub legend: bool,
+    /// Markers drawn as outlines, so a filled one over them leaves a ring.
+    pub hollow: bool,
+    /// Drawn first, wide and translucent: a line that coincides with it
+    /// (sent under received) stays visible inside it.
+    pub band: bool,
 }
 
 impl Series {
@@ -156,9 +184,27 @@ impl Series {
             width: 2.0,
             right: false,
             legend: true,
+            hollow: false,
+            band: false,
         }
     }
+
+    /// The stroke its line is drawn with.
+    fn stroke(&self) -> Stroke<'static> {
+        let mut st = Stroke::new(self.color, self.width);
+        if let Some(d) = self.dash {
+            st = st.dashed(d);
+        }
+        if self.band {
+            st = Stroke::new(self.color, self.width.max(BAND_WIDTH)).opacity(BAND_OPACITY);
+        }
+        st
+    }
 }
+
+/// Width and opacity of a `band` series.
+const BAND_WIDTH: f64 = 7.0;
+const BAND_OPACITY: f64 = 0.35;
 
 /// A horizontal reference line (a mean, a target), across the plot or over
 /// [x0, x1]; labelled in the legend, or above the segment when `inline`.
@@ -230,6 +276,11 @@ fn display_unit(q: Quantity, max: f64) -> Unit {
         Quantity::Percent => Unit {
             factor: 1.0,
             name: "%",
+        },
+        // Loopback RTTs and jitter are µs: "0.047 ms" ticks read badly.
+        Quantity::Millis if max < 1.0 && max > 0.0 => Unit {
+            factor: 0.001,
+            name: "µs",
         },
         Quantity::Millis => Unit {
             factor: 1.0,
@@ -457,6 +508,22 @@ struct LegendItem {
     marker: Option<Marker>,
     /// A filled square key (bars) instead of a line.
     swatch: bool,
+    hollow: bool,
+    band: bool,
+}
+
+impl LegendItem {
+    fn line(label: String, color: &'static str, dash: Option<&'static str>) -> LegendItem {
+        LegendItem {
+            label,
+            color,
+            dash,
+            marker: None,
+            swatch: false,
+            hollow: false,
+            band: false,
+        }
+    }
 }
 
 impl LegendItem {
@@ -495,9 +562,14 @@ fn draw_legend(svg: &mut Svg, rows: &[Vec<LegendItem>], x0: f64, y0: f64, width:
                 if let Some(d) = it.dash {
                     s = s.dashed(d);
                 }
+                if it.band {
+                    s = Stroke::new(it.color, BAND_WIDTH).opacity(BAND_OPACITY);
+                }
                 svg.line(x, y, x + 30.0, y, s);
-                if let Some(m) = it.marker {
-                    svg.marker(m, x + 15.0, y, 8.0, it.color, None);
+                match (it.marker, it.hollow) {
+                    (Some(m), false) => svg.marker(m, x + 15.0, y, 8.0, it.color, None),
+                    (Some(m), true) => svg.hollow_marker(m, x + 15.0, y, 10.0, it.color, None),
+                    (None, _) => {}
                 }
             }
             svg.text(x + 36.0, y + 4.0, &it.label, Text::new(FONT));
@@ -561,15 +633,16 @@ impl LinePlot {
                 dash: s.dash,
                 marker: s.marker,
                 swatch: false,
+                hollow: s.hollow,
+                band: s.band,
             })
             .collect();
-        items.extend(self.rules.iter().filter(|r| !r.inline).map(|r| LegendItem {
-            label: r.label.clone(),
-            color: r.color,
-            dash: r.dash,
-            marker: None,
-            swatch: false,
-        }));
+        items.extend(
+            self.rules
+                .iter()
+                .filter(|r| !r.inline)
+                .map(|r| LegendItem::line(r.label.clone(), r.color, r.dash)),
+        );
         items
     }
 
@@ -592,7 +665,8 @@ impl LinePlot {
         let (x_min, x_max) = finite_range(
             self.series
                 .iter()
-                .flat_map(|s| s.points.iter().filter(|p| p.y.is_finite()).map(|p| p.x))
+                .flat_map(|s| s.points.iter().filter(|p| p.y.is_finite()))
+                .flat_map(|p| [p.x, p.x0.unwrap_or(p.x)])
                 .chain(self.bands.iter().flat_map(|b| [b.x0, b.x1]))
                 .chain(self.x.ticks_at.iter().flatten().copied()),
         );
@@ -740,32 +814,34 @@ impl LinePlot {
         let with_err: Vec<usize> = (0..self.series.len())
             .filter(|&i| self.series[i].points.iter().any(|p| p.err.is_some()))
             .collect();
-        for (i, s) in self.series.iter().enumerate() {
+        // Bands first, so the lines they carry are drawn over them.
+        let order = (0..self.series.len())
+            .filter(|&i| self.series[i].band)
+            .chain((0..self.series.len()).filter(|&i| !self.series[i].band));
+        for i in order {
+            let s = &self.series[i];
             let nudge = with_err
                 .iter()
                 .position(|&j| j == i)
                 .map(|k| (k as f64 - (with_err.len() as f64 - 1.0) / 2.0) * 4.0)
                 .unwrap_or(0.0);
             svg.group("series");
-            let mut run: Vec<(f64, f64)> = Vec::new();
-            let mut stroke = Stroke::new(s.color, s.width);
-            if let Some(d) = s.dash {
-                stroke = stroke.dashed(d);
+            let stroke = s.stroke();
+            for run in line_runs(&s.points) {
+                let px: Vec<(f64, f64)> = run
+                    .iter()
+                    .map(|(x, y)| (mx(*x) + nudge, my(*y, s.right)))
+                    .collect();
+                svg.polyline(&px, stroke, "line");
             }
-            for p in &s.points {
-                if p.x.is_finite() && p.y.is_finite() {
-                    run.push((mx(p.x) + nudge, my(p.y, s.right)));
-                } else {
-                    svg.polyline(&run, stroke, "line");
-                    run.clear();
-                }
-            }
-            svg.polyline(&run, stroke, "line");
             for p in &s.points {
                 if !(p.x.is_finite() && p.y.is_finite()) {
                     continue;
                 }
-                let x = mx(p.x) + nudge;
+                let x = mx(p.marker_x()) + nudge;
+                if let Some(h) = &p.href {
+                    svg.link(h);
+                }
                 if let Some((lo, hi)) = p.err {
                     if lo.is_finite() && hi.is_finite() {
                         let (y0, y1) = (my(lo, s.right), my(hi, s.right));
@@ -775,8 +851,17 @@ impl LinePlot {
                         svg.line(x - 4.0, y1, x + 4.0, y1, st);
                     }
                 }
-                if let Some(m) = s.marker {
-                    svg.marker(m, x, my(p.y, s.right), 8.0, s.color, p.tip.as_deref());
+                match (s.marker, s.hollow) {
+                    (Some(m), false) => {
+                        svg.marker(m, x, my(p.y, s.right), 8.0, s.color, p.tip.as_deref())
+                    }
+                    (Some(m), true) => {
+                        svg.hollow_marker(m, x, my(p.y, s.right), 11.0, s.color, p.tip.as_deref())
+                    }
+                    (None, _) => {}
+                }
+                if p.href.is_some() {
+                    svg.end_link();
                 }
             }
             svg.end_group();
@@ -825,6 +910,46 @@ impl LinePlot {
         draw_legend(&mut svg, &rows, 10.0, legend_y, self.width - 20.0);
         svg.finish()
     }
+}
+
+/// The vertices of a series' lines in data units, one run per unbroken
+/// stretch: a NaN breaks the line, and so does a gap between one interval's
+/// end and the next one's start. A point over an interval gives two vertices
+/// (a step), so the first interval shows from its start.
+fn line_runs(points: &[Point]) -> Vec<Vec<(f64, f64)>> {
+    let mut runs: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
+    let mut last_end: Option<f64> = None;
+    let mut last_len = 0.0f64;
+    for p in points {
+        let cur = runs.last_mut().expect("one run at least");
+        if !(p.x.is_finite() && p.y.is_finite()) {
+            if !cur.is_empty() {
+                runs.push(Vec::new());
+            }
+            last_end = None;
+            continue;
+        }
+        match p.x0.filter(|a| a.is_finite()) {
+            Some(a) => {
+                // The two ends' clocks leave up to a few ms between one
+                // interval's end and the next one's start: within 1% of the
+                // longer of the two intervals (a short last one too) is joined.
+                let len = (p.x - a).abs();
+                let joined = last_end.is_some_and(|e| (e - a).abs() <= 0.01 * len.max(last_len));
+                if !cur.is_empty() && !joined {
+                    runs.push(Vec::new());
+                }
+                let cur = runs.last_mut().expect("one run at least");
+                cur.push((a, p.y));
+                cur.push((p.x, p.y));
+            }
+            None => cur.push((p.x, p.y)),
+        }
+        last_len = p.x0.map(|a| (p.x - a).abs()).unwrap_or(0.0);
+        last_end = Some(p.x);
+    }
+    runs.retain(|r| !r.is_empty());
+    runs
 }
 
 fn one_line(s: &str) -> String {
@@ -877,19 +1002,14 @@ impl BarPlot {
             .series
             .iter()
             .map(|s| LegendItem {
-                label: s.label.clone(),
-                color: s.color,
-                dash: None,
-                marker: None,
                 swatch: true,
+                ..LegendItem::line(s.label.clone(), s.color, None)
             })
-            .chain(self.rules.iter().map(|r| LegendItem {
-                label: r.label.clone(),
-                color: r.color,
-                dash: r.dash,
-                marker: None,
-                swatch: false,
-            }))
+            .chain(
+                self.rules
+                    .iter()
+                    .map(|r| LegendItem::line(r.label.clone(), r.color, r.dash)),
+            )
             .collect();
         let rows = legend_rows(&legend, self.width - 20.0);
         let n = self.categories.len().max(1);
@@ -1137,6 +1257,33 @@ mod tests {
         ];
         p.series.push(s);
         assert_eq!(count(&p.render(), "<polyline"), 2);
+    }
+
+    #[test]
+    fn intervals_are_steps_joined_across_clock_slop_and_broken_at_gaps() {
+        let over = |a: f64, b: f64, y: f64| Point::over(a, b, y);
+        // Ends and starts differ by µs (two clocks), a short last interval
+        // overlaps its predecessor by 0.3 ms: one line, a step per interval.
+        let pts = [
+            over(0.0, 0.100153, 1.0),
+            over(0.100088, 0.200082, 2.0),
+            over(0.200082, 0.300412, 3.0),
+            over(0.300099, 0.310315, 0.5),
+        ];
+        let runs = line_runs(&pts);
+        assert_eq!(runs.len(), 1, "{runs:?}");
+        assert_eq!(runs[0].len(), 8);
+        assert_eq!(runs[0][0], (0.0, 1.0), "from the first interval's start");
+        assert_eq!(runs[0][7], (0.310315, 0.5));
+        // A missing second breaks the line, as a NaN does.
+        let runs = line_runs(&[over(0.0, 1.0, 1.0), over(2.0, 3.0, 1.0)]);
+        assert_eq!(runs.len(), 2);
+        let runs = line_runs(&[
+            over(0.0, 1.0, 1.0),
+            over(1.0, 2.0, f64::NAN),
+            over(2.0, 3.0, 1.0),
+        ]);
+        assert_eq!(runs.len(), 2);
     }
 
     #[test]

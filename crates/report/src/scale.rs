@@ -174,15 +174,16 @@ pub fn log_ticks(min: f64, max: f64, base: f64, max_count: usize) -> Vec<f64> {
     powers
 }
 
-/// Label for a tick value with as many decimals as the step needs.
+/// Label for a tick value with as many decimals as the step needs, so every
+/// label is the exact tick value: 2.5 stays "2.5", never "2" or "3".
 pub fn tick_label(v: f64, step: f64) -> String {
-    let decimals = if step >= 1.0 || step <= 0.0 {
+    let decimals = if !step.is_finite() || step <= 0.0 {
         0
     } else {
-        // 0.25 needs 2, 0.5 needs 1, 0.2 needs 1.
+        // 0.25 needs 2, 0.5 and 2.5 need 1, 0.2 needs 1, 250 needs none.
         let mut d = 0;
         let mut s = step;
-        while d < 6 && (s - s.round()).abs() > 1e-6 {
+        while d < 6 && (s - s.round()).abs() > 1e-6 * s.abs().max(1.0) {
             s *= 10.0;
             d += 1;
         }
@@ -305,5 +306,34 @@ mod tests {
         assert_eq!(tick_label(1.0, 0.5), "1.0");
         assert_eq!(tick_label(-0.0, 0.1), "0.0");
         assert_eq!(tick_label(2.5e9, 5e8), "2500000000");
+        // Steps of 2.5 (and 25, 250) are exact, not rounded to a neighbour.
+        assert_eq!(tick_label(2.5, 2.5), "2.5");
+        assert_eq!(tick_label(7.5, 2.5), "7.5");
+        assert_eq!(tick_label(5.0, 2.5), "5.0");
+        assert_eq!(tick_label(75.0, 25.0), "75");
+        assert_eq!(tick_label(12.5, 2.5), "12.5");
+    }
+
+    #[test]
+    fn every_tick_label_reads_back_as_its_value() {
+        for &(a, b) in &[
+            (0.0, 11.0),
+            (0.0, 8.3),
+            (0.0, 0.9),
+            (0.0, 37.0),
+            (2.0, 13.0),
+        ] {
+            for target in 3..10 {
+                let t = linear_ticks(a, b, target);
+                for v in &t.values {
+                    let label = tick_label(*v, t.step);
+                    let back: f64 = label.parse().unwrap();
+                    assert!(
+                        (back - v).abs() < 1e-9,
+                        "{a}..{b}/{target}: {v} shown as {label}"
+                    );
+                }
+            }
+        }
     }
 }

@@ -124,6 +124,8 @@ pub struct Stroke<'a> {
     pub width: f64,
     /// SVG dash array, e.g. "6 4".
     pub dash: Option<&'a str>,
+    /// Below 1: translucent, so a line drawn over it stays visible.
+    pub opacity: f64,
 }
 
 impl<'a> Stroke<'a> {
@@ -132,10 +134,15 @@ impl<'a> Stroke<'a> {
             color,
             width,
             dash: None,
+            opacity: 1.0,
         }
     }
     pub fn dashed(mut self, dash: &'a str) -> Self {
         self.dash = Some(dash);
+        self
+    }
+    pub fn opacity(mut self, opacity: f64) -> Self {
+        self.opacity = opacity;
         self
     }
     fn attrs(&self) -> String {
@@ -146,6 +153,9 @@ impl<'a> Stroke<'a> {
         );
         if let Some(d) = self.dash {
             let _ = write!(s, " stroke-dasharray=\"{}\"", escape(d));
+        }
+        if self.opacity < 1.0 {
+            let _ = write!(s, " stroke-opacity=\"{}\"", num(self.opacity));
         }
         s
     }
@@ -249,6 +259,43 @@ impl Svg {
         color: &str,
         title: Option<&str>,
     ) {
+        self.marker_styled(shape, (x, y), size, color, false, title);
+    }
+
+    /// A marker drawn as an outline only: drawn over or under a filled one
+    /// at the same place, both stay visible.
+    pub fn hollow_marker(
+        &mut self,
+        shape: Marker,
+        x: f64,
+        y: f64,
+        size: f64,
+        color: &str,
+        title: Option<&str>,
+    ) {
+        self.marker_styled(shape, (x, y), size, color, true, title);
+    }
+
+    fn marker_styled(
+        &mut self,
+        shape: Marker,
+        (x, y): (f64, f64),
+        size: f64,
+        color: &str,
+        hollow: bool,
+        title: Option<&str>,
+    ) {
+        let paint = if hollow {
+            format!(
+                "fill=\"none\" stroke=\"{}\" stroke-width=\"1.8\"",
+                escape(color)
+            )
+        } else {
+            format!(
+                "fill=\"{}\" stroke=\"#fff\" stroke-width=\"0.8\"",
+                escape(color)
+            )
+        };
         let r = size / 2.0;
         let d = match shape {
             Marker::Circle => format!(
@@ -309,11 +356,10 @@ impl Svg {
                 if shape == Marker::Cross {
                     let _ = write!(
                         self.out,
-                        "<path class=\"marker\" transform=\"rotate(45 {} {})\" d=\"{}\" fill=\"{}\"",
+                        "<path class=\"marker\" transform=\"rotate(45 {} {})\" d=\"{}\" {paint}",
                         num(x),
                         num(y),
                         p,
-                        escape(color)
                     );
                     self.close_with_title(title, "path");
                     return;
@@ -321,13 +367,18 @@ impl Svg {
                 p
             }
         };
-        let _ = write!(
-            self.out,
-            "<path class=\"marker\" d=\"{}\" fill=\"{}\" stroke=\"#fff\" stroke-width=\"0.8\"",
-            d,
-            escape(color)
-        );
+        let _ = write!(self.out, "<path class=\"marker\" d=\"{d}\" {paint}");
         self.close_with_title(title, "path");
+    }
+
+    /// Opens a link around what follows (a marker to the table row it
+    /// stands for); `href` is a fragment or relative address.
+    pub fn link(&mut self, href: &str) {
+        let _ = write!(self.out, "<a href=\"{}\">", escape(href));
+    }
+
+    pub fn end_link(&mut self) {
+        self.out.push_str("</a>");
     }
 
     pub fn text(&mut self, x: f64, y: f64, content: &str, style: Text) {

@@ -8,90 +8,10 @@
 
 mod common;
 
+use common::browser::{chromium, ink, run_chromium};
+use common::svg;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
-fn chromium() -> Option<PathBuf> {
-    for name in ["chromium", "chromium-browser", "google-chrome"] {
-        for dir in std::env::var("PATH").unwrap_or_default().split(':') {
-            let p = Path::new(dir).join(name);
-            if p.is_file() {
-                return Some(p);
-            }
-        }
-    }
-    None
-}
-
-/// Runs Chromium with `args`, at most `limit`; returns its stdout.
-fn run_chromium(bin: &Path, profile: &Path, args: &[String], limit: Duration) -> String {
-    let mut cmd = Command::new(bin);
-    cmd.args([
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-dev-shm-usage",
-        "--hide-scrollbars",
-    ])
-    .arg(format!("--user-data-dir={}", profile.display()))
-    .args(args)
-    .stdin(Stdio::null())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::null());
-    let mut child = cmd.spawn().expect("start chromium");
-    let mut stdout = child.stdout.take().expect("stdout piped");
-    // Read on a thread so a full pipe cannot stall the browser.
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut stdout, &mut s);
-        s
-    });
-    let start = Instant::now();
-    loop {
-        match child.try_wait().expect("wait for chromium") {
-            Some(_) => break,
-            None if start.elapsed() > limit => {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("chromium did not finish within {limit:?}: {args:?}");
-            }
-            None => std::thread::sleep(Duration::from_millis(100)),
-        }
-    }
-    reader.join().expect("reader thread")
-}
-
-/// Fraction of pixels that are not (near) white, the count of strongly
-/// coloured ones (plot lines, markers, bars: text and rules are grey), and
-/// the image size.
-fn ink(png_path: &Path) -> (f64, usize, u32, u32) {
-    let file = std::fs::File::open(png_path).expect("open screenshot");
-    let decoder = png::Decoder::new(std::io::BufReader::new(file));
-    let mut reader = decoder.read_info().expect("png header");
-    let mut buf = vec![0; reader.output_buffer_size()];
-    let info = reader.next_frame(&mut buf).expect("png frame");
-    let channels = info.color_type.samples();
-    assert_eq!(info.bit_depth, png::BitDepth::Eight, "8-bit screenshot");
-    let (w, h) = (info.width, info.height);
-    assert!(channels >= 3, "colour screenshot");
-    let (mut inked, mut coloured) = (0usize, 0usize);
-    for px in buf[..info.buffer_size()].chunks(channels) {
-        let (r, g, b) = (px[0] as i32, px[1] as i32, px[2] as i32);
-        if r.min(g).min(b) < 235 {
-            inked += 1;
-        }
-        if r.max(g).max(b) - r.min(g).min(b) > 80 {
-            coloured += 1;
-        }
-    }
-    (inked as f64 / (w as f64 * h as f64), coloured, w, h)
-}
+use std::time::Duration;
 
 struct Page {
     name: &'static str,
@@ -102,6 +22,9 @@ struct Page {
     rows: usize,
     /// Text the rendered page must show.
     texts: &'static [&'static str],
+    /// A run whose row a link leads to: the screenshot of `page#run-ID`
+    /// must show that row highlighted.
+    target_run: Option<i64>,
 }
 
 #[test]
@@ -110,7 +33,7 @@ fn reports_render_in_headless_chromium() {
         if std::env::var_os("CI").is_some() {
             panic!("chromium is not installed: apt-get install -y chromium");
         }
-        eprintln!("SKIPPED: chromium not found (Debian: apt-get install -y chromium)");
+        linkperf_testsupport::skip("chromium not found (Debian: apt-get install -y chromium)");
         return;
     };
     let out = match std::env::var_os("LINKPERF_REPORT_OUT") {
@@ -132,6 +55,7 @@ fn reports_render_in_headless_chromium() {
                 "4 MiB",
                 "Gbit/s",
             ],
+            target_run: Some(150),
         },
         Page {
             name: "sweep-2-params",
@@ -139,20 +63,37 @@ fn reports_render_in_headless_chromium() {
             plots: 2,
             rows: 3 + 6 + 6,
             texts: &["length=8K", "length=128K", "Mean received throughput"],
+            target_run: Some(503),
         },
         Page {
             name: "run-tcp",
             export: common::real_run("run_tcp_p2.json"),
             plots: 3,
             rows: 1 + 1,
-            texts: &["stream 0", "stream 1", "sum of streams", "RTT (ms)"],
+            texts: &["stream 0", "stream 1", "sum of streams", "RTT (µs)"],
+            target_run: None,
+        },
+        Page {
+            name: "run-interrupted",
+            export: interrupted(common::real_run("run_tcp_p2.json")),
+            plots: 3,
+            rows: 1 + 1,
+            texts: &["Interrupted: run 41 was stopped early (stopped after 3 s of 3 s)"],
+            target_run: None,
         },
         Page {
             name: "run-udp",
             export: common::real_run("run_udp.json"),
             plots: 2,
             rows: 1 + 1,
-            texts: &["Loss (%)", "Jitter (ms)", "sum as sent"],
+            texts: &[
+                "Loss (%)",
+                "Jitter (µs)",
+                "sum as sent",
+                "jitter, mean of intervals",
+                "jitter, final RFC 3550 estimate",
+            ],
+            target_run: None,
         },
         Page {
             name: "campaign",
@@ -160,6 +101,7 @@ fn reports_render_in_headless_chromium() {
             plots: 4,
             rows: 2 + 5 + 8,
             texts: &["session 1", "sent (by the sender)", "target 950 Mbit/s"],
+            target_run: None,
         },
     ];
     let profile = out.join("profile");
@@ -204,7 +146,7 @@ fn reports_render_in_headless_chromium() {
                 );
             }
         }
-        let rows = common::count(&dom, "<tr>");
+        let rows = common::count(&dom, "<tr");
         assert!(
             rows >= page.rows,
             "{}: {rows} table rows, expected {}",
@@ -218,6 +160,7 @@ fn reports_render_in_headless_chromium() {
                 page.name
             );
         }
+        check_rendered_dom(page, &dom);
 
         let png = out.join(format!("{}.png", page.name));
         let _ = std::fs::remove_file(&png);
@@ -256,10 +199,118 @@ fn reports_render_in_headless_chromium() {
             fraction * 100.0,
             png.display()
         );
+        assert_eq!(
+            highlighted(&png),
+            0,
+            "{}: a row highlighted with no link followed",
+            page.name
+        );
+        if let Some(run) = page.target_run {
+            // Following a run link scrolls to its row and highlights it.
+            let png = out.join(format!("{}-run-{run}.png", page.name));
+            let _ = std::fs::remove_file(&png);
+            assert!(
+                html.contains(&format!("href=\"#run-{run}\"")),
+                "a link to run {run}"
+            );
+            run_chromium(
+                &bin,
+                &profile,
+                &[
+                    format!("--screenshot={}", png.display()),
+                    // Taller than the page: headless Chromium paints only
+                    // the first screen of a page scrolled to a fragment.
+                    "--window-size=1200,9000".to_string(),
+                    format!("file://{}#run-{run}", file.display()),
+                ],
+                Duration::from_secs(120),
+            );
+            let lit = highlighted(&png);
+            // One table row: some 1100 x 18 pixels; without the fragment, none.
+            assert!(
+                lit > 5000 && lit < 60_000,
+                "{}: run {run}'s row is not shown highlighted ({lit} pixels) in {}",
+                page.name,
+                png.display()
+            );
+        }
     }
     if std::env::var_os("LINKPERF_REPORT_OUT").is_none() {
         let _ = std::fs::remove_dir_all(&out);
     }
+}
+
+/// The export with its run marked as stopped early (Ctrl-C).
+fn interrupted(mut export: serde_json::Value) -> serde_json::Value {
+    export["runs"][0]["report"]["interrupted"] = serde_json::json!(true);
+    export
+}
+
+/// What the browser built from the page: links lead somewhere, a run's
+/// lines start at the first interval's start, axes count in nice steps,
+/// error bars stay above zero, and an interrupted run has its banner.
+fn check_rendered_dom(page: &Page, dom: &str) {
+    assert_eq!(
+        svg::dangling_links(dom),
+        Vec::<String>::new(),
+        "{}: links without a target",
+        page.name
+    );
+    let banner = dom.contains("class=\"banner\"");
+    assert_eq!(
+        banner,
+        page.name.contains("interrupted"),
+        "{}: banner shown: {banner}",
+        page.name
+    );
+    for (title, plot) in svg::plots(dom) {
+        for axis in svg::numeric_axes(plot) {
+            if axis.vertical || title.contains("per interval") {
+                if let Err(e) = svg::check_linear_axis(&axis) {
+                    panic!("{}: {title}: {e}", page.name);
+                }
+            }
+        }
+        if let Some(y) = svg::numeric_axes(plot).into_iter().find(|a| a.vertical) {
+            for (_, top, bottom, _) in svg::error_bars(plot) {
+                assert!(
+                    y.value(bottom) > -0.01 * (y.ticks[1].0 - y.ticks[0].0) && top <= bottom,
+                    "{}: {title}: an error bar reaches {} below zero",
+                    page.name,
+                    y.value(bottom)
+                );
+            }
+        }
+        if title.starts_with("Throughput per interval") {
+            let x = svg::numeric_axes(plot)
+                .into_iter()
+                .find(|a| !a.vertical)
+                .expect("time axis");
+            for l in svg::polylines(plot) {
+                assert!(
+                    (l.points[0].0 - x.pixel(0.0)).abs() < 0.6,
+                    "{}: a line starts at {:.3} s, not at the first interval's start 0 s",
+                    page.name,
+                    x.value(l.points[0].0)
+                );
+            }
+        }
+    }
+}
+
+/// Pixels of the highlight a `#row` link gives its target row.
+fn highlighted(png_path: &Path) -> usize {
+    let file = std::fs::File::open(png_path).expect("open screenshot");
+    let mut reader = png::Decoder::new(std::io::BufReader::new(file))
+        .read_info()
+        .expect("png header");
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).expect("png frame");
+    let channels = info.color_type.samples();
+    buf[..info.buffer_size()]
+        .chunks(channels)
+        .filter(|p| p[0] == 0xff && p[1] == 0xf3 && p[2] == 0xbf)
+        .count()
 }
 
 /// What `text` looks like in serialised HTML (Chromium escapes & < > in text).

@@ -1,18 +1,20 @@
 //! Normalised columns and samples taken from a `linkperf client -J` document
-//! (schema `linkperf/1`), so queries need not parse the stored JSON.
+//! and a `linkperf campaign run -J` document (schema `linkperf/1`), so
+//! queries need not parse the stored JSON.
 
 use crate::{NewRun, RunMetrics, Sample};
 use serde_json::Value;
+use std::collections::BTreeSet;
 
-fn f(v: &Value, pointer: &str) -> Option<f64> {
+pub(crate) fn f(v: &Value, pointer: &str) -> Option<f64> {
     v.pointer(pointer).and_then(Value::as_f64)
 }
-fn i(v: &Value, pointer: &str) -> Option<i64> {
+pub(crate) fn i(v: &Value, pointer: &str) -> Option<i64> {
     v.pointer(pointer)
         .and_then(Value::as_u64)
         .map(|x| x.min(i64::MAX as u64) as i64)
 }
-fn s(v: &Value, pointer: &str) -> Option<String> {
+pub(crate) fn s(v: &Value, pointer: &str) -> Option<String> {
     v.pointer(pointer).and_then(Value::as_str).map(String::from)
 }
 
@@ -32,6 +34,9 @@ pub fn test_run(report: Value) -> NewRun {
             .get("interrupted")
             .and_then(Value::as_bool)
             .unwrap_or(false),
+        congestion: senders_congestion(&report),
+        flows: None,
+        hosts: None,
     };
     let mut samples = Vec::new();
     if let Some(intervals) = report.get("intervals").and_then(Value::as_array) {
@@ -151,6 +156,84 @@ pub fn test_run(report: Value) -> NewRun {
         remote_facts: report.pointer("/start/remote").cloned(),
         metrics,
         samples,
+        rr: None,
+        rr_sizes: vec![],
         report,
+    }
+}
+
+/// The congestion control the sending sockets used, as the kernel reported
+/// it (TCP_CONGESTION read back from each stream's socket): the client's for
+/// client-to-server streams, the server's for the others. Several distinct
+/// ones (a --bidir test between differently configured hosts) are listed.
+pub fn senders_congestion(report: &Value) -> Option<String> {
+    let mut seen: Vec<String> = Vec::new();
+    for st in report
+        .pointer("/start/streams")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let side = if s(st, "/direction").as_deref() == Some("server_to_client") {
+            "/remote/congestion"
+        } else {
+            "/local/congestion"
+        };
+        if let Some(cc) = s(st, side).filter(|c| !c.is_empty()) {
+            if !seen.contains(&cc) {
+                seen.push(cc);
+            }
+        }
+    }
+    (!seen.is_empty()).then(|| seen.join(","))
+}
+
+/// The figures of a campaign document: the mean over its phase runs of the
+/// aggregate sent and received rates, how many flows one round of its phases
+/// has, how many hosts take part, and the loss of its UDP flows.
+pub(crate) fn campaign_metrics(report: &Value) -> RunMetrics {
+    let phases: Vec<&Value> = report
+        .get("phases")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().collect())
+        .unwrap_or_default();
+    let mean = |ptr: &str| -> Option<f64> {
+        let v: Vec<f64> = phases.iter().filter_map(|p| f(p, ptr)).collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    };
+    let mut flows_by_phase: Vec<(String, usize)> = Vec::new();
+    let mut hosts = BTreeSet::new();
+    let (mut udp_sent, mut udp_received) = (0.0, 0.0);
+    let mut udp = false;
+    for p in &phases {
+        let flows = p.get("flows").and_then(Value::as_array);
+        let name = s(p, "/name").unwrap_or_default();
+        if !flows_by_phase.iter().any(|(n, _)| *n == name) {
+            flows_by_phase.push((name, flows.map_or(0, Vec::len)));
+        }
+        for fl in flows.into_iter().flatten() {
+            hosts.extend(s(fl, "/from"));
+            hosts.extend(s(fl, "/to"));
+            if f(fl, "/received/loss_percent").is_some() {
+                udp = true;
+                udp_sent += f(fl, "/sent/bytes").unwrap_or(0.0);
+                udp_received += f(fl, "/received/bytes").unwrap_or(0.0);
+            }
+        }
+    }
+    let duration: f64 = phases.iter().filter_map(|p| f(p, "/duration_s")).sum();
+    RunMetrics {
+        sent_bps: mean("/aggregate/sent_bits_per_second"),
+        received_bps: mean("/aggregate/received_bits_per_second"),
+        loss_percent: (udp && udp_sent > 0.0)
+            .then(|| (100.0 * (udp_sent - udp_received) / udp_sent).max(0.0)),
+        duration_s: (!phases.is_empty()).then_some(duration),
+        interrupted: report
+            .get("interrupted")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        flows: (!phases.is_empty()).then(|| flows_by_phase.iter().map(|(_, n)| *n as i64).sum()),
+        hosts: (!phases.is_empty()).then_some(hosts.len() as i64),
+        ..RunMetrics::default()
     }
 }

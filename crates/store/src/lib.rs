@@ -9,14 +9,21 @@
 
 mod backend;
 mod extract;
+mod location;
+mod rr;
 mod schema;
 
 use backend::{Cell, Conn, Row, Val};
 use serde_json::Value;
 use std::fmt;
-use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
+pub use extract::senders_congestion;
+pub use location::{
+    check_writable, create_postgres_schema, default_path, drop_postgres_schema,
+    postgres_schema_url, Access, Location,
+};
+pub use rr::{RrFigures, RrSize};
 pub use schema::SCHEMA_VERSION;
 
 /// A failure of the archive, as one line for the user.
@@ -25,6 +32,9 @@ pub struct StoreError {
     pub message: String,
     /// The database went away (PostgreSQL connection lost).
     pub connection_lost: bool,
+    /// The user named an archive that cannot be (a missing directory, a
+    /// reader's missing archive, a malformed --db): a usage error, exit 2.
+    pub usage: bool,
 }
 
 impl StoreError {
@@ -32,12 +42,19 @@ impl StoreError {
         StoreError {
             message: message.into(),
             connection_lost: false,
+            usage: false,
         }
     }
     fn lost(message: impl Into<String>) -> StoreError {
         StoreError {
-            message: message.into(),
             connection_lost: true,
+            ..StoreError::new(message)
+        }
+    }
+    fn usage(message: impl Into<String>) -> StoreError {
+        StoreError {
+            usage: true,
+            ..StoreError::new(message)
         }
     }
     fn context(self, what: &str) -> StoreError {
@@ -63,84 +80,6 @@ pub(crate) fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
-/// Where the archive lives.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Location {
-    Sqlite(PathBuf),
-    /// A private in-memory SQLite database (tests, `--no-store` sweeps).
-    Memory,
-    Postgres(String),
-}
-
-impl Location {
-    /// `--db` as given, else `$LINKPERF_DB`, else the default file in the
-    /// user's data directory.
-    pub fn resolve(db: Option<&str>) -> Result<Location, StoreError> {
-        let from_env = std::env::var("LINKPERF_DB").ok().filter(|s| !s.is_empty());
-        match db.map(String::from).or(from_env) {
-            Some(s) => Location::parse(&s),
-            None => Ok(Location::Sqlite(default_path()?)),
-        }
-    }
-
-    pub fn parse(s: &str) -> Result<Location, StoreError> {
-        if s.trim().is_empty() {
-            return Err(StoreError::new(
-                "--db needs a file path or a postgres:// URL",
-            ));
-        }
-        if s.starts_with("postgres://") || s.starts_with("postgresql://") {
-            Ok(Location::Postgres(s.to_string()))
-        } else if s == ":memory:" {
-            Ok(Location::Memory)
-        } else if s.contains("://") {
-            Err(StoreError::new(format!(
-                "--db {s}: only file paths and postgres:// URLs are supported"
-            )))
-        } else {
-            Ok(Location::Sqlite(PathBuf::from(s)))
-        }
-    }
-
-    /// How to name the archive to a user: a PostgreSQL URL without its password.
-    pub fn describe(&self) -> String {
-        match self {
-            Location::Sqlite(p) => p.display().to_string(),
-            Location::Memory => ":memory:".into(),
-            Location::Postgres(url) => redact(url),
-        }
-    }
-}
-
-fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.into();
-    };
-    match rest.split_once('@') {
-        Some((userinfo, host)) => {
-            let user = userinfo.split(':').next().unwrap_or("");
-            format!("{scheme}://{user}@{host}")
-        }
-        None => url.into(),
-    }
-}
-
-/// `$XDG_DATA_HOME/linkperf/archive.db`, or `~/.local/share/linkperf/archive.db`.
-pub fn default_path() -> Result<PathBuf, StoreError> {
-    let base = match std::env::var_os("XDG_DATA_HOME").map(PathBuf::from) {
-        Some(p) if p.is_absolute() => p,
-        _ => match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
-            Some(home) => PathBuf::from(home).join(".local/share"),
-            None => {
-                return Err(StoreError::new(
-                    "no HOME or XDG_DATA_HOME to put the archive in: give --db PATH",
-                ))
-            }
-        },
-    };
-    Ok(base.join("linkperf").join("archive.db"))
-}
-
 /// Which sweep point and repetition a run belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SweepSlot {
@@ -162,6 +101,12 @@ pub struct RunMetrics {
     pub cpu_remote_percent: Option<f64>,
     pub duration_s: Option<f64>,
     pub interrupted: bool,
+    /// The congestion control the sender's sockets used (read back from them).
+    pub congestion: Option<String>,
+    /// A campaign's flows in one round of its phases.
+    pub flows: Option<i64>,
+    /// The hosts a campaign's flows run between.
+    pub hosts: Option<i64>,
 }
 
 /// One per-interval (or whole-test, `interval_idx` -1) sample of one stream
@@ -199,6 +144,9 @@ pub struct NewRun {
     pub remote_facts: Option<Value>,
     pub metrics: RunMetrics,
     pub samples: Vec<Sample>,
+    /// `linkperf rr` figures and its `--sizes` points.
+    pub rr: Option<RrFigures>,
+    pub rr_sizes: Vec<RrSize>,
     /// The full JSON document of the result.
     pub report: Value,
 }
@@ -209,9 +157,20 @@ impl NewRun {
         extract::test_run(report)
     }
 
-    /// Any other kind of result (rr, campaign): the JSON and what the caller
-    /// knows; the numeric columns stay empty unless filled in.
+    /// A `linkperf rr -J` report, with its figures extracted.
+    pub fn from_rr_report(report: Value) -> NewRun {
+        rr::rr_run(report)
+    }
+
+    /// Any other kind of result: the JSON and what the caller knows. The
+    /// numeric columns of a "campaign" (a `linkperf campaign run -J`
+    /// document) are taken from it; other kinds' stay empty unless filled in.
     pub fn other(kind: &str, host: &str, started_unix_ms: i64, report: Value) -> NewRun {
+        let metrics = if kind == "campaign" {
+            extract::campaign_metrics(&report)
+        } else {
+            RunMetrics::default()
+        };
         NewRun {
             kind: kind.into(),
             started_unix_ms,
@@ -220,8 +179,10 @@ impl NewRun {
             config: None,
             local_facts: None,
             remote_facts: None,
-            metrics: RunMetrics::default(),
+            metrics,
             samples: vec![],
+            rr: None,
+            rr_sizes: vec![],
             report,
         }
     }
@@ -241,6 +202,8 @@ pub struct RunRow {
     pub host: String,
     pub slot: Option<SweepSlot>,
     pub metrics: RunMetrics,
+    /// A `linkperf rr` run's figures.
+    pub rr: Option<RrFigures>,
     /// Loaded only when asked for.
     pub report: Option<Value>,
 }
@@ -278,6 +241,7 @@ pub struct ListEntry {
     pub host: String,
     pub parent: Option<i64>,
     pub metrics: RunMetrics,
+    pub rr: Option<RrFigures>,
     pub sweep_status: Option<String>,
     pub sweep_points: Option<i64>,
     pub sweep_planned: Option<i64>,
@@ -309,10 +273,25 @@ pub struct Store {
     location: Location,
 }
 
-const RUN_COLUMNS: &str = "id, kind, started_unix_ms, host, sweep_id, point, repetition, \
-     protocol, direction, sent_bps, received_bps, loss_percent, rtt_mean_ms, \
-     cpu_local_percent, cpu_remote_percent, duration_s, interrupted";
+/// The `runs r` columns `run_row` reads, then (joined `rr_runs q`) the rr
+/// figures; a query may add `r.report` after them, at `REPORT_AT`.
+const RUN_COLUMNS: &str = "r.id, r.kind, r.started_unix_ms, r.host, r.sweep_id, r.point, \
+     r.repetition, r.protocol, r.direction, r.sent_bps, r.received_bps, r.loss_percent, \
+     r.rtt_mean_ms, r.cpu_local_percent, r.cpu_remote_percent, r.duration_s, r.interrupted, \
+     r.congestion, r.flows, r.hosts";
+const RUN_COLUMN_COUNT: usize = 20;
+const RUN_FROM: &str = "runs r LEFT JOIN rr_runs q ON q.run_id = r.id";
+const REPORT_AT: usize = RUN_COLUMN_COUNT + 21;
 
+fn run_select(tail: &str, with_report: bool) -> String {
+    format!(
+        "SELECT {RUN_COLUMNS}, {}{} FROM {RUN_FROM} {tail}",
+        rr::COLUMNS,
+        if with_report { ", r.report" } else { "" }
+    )
+}
+
+/// The metrics from `protocol` at column `at` to `hosts` at `at + 12`.
 fn metrics_at(r: &Row, at: usize) -> RunMetrics {
     RunMetrics {
         protocol: r[at].text().map(String::from),
@@ -325,11 +304,14 @@ fn metrics_at(r: &Row, at: usize) -> RunMetrics {
         cpu_remote_percent: r[at + 7].f64(),
         duration_s: r[at + 8].f64(),
         interrupted: r[at + 9].i64().unwrap_or(0) != 0,
+        congestion: r[at + 10].text().map(String::from),
+        flows: r[at + 11].i64(),
+        hosts: r[at + 12].i64(),
     }
 }
 
-fn run_row(r: &Row) -> RunRow {
-    RunRow {
+fn run_row(r: &Row, with_report: bool) -> Result<RunRow, StoreError> {
+    Ok(RunRow {
         id: r[0].i64().unwrap_or(0),
         kind: r[1].string(),
         started_unix_ms: r[2].i64().unwrap_or(0),
@@ -343,40 +325,79 @@ fn run_row(r: &Row) -> RunRow {
             _ => None,
         },
         metrics: metrics_at(r, 7),
-        report: None,
-    }
+        rr: rr::figures_at(r, RUN_COLUMN_COUNT),
+        report: if with_report {
+            Some(parse_json(&r[REPORT_AT], "runs.report")?)
+        } else {
+            None
+        },
+    })
 }
 
 fn json_text(v: &Option<Value>) -> Val {
     Val::T(v.as_ref().map(|v| v.to_string()))
 }
 
-fn parse_json(cell: &Cell, what: &str) -> Result<Value, StoreError> {
+pub(crate) fn parse_json(cell: &Cell, what: &str) -> Result<Value, StoreError> {
     serde_json::from_str(cell.text().unwrap_or("null"))
         .map_err(|e| StoreError::new(format!("the archive holds invalid JSON in {what}: {e}")))
 }
 
 impl Store {
-    /// Opens (creating if needed) the archive `--db` names, or the default one.
+    /// Opens the archive `--db` names, or the default one, to store
+    /// results: a SQLite file is created on first use, in an existing
+    /// directory (the default location's directory is created too).
     pub fn open(db: Option<&str>) -> Result<Store, StoreError> {
-        Store::open_at(Location::resolve(db)?)
+        let (location, default) = Location::resolve_defaulted(db)?;
+        Store::open_with(location, Access::Write, default)
     }
 
+    /// Opens the archive `--db` names, or the default one, to read it: an
+    /// archive that does not exist is an error (never a new empty one).
+    pub fn open_existing(db: Option<&str>) -> Result<Store, StoreError> {
+        let (location, _) = Location::resolve_defaulted(db)?;
+        Store::open_with(location, Access::Read, false)
+    }
+
+    /// Opens `location` to store results (a SQLite file's directory must exist).
     pub fn open_at(location: Location) -> Result<Store, StoreError> {
+        Store::open_with(location, Access::Write, false)
+    }
+
+    /// Opens `location` for `access`; `create_dir`: a writer may create the
+    /// SQLite file's directory.
+    pub fn open_with(
+        location: Location,
+        access: Access,
+        create_dir: bool,
+    ) -> Result<Store, StoreError> {
         let name = location.describe();
         let conn = match &location {
-            Location::Sqlite(path) => open_sqlite(path)?,
+            Location::Sqlite(path) => location::open_sqlite(path, access, create_dir)?,
             Location::Memory => Conn::Sqlite(
                 rusqlite::Connection::open_in_memory()
                     .map_err(|e| StoreError::new(e.to_string()))?,
             ),
-            Location::Postgres(url) => open_postgres(url, &name)?,
+            Location::Postgres(url) => location::open_postgres(url, &name)?,
         };
         let mut store = Store { conn, location };
+        if access == Access::Read && store.stored_version().is_none() {
+            return Err(StoreError::usage(format!(
+                "no archive at {name}: nothing has been stored there (check --db and $LINKPERF_DB)"
+            )));
+        }
         store
             .prepare_schema()
             .map_err(|e| e.context(&format!("cannot use the archive {name}")))?;
         Ok(store)
+    }
+
+    /// The archive's schema version; `None` when it has no linkperf tables.
+    fn stored_version(&mut self) -> Option<i64> {
+        self.conn
+            .query_i64("SELECT MAX(version) FROM schema_version", &[])
+            .ok()
+            .flatten()
     }
 
     pub fn location(&self) -> &Location {
@@ -418,13 +439,8 @@ impl Store {
     fn prepare_schema(&mut self) -> Result<(), StoreError> {
         // The common case, an archive of this version, needs no write (a
         // client opens the archive once per run).
-        if let Ok(Some(v)) = self
-            .conn
-            .query_i64("SELECT MAX(version) FROM schema_version", &[])
-        {
-            if v == SCHEMA_VERSION {
-                return Ok(());
-            }
+        if self.stored_version() == Some(SCHEMA_VERSION) {
+            return Ok(());
         }
         let pg = self.conn.is_postgres();
         self.transaction(|c| {
@@ -435,19 +451,26 @@ impl Store {
             c.batch("CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL)")?;
             let version = c.query_i64("SELECT MAX(version) FROM schema_version", &[])?;
             match version {
-                None => {
-                    c.batch(&schema::tables_v1(pg))?;
+                Some(v) if v > SCHEMA_VERSION => Err(StoreError::new(format!(
+                    "its schema version {v} is newer than this linkperf understands \
+                     ({SCHEMA_VERSION}); upgrade linkperf or choose another archive with --db"
+                ))),
+                Some(v) if v == SCHEMA_VERSION => Ok(()),
+                old => {
+                    if old.is_none() {
+                        c.batch(&schema::tables_v1(pg))?;
+                    }
+                    c.batch(&schema::tables_v2(pg))?;
+                    if old.is_some() {
+                        schema::fill_v2_columns(c)?;
+                    }
+                    c.execute("DELETE FROM schema_version", &[])?;
                     c.execute(
                         "INSERT INTO schema_version (version) VALUES ($1)",
                         &[SCHEMA_VERSION.into()],
                     )?;
                     Ok(())
                 }
-                Some(v) if v > SCHEMA_VERSION => Err(StoreError::new(format!(
-                    "its schema version {v} is newer than this linkperf understands \
-                     ({SCHEMA_VERSION}); upgrade linkperf or choose another archive with --db"
-                ))),
-                Some(_) => Ok(()),
             }
         })
     }
@@ -570,37 +593,27 @@ impl Store {
 
     /// The runs of a sweep, by point then repetition.
     pub fn sweep_runs(&mut self, id: i64, with_reports: bool) -> Result<Vec<RunRow>, StoreError> {
-        let sql = format!(
-            "SELECT {RUN_COLUMNS}{} FROM runs WHERE sweep_id = $1 ORDER BY point, repetition",
-            if with_reports { ", report" } else { "" }
+        let sql = run_select(
+            "WHERE r.sweep_id = $1 ORDER BY r.point, r.repetition",
+            with_reports,
         );
         self.conn
             .query(&sql, &[id.into()])?
             .iter()
-            .map(|r| {
-                let mut row = run_row(r);
-                if with_reports {
-                    row.report = Some(parse_json(&r[17], "runs.report")?);
-                }
-                Ok(row)
-            })
+            .map(|r| run_row(r, with_reports))
             .collect()
     }
 
     pub fn run(&mut self, id: i64, with_report: bool) -> Result<Option<RunRow>, StoreError> {
-        let rows = self.conn.query(
-            &format!("SELECT {RUN_COLUMNS}, report FROM runs WHERE id = $1"),
-            &[id.into()],
-        )?;
-        rows.first()
-            .map(|r| {
-                let mut row = run_row(r);
-                if with_report {
-                    row.report = Some(parse_json(&r[17], "runs.report")?);
-                }
-                Ok(row)
-            })
-            .transpose()
+        let rows = self
+            .conn
+            .query(&run_select("WHERE r.id = $1", with_report), &[id.into()])?;
+        rows.first().map(|r| run_row(r, with_report)).transpose()
+    }
+
+    /// The `--sizes` points of an rr run, in the order they were measured.
+    pub fn rr_sizes(&mut self, run_id: i64) -> Result<Vec<RrSize>, StoreError> {
+        rr::sizes(&mut self.conn, run_id)
     }
 
     /// The stored samples of a run, in interval then stream order.
@@ -636,14 +649,15 @@ impl Store {
 
     /// Entries newest first, one page.
     pub fn list(&mut self, filter: &ListFilter) -> Result<Vec<ListEntry>, StoreError> {
-        let mut sql = String::from(
+        let mut sql = format!(
             "SELECT e.id, e.kind, e.created_unix_ms, e.host, e.parent, \
              r.protocol, r.direction, r.sent_bps, r.received_bps, r.loss_percent, \
              r.rtt_mean_ms, r.cpu_local_percent, r.cpu_remote_percent, r.duration_s, \
-             r.interrupted, s.status, s.points, s.planned_runs, \
-             (SELECT COUNT(*) FROM runs x WHERE x.sweep_id = s.id) \
+             r.interrupted, r.congestion, r.flows, r.hosts, s.status, s.points, s.planned_runs, \
+             (SELECT COUNT(*) FROM runs x WHERE x.sweep_id = s.id), {} \
              FROM entries e LEFT JOIN runs r ON r.id = e.id LEFT JOIN sweeps s ON s.id = e.id \
-             WHERE 1 = 1",
+             LEFT JOIN rr_runs q ON q.run_id = e.id WHERE 1 = 1",
+            rr::COLUMNS
         );
         let mut params: Vec<Val> = vec![];
         if !filter.all {
@@ -676,10 +690,11 @@ impl Store {
                     host: r[3].string(),
                     parent: r[4].i64(),
                     metrics: metrics_at(r, 5),
-                    sweep_status: r[15].text().map(String::from),
-                    sweep_points: r[16].i64(),
-                    sweep_planned: r[17].i64(),
-                    sweep_runs: if sweep { r[18].i64() } else { None },
+                    rr: rr::figures_at(r, 22),
+                    sweep_status: r[18].text().map(String::from),
+                    sweep_points: r[19].i64(),
+                    sweep_planned: r[20].i64(),
+                    sweep_runs: if sweep { r[21].i64() } else { None },
                 }
             })
             .collect())
@@ -725,8 +740,8 @@ fn insert_run_in(c: &mut Conn, run: &NewRun) -> Result<i64, StoreError> {
         "INSERT INTO runs (id, kind, started_unix_ms, host, protocol, direction, sent_bps, \
          received_bps, loss_percent, rtt_mean_ms, cpu_local_percent, cpu_remote_percent, \
          duration_s, interrupted, sweep_id, point, repetition, config, local_facts, \
-         remote_facts, report) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, \
-         $13, $14, $15, $16, $17, $18, $19, $20, $21)",
+         remote_facts, report, congestion, flows, hosts) VALUES ($1, $2, $3, $4, $5, $6, $7, \
+         $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)",
         &[
             id.into(),
             run.kind.clone().into(),
@@ -749,6 +764,9 @@ fn insert_run_in(c: &mut Conn, run: &NewRun) -> Result<i64, StoreError> {
             json_text(&run.local_facts),
             json_text(&run.remote_facts),
             run.report.to_string().into(),
+            m.congestion.clone().into(),
+            m.flows.into(),
+            m.hosts.into(),
         ],
     )
     .map_err(|e| {
@@ -787,98 +805,10 @@ fn insert_run_in(c: &mut Conn, run: &NewRun) -> Result<i64, StoreError> {
             ],
         )?;
     }
+    if let Some(figures) = &run.rr {
+        rr::insert(c, id, figures, &run.rr_sizes)?;
+    }
     Ok(id)
-}
-
-fn open_sqlite(path: &Path) -> Result<Conn, StoreError> {
-    let name = path.display();
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| {
-            StoreError::new(format!(
-                "cannot create the archive's directory {}: {e}",
-                dir.display()
-            ))
-        })?;
-    }
-    if path.is_dir() {
-        return Err(StoreError::new(format!(
-            "cannot open the archive {name}: it is a directory; give --db a file path"
-        )));
-    }
-    let conn = rusqlite::Connection::open(path)
-        .map_err(|e| StoreError::new(format!("cannot open the archive {name}: {e}")))?;
-    conn.busy_timeout(Duration::from_secs(10))
-        .map_err(|e| StoreError::new(format!("cannot open the archive {name}: {e}")))?;
-    // WAL with synchronous=NORMAL: a committed run survives a crash of
-    // linkperf (not of the machine), and a commit costs no fsync.
-    // Leave the WAL to the automatic checkpoints: a checkpoint at every close
-    // costs each short-lived client an fsync.
-    let _ = conn.set_db_config(
-        rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
-        true,
-    );
-    conn.query_row("PRAGMA journal_mode=WAL", [], |_| Ok(()))
-        .and_then(|_| conn.execute_batch("PRAGMA synchronous=NORMAL"))
-        .map_err(|e| StoreError::new(format!("cannot use the archive {name}: {e}")))?;
-    Ok(Conn::Sqlite(conn))
-}
-
-fn open_postgres(url: &str, name: &str) -> Result<Conn, StoreError> {
-    let mut config: postgres::Config = url
-        .parse()
-        .map_err(|e| StoreError::new(format!("--db {name}: not a valid PostgreSQL URL: {e}")))?;
-    if config.get_connect_timeout().is_none() {
-        config.connect_timeout(Duration::from_secs(5));
-    }
-    let client = config.connect(postgres::NoTls).map_err(|e| {
-        let mut detail = e.to_string();
-        let mut source = std::error::Error::source(&e);
-        while let Some(s) = source {
-            detail = format!("{detail}: {s}");
-            source = s.source();
-        }
-        StoreError::new(format!(
-            "cannot connect to the PostgreSQL archive {name}: {detail}"
-        ))
-    })?;
-    Ok(Conn::Pg {
-        client: Box::new(client),
-        statements: Default::default(),
-    })
-}
-
-/// `url` with its connections' `search_path` set to `schema`, so several
-/// archives (teams, test runs) can share one PostgreSQL database.
-pub fn postgres_schema_url(url: &str, schema: &str) -> String {
-    let sep = if url.contains('?') { '&' } else { '?' };
-    format!("{url}{sep}options=-c%20search_path%3D{schema}")
-}
-
-fn check_schema_name(schema: &str) -> Result<(), StoreError> {
-    if schema.is_empty()
-        || !schema
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
-    {
-        return Err(StoreError::new(format!(
-            "'{schema}' is not a schema name (lower-case letters, digits, _)"
-        )));
-    }
-    Ok(())
-}
-
-/// Creates a PostgreSQL schema (namespace) if it does not exist.
-pub fn create_postgres_schema(url: &str, schema: &str) -> Result<(), StoreError> {
-    check_schema_name(schema)?;
-    let mut c = open_postgres(url, &redact(url))?;
-    c.batch(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
-}
-
-/// Drops a PostgreSQL schema and everything in it.
-pub fn drop_postgres_schema(url: &str, schema: &str) -> Result<(), StoreError> {
-    check_schema_name(schema)?;
-    let mut c = open_postgres(url, &redact(url))?;
-    c.batch(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
 }
 
 #[cfg(test)]

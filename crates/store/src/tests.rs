@@ -180,6 +180,7 @@ fn newer_schema_is_refused_with_one_line() {
     let dir = std::env::temp_dir().join(format!("linkperf-store-test-{}", std::process::id()));
     let path = dir.join("a.db");
     let _ = std::fs::remove_file(&path);
+    std::fs::create_dir_all(&dir).unwrap();
     {
         let mut s = Store::open_at(Location::Sqlite(path.clone())).unwrap();
         assert_eq!(s.schema_version().unwrap(), SCHEMA_VERSION);
@@ -226,7 +227,9 @@ fn postgres_backend_matches_sqlite() {
         .ok()
         .filter(|u| !u.is_empty())
     else {
-        eprintln!("skipped: set LINKPERF_TEST_PG=postgres://... to test the PostgreSQL backend");
+        linkperf_testsupport::skip(
+            "set LINKPERF_TEST_PG=postgres://... to test the PostgreSQL backend (scripts/test sets it)",
+        );
         return;
     };
     let schema = format!("lp_store_unit_{}", std::process::id());
@@ -274,8 +277,234 @@ fn postgres_backend_matches_sqlite() {
         ..Default::default()
     };
     assert_eq!(pg.list(&f).unwrap(), lite.list(&f).unwrap());
+    for s in [&mut pg, &mut lite] {
+        s.insert_run(&NewRun::from_rr_report(rr_doc())).unwrap();
+        s.insert_run(&NewRun::other("campaign", "ctl", 5, campaign_doc()))
+            .unwrap();
+    }
+    assert_eq!(pg.list(&f).unwrap(), lite.list(&f).unwrap());
+    assert_eq!(pg.run(6, true).unwrap(), lite.run(6, true).unwrap());
+    assert_eq!(pg.rr_sizes(6).unwrap(), lite.rr_sizes(6).unwrap());
     pg.set_schema_version(SCHEMA_VERSION + 1).unwrap();
     let e = Store::open(Some(&url)).err().unwrap();
     assert!(e.message.contains("newer"), "{e}");
     drop_postgres_schema(&url, &schema).unwrap();
+
+    // A schema with no tables is no archive to a reader; a version-1 one is upgraded.
+    create_postgres_schema(&url, &schema).unwrap();
+    let e = Store::open_existing(Some(&url)).err().unwrap();
+    assert!(e.usage && e.message.contains("no archive"), "{e}");
+    let mut raw = Store {
+        conn: location::open_postgres(&url, "test").unwrap(),
+        location: Location::Postgres(url.clone()),
+    };
+    version_1_archive(&mut raw);
+    drop(raw);
+    let mut up = Store::open_existing(Some(&url)).unwrap();
+    assert_eq!(up.schema_version().unwrap(), SCHEMA_VERSION);
+    let m = up.run(1, false).unwrap().unwrap().metrics;
+    assert_eq!((m.flows, m.hosts), (Some(2), Some(3)));
+    drop_postgres_schema(&url, &schema).unwrap();
+}
+
+/// A trimmed `linkperf campaign run -J` document: two sessions of one UDP
+/// phase with two flows between three hosts.
+fn campaign_doc() -> Value {
+    let phase = |session: u32, received: f64| {
+        json!({"name": "fwd", "session": session, "duration_s": 2.0,
+               "aggregate": {"received_bits_per_second": received, "sent_bits_per_second": 20e6},
+               "hosts": [],
+               "flows": [
+                   {"from": "a", "to": "b", "sent": {"bytes": 2_500_000u64},
+                    "received": {"bytes": 2_400_000u64, "loss_percent": 4.0}},
+                   {"from": "a", "to": "c", "sent": {"bytes": 2_500_000u64},
+                    "received": {"bytes": 2_500_000u64, "loss_percent": 0.0}}]})
+    };
+    json!({"schema": "linkperf/1", "id": null, "name": "t", "sessions": 2,
+           "phases": [phase(1, 19e6), phase(2, 17e6)], "interrupted": false})
+}
+
+#[test]
+fn campaigns_get_their_aggregate_flows_and_hosts() {
+    let mut s = memory();
+    let id = s
+        .insert_run(&NewRun::other("campaign", "ctl", 5, campaign_doc()))
+        .unwrap();
+    let m = s.run(id, false).unwrap().unwrap().metrics;
+    assert_eq!(m.received_bps, Some(18e6), "mean of the sessions");
+    assert_eq!(m.sent_bps, Some(20e6));
+    assert_eq!((m.flows, m.hosts), (Some(2), Some(3)));
+    assert_eq!(m.duration_s, Some(4.0));
+    // 200 kB of 10 MB sent were not received.
+    assert!((m.loss_percent.unwrap() - 2.0).abs() < 1e-9, "{m:?}");
+    let listed = s
+        .list(&ListFilter {
+            limit: 5,
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(listed[0].metrics, m);
+}
+
+/// A trimmed `linkperf rr --sizes -J` document.
+fn rr_doc() -> Value {
+    let p = |p50: f64| {
+        json!({"count": 100, "min": p50 / 2.0, "mean": p50 * 1.1, "p50": p50, "p90": p50 * 1.5,
+               "p99": p50 * 3.0, "p999": p50 * 4.0, "max": p50 * 5.0, "stddev": p50 / 10.0})
+    };
+    json!({"schema": "linkperf/1", "software": "linkperf 0.1.0",
+           "test": {"kind": "rr", "server": "10.0.0.9", "port": 5201, "protocol": "udp",
+                    "mode": "sizes", "request": 64, "response": 64, "burst": 1,
+                    "count": 100, "sizes": [64, 1024]},
+           "start": {"timestamp_unix_ms": 1_700_000_000_500u64},
+           "intervals": [],
+           "summary": {"transactions": 200, "attempted": 202, "warmup": 4, "seconds": 0.5,
+                       "transactions_per_second": 400.0, "rtt_ms": p(0.2), "lost": 2,
+                       "loss_percent": 0.990_099},
+           "histogram": [{"rtt_ms": 0.2, "count": 200}],
+           "sizes": [{"size": 64, "request": 64, "response": 64, "transactions": 100, "lost": 1,
+                      "rtt_ms": p(0.1)},
+                     {"size": 1024, "request": 1024, "response": 1024, "transactions": 100,
+                      "lost": 1, "rtt_ms": p(0.3)}],
+           "fit": {"intercept_ms": 0.093, "slope_us_per_byte": 0.208, "r2": 1.0, "basis": "p50"},
+           "warnings": [], "errors": [], "interrupted": false})
+}
+
+#[test]
+fn rr_runs_keep_their_figures_and_sizes() {
+    let mut s = memory();
+    let id = s.insert_run(&NewRun::from_rr_report(rr_doc())).unwrap();
+    let row = s.run(id, true).unwrap().unwrap();
+    assert_eq!(row.kind, "rr");
+    assert_eq!(row.host, "10.0.0.9");
+    assert_eq!(row.started_unix_ms, 1_700_000_000_500);
+    assert_eq!(row.metrics.protocol.as_deref(), Some("udp"));
+    assert_eq!(row.metrics.loss_percent, Some(0.990_099));
+    assert_eq!(row.report, Some(rr_doc()));
+    let q = row.rr.unwrap();
+    assert_eq!(q.mode, "sizes");
+    assert_eq!((q.transactions, q.attempted), (Some(200), Some(202)));
+    assert_eq!((q.rtt_p50_ms, q.rtt_p99_ms), (Some(0.2), Some(0.2 * 3.0)));
+    assert_eq!(q.fit_slope_us_per_byte, Some(0.208));
+    let sizes = s.rr_sizes(id).unwrap();
+    assert_eq!(sizes.len(), 2);
+    assert_eq!((sizes[1].size, sizes[1].rtt_p50_ms), (1024, Some(0.3)));
+    let listed = s
+        .list(&ListFilter {
+            limit: 5,
+            kind: Some("rr".into()),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(listed[0].rr.as_ref().unwrap().rtt_p50_ms, Some(0.2));
+}
+
+#[test]
+fn the_senders_congestion_control_is_recorded() {
+    let mut doc = sample_report("h", 1.0);
+    doc["start"]["streams"] = json!([
+        {"id": 0, "direction": "client_to_server", "local": {"congestion": "bbr"},
+         "remote": {"congestion": "cubic"}},
+        {"id": 1, "direction": "server_to_client", "local": {"congestion": "bbr"},
+         "remote": {"congestion": "cubic"}}
+    ]);
+    assert_eq!(senders_congestion(&doc).as_deref(), Some("bbr,cubic"));
+    doc["start"]["streams"] = json!([{"id": 0, "direction": "server_to_client",
+                                      "remote": {"congestion": "reno"}}]);
+    let mut s = memory();
+    let id = s.insert_run(&NewRun::from_test_report(doc)).unwrap();
+    let m = s.run(id, false).unwrap().unwrap().metrics;
+    assert_eq!(m.congestion.as_deref(), Some("reno"));
+}
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("lp-store-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn readers_never_create_an_archive_and_writers_need_its_directory() {
+    let dir = scratch("open");
+    let missing_dir = dir.join("typo").join("x.db");
+    let text = missing_dir.display().to_string();
+    for e in [
+        Store::open_existing(Some(&text)).err().unwrap(),
+        Store::open(Some(&text)).err().unwrap(),
+        check_writable(Some(&text)).unwrap_err(),
+    ] {
+        assert!(e.usage, "{e}");
+        assert!(
+            e.message.contains(&dir.join("typo").display().to_string()),
+            "{e}"
+        );
+        assert!(e.message.contains("does not exist"), "{e}");
+    }
+    assert!(!dir.join("typo").exists(), "no directory was created");
+    let missing_file = dir.join("x.db");
+    let text = missing_file.display().to_string();
+    let e = Store::open_existing(Some(&text)).err().unwrap();
+    assert!(e.usage && e.message.contains("no archive"), "{e}");
+    assert!(!missing_file.exists(), "a reader created {text}");
+    check_writable(Some(&text)).unwrap();
+    drop(Store::open(Some(&text)).unwrap());
+    assert!(missing_file.exists());
+    assert_eq!(
+        Store::open_existing(Some(&text))
+            .unwrap()
+            .count(true)
+            .unwrap(),
+        0
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A version-1 archive as linkperf 0.1 left it, holding one campaign.
+fn version_1_archive(c: &mut Store) {
+    let pg = c.is_postgres();
+    c.conn
+        .batch("CREATE TABLE schema_version (version BIGINT NOT NULL)")
+        .unwrap();
+    c.conn.batch(&schema::tables_v1(pg)).unwrap();
+    c.conn
+        .batch("INSERT INTO schema_version (version) VALUES (1)")
+        .unwrap();
+    c.conn
+        .execute(
+            "INSERT INTO entries (kind, parent, created_unix_ms, host) VALUES ('campaign', NULL, 5, 'ctl')",
+            &[],
+        )
+        .unwrap();
+    c.conn
+        .execute(
+            "INSERT INTO runs (id, kind, started_unix_ms, host, interrupted, report) \
+             VALUES (1, 'campaign', 5, 'ctl', 0, $1)",
+            &[campaign_doc().to_string().into()],
+        )
+        .unwrap();
+}
+
+#[test]
+fn a_version_1_archive_is_upgraded_and_its_campaigns_filled_in() {
+    let dir = scratch("v1");
+    let path = dir.join("a.db");
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let mut raw = Store {
+            conn: Conn::Sqlite(conn),
+            location: Location::Sqlite(path.clone()),
+        };
+        version_1_archive(&mut raw);
+    }
+    let mut s = Store::open_existing(Some(&path.display().to_string())).unwrap();
+    assert_eq!(s.schema_version().unwrap(), SCHEMA_VERSION);
+    let m = s.run(1, false).unwrap().unwrap().metrics;
+    assert_eq!(
+        (m.flows, m.hosts, m.received_bps),
+        (Some(2), Some(3), Some(18e6))
+    );
+    let id = s.insert_run(&NewRun::from_rr_report(rr_doc())).unwrap();
+    assert_eq!(s.rr_sizes(id).unwrap().len(), 2);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,34 +1,81 @@
-//! Units as linkperf users write them.
+//! Units as linkperf users write them; README.md's "Units" table is the
+//! reference (a test checks every spelling in it against these parsers).
 //!
-//! Rates are bits per second with SI prefixes (`k` = 1000): `10M`, `1.5G`.
-//! Sizes are bytes with binary prefixes (`K` = 1024): `64K`, `4M`.
-//! This is iperf3's convention, so numbers copied from iperf3 commands mean the
-//! same thing here. Anything else is rejected with a message that says why.
+//! Rates are bits/s with decimal prefixes (`k` = 1000): `100M`, `100Mbit`,
+//! `100Mbps`, `100mbit/s`, `1.5G`. Prefixes take any case, as in iperf3: no one
+//! tests at millibits, so `m` is mega. A capital `B` (`MB/s`, `MBps`) means
+//! bytes per second and is refused with the bits/s figure to write instead.
+//! Sizes are bytes with binary prefixes (`K` = 1024) in any case, and `K`,
+//! `KB`, `kb` and `KiB` are all 1024 bytes, as iperf3 reads them. Anything
+//! else is refused with one line that says what is accepted.
 
 use std::fmt;
 use std::time::Duration;
 
-/// A value that could not be parsed; `Display` is one line meant for people.
+/// A value that could not be parsed; `Display` is one line meant for people:
+/// what is wrong, a hint when the mistake is recognised, what is accepted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnitError {
     pub input: String,
+    /// What the value should have been, e.g. "a rate".
     pub expected: &'static str,
+    /// The grammar, with examples.
+    pub accepted: &'static str,
+    /// A recognised mistake and its fix, e.g. bytes per second for a rate.
+    pub hint: Option<String>,
+}
+
+impl UnitError {
+    fn new(input: &str, (expected, accepted): Kind) -> UnitError {
+        UnitError {
+            input: input.to_string(),
+            expected,
+            accepted,
+            hint: None,
+        }
+    }
+
+    fn hint(mut self, hint: String) -> UnitError {
+        self.hint = Some(hint);
+        self
+    }
 }
 
 impl fmt::Display for UnitError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "'{}' is not {}", self.input, self.expected)
+        write!(f, "'{}' is not {}", self.input, self.expected)?;
+        if let Some(h) = &self.hint {
+            write!(f, ": {h}")?;
+        }
+        write!(f, "; accepted: {}", self.accepted)
     }
 }
 
 impl std::error::Error for UnitError {}
 
-/// Splits `1.5G` into (1.5, Some('G')); rejects signs, exponents, NaN and junk.
-fn split_number<'a>(input: &'a str, expected: &'static str) -> Result<(f64, &'a str), UnitError> {
-    let err = || UnitError {
-        input: input.to_string(),
-        expected,
-    };
+/// What a value should be and the grammar that says how to write it.
+type Kind = (&'static str, &'static str);
+
+const RATE: Kind = (
+    "a rate",
+    "bits/s as a number, an optional k, M, G or T (x1000, any case) and an optional \
+     b, bit, bps or bit/s, e.g. 100M, 100Mbit/s, 1.5G, 0 for unlimited",
+);
+const SIZE: Kind = (
+    "a size",
+    "bytes as a number, an optional K, M, G or T (x1024, any case; K = KB = KiB) and an \
+     optional B, e.g. 1470, 64K, 64KiB, 4M",
+);
+const DURATION: Kind = (
+    "a duration",
+    "seconds, or a number with ns, us, ms, s, m or min, or h, e.g. 10, 250ms, 2m",
+);
+const PERCENT: Kind = ("a percentage", "0 to 100, with or without %, e.g. 1%, 0.5");
+const COUNT: Kind = ("a whole number", "digits only, e.g. 1000");
+
+/// Splits `1.5 G` into (1.5, "G"); rejects signs, exponents, NaN and junk.
+fn split_number(input: &str, kind: Kind) -> Result<(f64, &str), UnitError> {
+    let err = || UnitError::new(input, kind);
     let s = input.trim();
     let end = s
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -41,78 +88,95 @@ fn split_number<'a>(input: &'a str, expected: &'static str) -> Result<(f64, &'a 
     if !value.is_finite() {
         return Err(err());
     }
-    Ok((value, suffix))
+    // "100 Mbit/s", as linkperf prints rates, reads back.
+    Ok((value, suffix.trim_start()))
 }
 
-fn checked_u64(value: f64, input: &str, expected: &'static str) -> Result<u64, UnitError> {
+fn checked_u64(value: f64, input: &str, kind: Kind) -> Result<u64, UnitError> {
     // 2^64 is not representable exactly; stay clearly below it.
     if !value.is_finite() || !(0.0..1.8e19).contains(&value) {
-        return Err(UnitError {
-            input: input.to_string(),
-            expected,
-        });
+        return Err(UnitError::new(input, kind));
     }
     Ok(value.round() as u64)
 }
 
-const RATE: &str = "a rate (bits/s, e.g. 100M, 1.5G, 0 for unlimited)";
-const SIZE: &str = "a size (bytes, e.g. 1470, 64K, 4M)";
-const DURATION: &str = "a duration (e.g. 10, 10s, 250ms, 2m)";
-const PERCENT: &str = "a percentage (e.g. 1%, 0.5%)";
-const COUNT: &str = "a whole number";
-
-/// Parses a rate in bits/s. Accepts an optional trailing `bit/s`, `bps` or `b`.
-pub fn parse_rate(input: &str) -> Result<u64, UnitError> {
-    let (value, suffix) = split_number(input, RATE)?;
-    let mut rest = suffix;
-    for tail in ["bit/s", "bps", "b"] {
-        if let Some(stripped) = rest.strip_suffix(tail) {
-            rest = stripped;
-            break;
-        }
-    }
-    let factor = match rest {
-        "" => 1.0,
-        "k" | "K" => 1e3,
-        "m" | "M" => 1e6,
-        "g" | "G" => 1e9,
-        "t" | "T" => 1e12,
-        _ => {
-            return Err(UnitError {
-                input: input.to_string(),
-                expected: RATE,
-            })
-        }
+/// Splits a leading k/m/g/t (any case) off `suffix`: (power, prefix, rest).
+fn prefix(suffix: &str) -> (i32, &str, &str) {
+    let power = match suffix.chars().next().map(|c| c.to_ascii_lowercase()) {
+        Some('k') => 1,
+        Some('m') => 2,
+        Some('g') => 3,
+        Some('t') => 4,
+        _ => 0,
     };
-    checked_u64(value * factor, input, RATE)
+    if power == 0 {
+        (0, "", suffix)
+    } else {
+        (power, &suffix[..1], &suffix[1..])
+    }
 }
 
-/// Parses a size in bytes. Binary prefixes: `K` = 1024, `M` = 1024², `G` = 1024³.
+/// `12.0` as "12", `1.5` as "1.5": for the numbers a hint proposes.
+fn plain(v: f64) -> String {
+    let s = format!("{v:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// Parses a rate in bits/s; see the module comment for the grammar.
+pub fn parse_rate(input: &str) -> Result<u64, UnitError> {
+    let (value, suffix) = split_number(input, RATE)?;
+    let (power, pre, unit) = prefix(suffix);
+    let lower = unit.to_ascii_lowercase();
+    let bits = matches!(
+        lower.as_str(),
+        "" | "b" | "bit" | "bits" | "bps" | "b/s" | "bit/s" | "bits/s"
+    );
+    // `MB/s`, `MBps`, `MB`, `Mbyte/s`: bytes, unless spelt `MBit`.
+    let bytes = (unit.starts_with('B') && !lower.starts_with("bit")) || lower.starts_with("byte");
+    if bytes {
+        let upper = pre.to_ascii_uppercase();
+        return Err(UnitError::new(input, RATE).hint(format!(
+            "{upper}{unit} is bytes per second and rates are bits/s: write {}{upper} ({} {upper}bit/s)",
+            plain(value * 8.0),
+            plain(value * 8.0)
+        )));
+    }
+    if power > 0 && lower.starts_with('i') {
+        return Err(UnitError::new(input, RATE).hint(format!(
+            "rates take decimal prefixes (1{} = 1000^{power} bit/s), not binary ones",
+            pre.to_ascii_uppercase()
+        )));
+    }
+    if !bits {
+        return Err(UnitError::new(input, RATE));
+    }
+    checked_u64(value * 1000f64.powi(power), input, RATE)
+}
+
+/// Parses a size in bytes; see the module comment for the grammar.
 pub fn parse_size(input: &str) -> Result<u64, UnitError> {
     let (value, suffix) = split_number(input, SIZE)?;
-    let rest = suffix
-        .strip_suffix("iB")
-        .or_else(|| suffix.strip_suffix('B'))
-        .unwrap_or(suffix);
-    let factor = match rest {
-        "" => 1.0,
-        "k" | "K" => 1024.0,
-        "m" | "M" => 1024.0 * 1024.0,
-        "g" | "G" => 1024.0 * 1024.0 * 1024.0,
-        "t" | "T" => 1024.0f64.powi(4),
-        _ => {
-            return Err(UnitError {
-                input: input.to_string(),
-                expected: SIZE,
-            })
-        }
+    let (power, pre, unit) = prefix(suffix);
+    let lower = unit.to_ascii_lowercase();
+    let unit_ok = if power > 0 {
+        // iperf3 reads only the prefix letter: 64K, 64KB, 64kb, 64KiB alike.
+        matches!(lower.as_str(), "" | "b" | "ib" | "i" | "byte" | "bytes")
+    } else {
+        matches!(lower.as_str(), "" | "b" | "byte" | "bytes")
     };
-    let bytes = value * factor;
-    if bytes.fract() != 0.0 && factor == 1.0 {
-        return Err(UnitError {
-            input: input.to_string(),
-            expected: SIZE,
-        });
+    if !unit_ok && lower.starts_with("bit") {
+        let upper = pre.to_ascii_uppercase();
+        return Err(UnitError::new(input, SIZE).hint(format!(
+            "sizes are bytes, not bits: write {}{upper}",
+            plain(value / 8.0)
+        )));
+    }
+    if !unit_ok {
+        return Err(UnitError::new(input, SIZE));
+    }
+    let bytes = value * 1024f64.powi(power);
+    if bytes.fract() != 0.0 && power == 0 {
+        return Err(UnitError::new(input, SIZE).hint("bytes are whole".into()));
     }
     checked_u64(bytes, input, SIZE)
 }
@@ -127,50 +191,35 @@ pub fn parse_duration(input: &str) -> Result<Duration, UnitError> {
         "ns" => value / 1e9,
         "m" | "min" => value * 60.0,
         "h" => value * 3600.0,
-        _ => {
-            return Err(UnitError {
-                input: input.to_string(),
-                expected: DURATION,
-            })
-        }
+        _ => return Err(UnitError::new(input, DURATION)),
     };
     if !(0.0..1e9).contains(&seconds) {
-        return Err(UnitError {
-            input: input.to_string(),
-            expected: DURATION,
-        });
+        return Err(UnitError::new(input, DURATION));
     }
     Ok(Duration::from_secs_f64(seconds))
 }
 
-/// Parses `1%` or `0.01` style probabilities into a fraction in [0, 1].
+/// Parses a percentage, `1%` or `1` (a bare number is percent too), into a
+/// fraction in [0, 1].
 pub fn parse_percent(input: &str) -> Result<f64, UnitError> {
     let (value, suffix) = split_number(input, PERCENT)?;
     let fraction = match suffix {
         "%" => value / 100.0,
         "" => value / 100.0,
-        _ => {
-            return Err(UnitError {
-                input: input.to_string(),
-                expected: PERCENT,
-            })
-        }
+        _ => return Err(UnitError::new(input, PERCENT)),
     };
     if !(0.0..=1.0).contains(&fraction) {
-        return Err(UnitError {
-            input: input.to_string(),
-            expected: PERCENT,
-        });
+        return Err(UnitError::new(input, PERCENT));
     }
     Ok(fraction)
 }
 
 /// Parses a plain non-negative integer.
 pub fn parse_count(input: &str) -> Result<u64, UnitError> {
-    input.trim().parse::<u64>().map_err(|_| UnitError {
-        input: input.to_string(),
-        expected: COUNT,
-    })
+    input
+        .trim()
+        .parse::<u64>()
+        .map_err(|_| UnitError::new(input, COUNT))
 }
 
 /// Formats bits/s with an SI prefix chosen so the number reads at a glance.
@@ -228,35 +277,93 @@ mod tests {
     use super::*;
 
     #[test]
-    fn rates_use_si_prefixes() {
-        assert_eq!(parse_rate("10M").unwrap(), 10_000_000);
-        assert_eq!(parse_rate("1.5G").unwrap(), 1_500_000_000);
-        assert_eq!(parse_rate("950M").unwrap(), 950_000_000);
-        assert_eq!(parse_rate("64k").unwrap(), 64_000);
-        assert_eq!(parse_rate("0").unwrap(), 0);
-        assert_eq!(parse_rate("100Mbit/s").unwrap(), 100_000_000);
-    }
-
-    #[test]
-    fn sizes_use_binary_prefixes() {
-        assert_eq!(parse_size("64K").unwrap(), 65_536);
-        assert_eq!(parse_size("1470").unwrap(), 1470);
-        assert_eq!(parse_size("4M").unwrap(), 4 * 1024 * 1024);
-        assert_eq!(parse_size("1.5K").unwrap(), 1536);
-        assert_eq!(parse_size("200KB").unwrap(), 204_800);
-    }
-
-    #[test]
-    fn junk_is_rejected_with_a_reason() {
-        for bad in [
-            "10X", "-5", "1e999", "", "abc", "1..2", ".", "1e3", "NaN", "inf",
+    fn rates_use_decimal_prefixes_in_any_case() {
+        for (text, want) in [
+            ("10M", 10_000_000),
+            ("1.5G", 1_500_000_000),
+            ("1.5g", 1_500_000_000),
+            ("950M", 950_000_000),
+            ("64k", 64_000),
+            ("64K", 64_000),
+            ("0", 0),
+            ("100Mbit/s", 100_000_000),
+            ("100mbit", 100_000_000),
+            ("100mbit/s", 100_000_000),
+            ("100Mbps", 100_000_000),
+            ("100MBit/s", 100_000_000),
+            ("100Mb/s", 100_000_000),
+            ("100 Mbit/s", 100_000_000),
+            ("2T", 2_000_000_000_000),
+            ("512bps", 512),
         ] {
-            let e = parse_rate(bad).unwrap_err();
-            assert!(e.to_string().contains("is not a rate"), "{bad}: {e}");
-            assert!(parse_size(bad).is_err(), "{bad}");
+            assert_eq!(parse_rate(text), Ok(want), "{text}");
         }
-        assert!(parse_size("1.5").is_err());
+    }
+
+    #[test]
+    fn bytes_per_second_are_refused_with_the_bits_to_write() {
+        for (text, fix) in [
+            ("100MB/s", "write 800M (800 Mbit/s)"),
+            ("100MBps", "write 800M"),
+            ("100MB", "write 800M"),
+            ("1.5GB/s", "write 12G"),
+            ("100mbyte/s", "write 800M"),
+            ("10B/s", "write 80 (80 bit/s)"),
+        ] {
+            let e = parse_rate(text).unwrap_err().to_string();
+            assert!(e.contains("bytes per second") && e.contains(fix), "{e}");
+            assert!(e.contains("; accepted: bits/s"), "{e}");
+        }
+        let e = parse_rate("100Mibit/s").unwrap_err().to_string();
+        assert!(e.contains("decimal prefixes"), "{e}");
+    }
+
+    #[test]
+    fn sizes_use_binary_prefixes_in_any_case() {
+        for (text, want) in [
+            ("64K", 65_536),
+            ("64k", 65_536),
+            ("64KB", 65_536),
+            ("64kB", 65_536),
+            ("64kb", 65_536),
+            ("64KiB", 65_536),
+            ("64kib", 65_536),
+            ("64 KiB", 65_536),
+            ("1470", 1470),
+            ("1470B", 1470),
+            ("4M", 4 * 1024 * 1024),
+            ("4MiB", 4 * 1024 * 1024),
+            ("1.5K", 1536),
+            ("200KB", 204_800),
+            ("1G", 1 << 30),
+        ] {
+            assert_eq!(parse_size(text), Ok(want), "{text}");
+        }
+        let e = parse_size("64Kbit").unwrap_err().to_string();
+        assert!(e.contains("not bits: write 8K"), "{e}");
+        let e = parse_size("1.5").unwrap_err().to_string();
+        assert!(
+            e.contains("whole") && e.contains("; accepted: bytes"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn junk_is_rejected_with_what_is_accepted() {
+        for bad in [
+            "10X", "-5", "1e999", "", "abc", "1..2", ".", "1e3", "NaN", "inf", "10M/s", "5 M x",
+        ] {
+            let e = parse_rate(bad).unwrap_err().to_string();
+            assert!(e.contains("is not a rate; accepted: bits/s"), "{bad}: {e}");
+            let e = parse_size(bad).unwrap_err().to_string();
+            assert!(e.contains("is not a size"), "{bad}: {e}");
+            assert!(e.contains("accepted: bytes"), "{bad}: {e}");
+        }
         assert!(parse_rate("99999999999999999999999T").is_err());
+        let e = parse_duration("5 parsecs").unwrap_err().to_string();
+        assert!(e.contains("accepted: seconds"), "{e}");
+        let e = parse_count("1k").unwrap_err().to_string();
+        assert!(e.contains("accepted: digits"), "{e}");
     }
 
     #[test]

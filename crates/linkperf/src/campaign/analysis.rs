@@ -39,23 +39,42 @@ pub struct Received {
     pub jitter_ms: Option<f64>,
 }
 
-#[derive(Debug, Clone, Serialize)]
-pub struct FlowResult {
-    pub from: String,
-    pub to: String,
-    /// Who sends: `from`, or `to` for reverse flows, or both for bidir.
+/// One direction of a flow: who sent, who received, and how much.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct DirectionResult {
     pub sender: String,
-    pub status: &'static str,
-    pub error: Option<String>,
-    pub stopped_after_s: Option<f64>,
-    pub started_unix_ns: Option<u64>,
+    pub receiver: String,
     pub sent: Totals,
     pub received: Received,
     pub retransmits: Option<u64>,
     pub rtt_ms: Option<f64>,
+    pub intervals: Vec<IntervalPoint>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FlowResult {
+    pub from: String,
+    pub to: String,
+    pub status: &'static str,
+    pub error: Option<String>,
+    pub stopped_after_s: Option<f64>,
+    pub started_unix_ns: Option<u64>,
+    /// The flow's direction: `from` sends, or `to` with `reverse`; with
+    /// `bidir`, from -> to (the client's `summary`).
+    #[serde(flatten)]
+    pub direction: DirectionResult,
+    /// With `bidir` only: to -> from (the client's `summary_reverse`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reverse: Option<DirectionResult>,
     pub cpu_from_percent: Option<f64>,
     pub cpu_to_percent: Option<f64>,
-    pub intervals: Vec<IntervalPoint>,
+}
+
+impl FlowResult {
+    /// Every direction the flow ran: one, or two with `bidir`.
+    pub fn directions(&self) -> impl Iterator<Item = &DirectionResult> {
+        std::iter::once(&self.direction).chain(self.reverse.as_ref())
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Default)]
@@ -107,7 +126,11 @@ pub struct PhaseResult {
     pub duration_s: f64,
     /// Spread of the senders' actual start times (max - min), milliseconds.
     pub start_spread_ms: Option<f64>,
+    /// The flows' own directions: from -> to, or to -> from with `reverse`.
     pub aggregate: Aggregate,
+    /// The return directions (to -> from) of the bidir flows; absent without them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aggregate_reverse: Option<Aggregate>,
     pub hosts: Vec<HostResult>,
     pub flows: Vec<FlowResult>,
 }
@@ -130,135 +153,149 @@ fn u64_at(v: &Value, path: &[&str]) -> Option<u64> {
     path.iter().try_fold(v, |v, k| v.get(*k))?.as_u64()
 }
 
-/// The directions of a flow's report: `summary`, plus `summary_reverse` with bidir.
-fn summaries(report: &Value) -> Vec<&Value> {
-    ["summary", "summary_reverse"]
-        .iter()
-        .filter_map(|k| report.get(*k))
-        .filter(|v| !v.is_null())
-        .collect()
+/// One direction's figures from its report summary (`summary` or `summary_reverse`).
+fn direction_from_summary(d: &mut DirectionResult, s: &Value) {
+    d.sent.bytes = u64_at(s, &["sent", "bytes"]).unwrap_or(0);
+    d.sent.bits_per_second = f64_at(s, &["sent", "bits_per_second"]).unwrap_or(0.0);
+    d.received.bytes = u64_at(s, &["received", "bytes"]).unwrap_or(0);
+    d.received.bits_per_second = f64_at(s, &["received", "bits_per_second"]).unwrap_or(0.0);
+    d.received.lost_packets = u64_at(s, &["received", "lost_packets"]);
+    d.received.jitter_ms = f64_at(s, &["received", "jitter_ms"]);
+    if let Some(lost) = d.received.lost_packets {
+        let expected = u64_at(s, &["received", "packets"]).unwrap_or(0) + lost;
+        d.received.loss_percent = Some(if expected > 0 {
+            100.0 * lost as f64 / expected as f64
+        } else {
+            0.0
+        });
+    }
+    d.retransmits = u64_at(s, &["sent", "retransmits"]);
+    d.rtt_ms = f64_at(s, &["tcp", "rtt_ms", "mean"]);
 }
 
-fn interval_points(intervals: &[Value]) -> Vec<IntervalPoint> {
+/// A direction that has no final report (its flow failed): what its intervals showed.
+fn direction_from_intervals(d: &mut DirectionResult) {
+    let secs: f64 = d.intervals.iter().map(|p| p.end - p.start).sum();
+    if secs <= 0.0 {
+        return;
+    }
+    let bits = |rate: fn(&IntervalPoint) -> f64| -> f64 {
+        d.intervals
+            .iter()
+            .map(|p| rate(p) * (p.end - p.start))
+            .sum()
+    };
+    let (sent, received) = (
+        bits(|p| p.sent_bits_per_second),
+        bits(|p| p.received_bits_per_second),
+    );
+    d.sent = Totals {
+        bytes: (sent / 8.0) as u64,
+        bits_per_second: sent / secs,
+    };
+    d.received.bytes = (received / 8.0) as u64;
+    d.received.bits_per_second = received / secs;
+}
+
+/// One direction's interval rates: `key` is "sum", or "sum_reverse" with bidir.
+fn interval_points(intervals: &[Value], key: &str) -> Vec<IntervalPoint> {
     intervals
         .iter()
-        .map(|i| {
-            let mut p = IntervalPoint {
+        .filter_map(|i| {
+            let s = i.get(key).filter(|s| !s.is_null())?;
+            Some(IntervalPoint {
                 start: f64_at(i, &["start"]).unwrap_or(0.0),
                 end: f64_at(i, &["end"]).unwrap_or(0.0),
-                ..Default::default()
-            };
-            for key in ["sum", "sum_reverse"] {
-                if let Some(s) = i.get(key).filter(|s| !s.is_null()) {
-                    p.sent_bits_per_second += f64_at(s, &["sent_bits_per_second"]).unwrap_or(0.0);
-                    p.received_bits_per_second +=
-                        f64_at(s, &["received_bits_per_second"]).unwrap_or(0.0);
-                }
-            }
-            p
+                sent_bits_per_second: f64_at(s, &["sent_bits_per_second"]).unwrap_or(0.0),
+                received_bits_per_second: f64_at(s, &["received_bits_per_second"]).unwrap_or(0.0),
+            })
         })
         .collect()
 }
 
+/// The earliest real start of any sending stream in the report.
+fn first_start_ns(report: &Value) -> Option<u64> {
+    ["summary", "summary_reverse"]
+        .iter()
+        .filter_map(|k| report.get(*k)?.get("streams")?.as_array())
+        .flatten()
+        .filter_map(|st| u64_at(st, &["sender", "started_unix_ns"]))
+        .min()
+}
+
+/// Each direction of a flow apart, as the client reports `--bidir`: the
+/// report's `summary` (and intervals' `sum`) is the flow's own direction,
+/// `summary_reverse` (`sum_reverse`) the return direction of a bidir flow.
 pub fn flow_result(o: &FlowOutcome) -> FlowResult {
-    let intervals = interval_points(&o.intervals);
+    let (sender, receiver) = if o.reverse && !o.bidir {
+        (&o.to, &o.from)
+    } else {
+        (&o.from, &o.to)
+    };
+    let mut direction = DirectionResult {
+        sender: sender.clone(),
+        receiver: receiver.clone(),
+        intervals: interval_points(&o.intervals, "sum"),
+        ..Default::default()
+    };
+    let mut reverse = o.bidir.then(|| DirectionResult {
+        sender: o.to.clone(),
+        receiver: o.from.clone(),
+        intervals: interval_points(&o.intervals, "sum_reverse"),
+        ..Default::default()
+    });
     let mut r = FlowResult {
         from: o.from.clone(),
         to: o.to.clone(),
-        sender: if o.bidir {
-            format!("{} and {}", o.from, o.to)
-        } else if o.reverse {
-            o.to.clone()
-        } else {
-            o.from.clone()
-        },
         status: o.status,
         error: o.error.clone(),
         stopped_after_s: o.stopped_after_s,
         started_unix_ns: None,
-        sent: Totals::default(),
-        received: Received::default(),
-        retransmits: None,
-        rtt_ms: None,
+        direction: DirectionResult::default(),
+        reverse: None,
         cpu_from_percent: None,
         cpu_to_percent: None,
-        intervals: intervals.clone(),
     };
     match &o.report {
         Some(report) => {
-            for s in summaries(report) {
-                r.sent.bytes += u64_at(s, &["sent", "bytes"]).unwrap_or(0);
-                r.sent.bits_per_second += f64_at(s, &["sent", "bits_per_second"]).unwrap_or(0.0);
-                r.received.bytes += u64_at(s, &["received", "bytes"]).unwrap_or(0);
-                r.received.bits_per_second +=
-                    f64_at(s, &["received", "bits_per_second"]).unwrap_or(0.0);
-                if let Some(l) = u64_at(s, &["received", "lost_packets"]) {
-                    *r.received.lost_packets.get_or_insert(0) += l;
-                }
-                if let Some(t) = u64_at(s, &["sent", "retransmits"]) {
-                    *r.retransmits.get_or_insert(0) += t;
-                }
-                r.received.jitter_ms = r
-                    .received
-                    .jitter_ms
-                    .or(f64_at(s, &["received", "jitter_ms"]));
-                r.rtt_ms = r.rtt_ms.or(f64_at(s, &["tcp", "rtt_ms", "mean"]));
+            if let Some(s) = report.get("summary").filter(|s| !s.is_null()) {
+                direction_from_summary(&mut direction, s);
                 // The agent that ran the test is the local end of its report.
                 r.cpu_from_percent = f64_at(s, &["cpu", "local", "total_percent"]);
                 r.cpu_to_percent = f64_at(s, &["cpu", "remote", "total_percent"]);
-                let starts = s
-                    .get("streams")
-                    .and_then(|v| v.as_array())
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|st| u64_at(st, &["sender", "started_unix_ns"]));
-                for t in starts {
-                    r.started_unix_ns = Some(r.started_unix_ns.map_or(t, |m: u64| m.min(t)));
-                }
             }
-            if let Some(lost) = r.received.lost_packets {
-                let got: u64 = summaries(report)
-                    .iter()
-                    .filter_map(|s| u64_at(s, &["received", "packets"]))
-                    .sum();
-                let expected = got + lost;
-                r.received.loss_percent = Some(if expected > 0 {
-                    100.0 * lost as f64 / expected as f64
-                } else {
-                    0.0
-                });
+            if let (Some(d), Some(s)) = (
+                reverse.as_mut(),
+                report.get("summary_reverse").filter(|s| !s.is_null()),
+            ) {
+                direction_from_summary(d, s);
             }
+            r.started_unix_ns = first_start_ns(report);
         }
         None => {
-            // A failed flow: what its intervals showed before it stopped.
-            let secs: f64 = intervals.iter().map(|p| p.end - p.start).sum();
-            if secs > 0.0 {
-                let bits_sent: f64 = intervals
-                    .iter()
-                    .map(|p| p.sent_bits_per_second * (p.end - p.start))
-                    .sum();
-                let bits_recv: f64 = intervals
-                    .iter()
-                    .map(|p| p.received_bits_per_second * (p.end - p.start))
-                    .sum();
-                r.sent = Totals {
-                    bytes: (bits_sent / 8.0) as u64,
-                    bits_per_second: bits_sent / secs,
-                };
-                r.received.bytes = (bits_recv / 8.0) as u64;
-                r.received.bits_per_second = bits_recv / secs;
+            direction_from_intervals(&mut direction);
+            if let Some(d) = reverse.as_mut() {
+                direction_from_intervals(d);
             }
         }
     }
+    r.direction = direction;
+    r.reverse = reverse;
     r
 }
 
-/// Per-interval sums over flows, aligned on the common interval grid (every
-/// flow's intervals count from the same agreed start instant).
-pub fn aggregate(flows: &[FlowResult], interval_s: f64) -> Aggregate {
+/// Per-interval sums of one direction of every flow, aligned on the common
+/// interval grid (every flow's intervals count from the same agreed start instant).
+fn aggregate_of<'a>(
+    directions: impl Iterator<Item = &'a DirectionResult>,
+    interval_s: f64,
+) -> Aggregate {
     let mut slots: Vec<AggregateInterval> = Vec::new();
-    for f in flows {
-        for p in &f.intervals {
+    let mut total = Aggregate::default();
+    for d in directions {
+        total.received_bits_per_second += d.received.bits_per_second;
+        total.sent_bits_per_second += d.sent.bits_per_second;
+        for p in &d.intervals {
             let k = (p.start / interval_s).round().max(0.0) as usize;
             if slots.len() <= k {
                 slots.resize_with(k + 1, Default::default);
@@ -271,18 +308,29 @@ pub fn aggregate(flows: &[FlowResult], interval_s: f64) -> Aggregate {
             slot.flows += 1;
         }
     }
-    Aggregate {
-        received_bits_per_second: flows.iter().map(|f| f.received.bits_per_second).sum(),
-        sent_bits_per_second: flows.iter().map(|f| f.sent.bits_per_second).sum(),
-        intervals: slots.into_iter().filter(|s| s.flows > 0).collect(),
-    }
+    total.intervals = slots.into_iter().filter(|s| s.flows > 0).collect();
+    total
 }
 
-/// Each host's sent and received rates, and how much less it received than its peers sent.
-pub fn hosts(flows: &[FlowResult], outcomes: &[FlowOutcome]) -> Vec<HostResult> {
-    let mut names: Vec<String> = outcomes
+/// The flows' own directions (`summary`): from -> to, or to -> from with `reverse`.
+pub fn aggregate(flows: &[FlowResult], interval_s: f64) -> Aggregate {
+    aggregate_of(flows.iter().map(|f| &f.direction), interval_s)
+}
+
+/// The return directions of the bidir flows (`summary_reverse`); None without bidir flows.
+pub fn aggregate_reverse(flows: &[FlowResult], interval_s: f64) -> Option<Aggregate> {
+    flows
         .iter()
-        .flat_map(|o| [o.from.clone(), o.to.clone()])
+        .any(|f| f.reverse.is_some())
+        .then(|| aggregate_of(flows.iter().filter_map(|f| f.reverse.as_ref()), interval_s))
+}
+
+/// Each host's sent and received rates over every direction of every flow,
+/// and how much less it received than its peers sent.
+pub fn hosts(flows: &[FlowResult]) -> Vec<HostResult> {
+    let mut names: Vec<String> = flows
+        .iter()
+        .flat_map(|f| [f.from.clone(), f.to.clone()])
         .collect();
     names.sort();
     names.dedup();
@@ -296,21 +344,13 @@ pub fn hosts(flows: &[FlowResult], outcomes: &[FlowOutcome]) -> Vec<HostResult> 
                 peers_sent_bits_per_second: 0.0,
                 shortfall_percent: 0.0,
             };
-            for (f, o) in flows.iter().zip(outcomes) {
-                if o.bidir {
-                    continue; // both ends send and receive: no single direction to charge
+            for d in flows.iter().flat_map(FlowResult::directions) {
+                if d.sender == name {
+                    h.sent_bits_per_second += d.sent.bits_per_second;
                 }
-                let (sender, receiver) = if o.reverse {
-                    (&o.to, &o.from)
-                } else {
-                    (&o.from, &o.to)
-                };
-                if *sender == name {
-                    h.sent_bits_per_second += f.sent.bits_per_second;
-                }
-                if *receiver == name {
-                    h.received_bits_per_second += f.received.bits_per_second;
-                    h.peers_sent_bits_per_second += f.sent.bits_per_second;
+                if d.receiver == name {
+                    h.received_bits_per_second += d.received.bits_per_second;
+                    h.peers_sent_bits_per_second += d.sent.bits_per_second;
                 }
             }
             if h.peers_sent_bits_per_second > 0.0 {
@@ -363,10 +403,11 @@ pub fn phase_flags(p: &PhaseResult, shortfall_percent: f64) -> Vec<Flag> {
                 ),
             )),
             _ => {
-                if f.sent.bits_per_second > 0.0 {
-                    let short = 100.0 * (f.sent.bits_per_second - f.received.bits_per_second)
-                        / f.sent.bits_per_second;
+                for d in f.directions().filter(|d| d.sent.bits_per_second > 0.0) {
+                    let short = 100.0 * (d.sent.bits_per_second - d.received.bits_per_second)
+                        / d.sent.bits_per_second;
                     if short > shortfall_percent {
+                        let subject = format!("{} -> {}", d.sender, d.receiver);
                         flags.push(flag(
                             "flow_short",
                             subject.clone(),
@@ -395,8 +436,22 @@ pub fn phase_flags(p: &PhaseResult, shortfall_percent: f64) -> Vec<Flag> {
     flags
 }
 
+/// One direction's aggregate of a phase run, when it has that direction.
+type PhaseRate = fn(&PhaseResult) -> Option<f64>;
+
+fn median(mut values: Vec<f64>) -> Option<f64> {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(values[n / 2]),
+        _ => Some((values[n / 2 - 1] + values[n / 2]) / 2.0),
+    }
+}
+
 /// Sessions whose aggregate for a phase deviates from the median of the
-/// other sessions of that phase by more than `outlier_percent`.
+/// other sessions of that phase by more than `outlier_percent`; the return
+/// direction of bidir flows is judged on its own.
 pub fn session_outliers(phases: &[PhaseResult], outlier_percent: f64) -> Vec<Flag> {
     let mut flags = Vec::new();
     let mut groups: Vec<(String, Option<std::collections::BTreeMap<String, String>>)> = phases
@@ -405,43 +460,45 @@ pub fn session_outliers(phases: &[PhaseResult], outlier_percent: f64) -> Vec<Fla
         .collect();
     groups.sort();
     groups.dedup();
+    let directions: [(&str, PhaseRate); 2] = [
+        ("aggregate", |p| Some(p.aggregate.received_bits_per_second)),
+        ("reverse aggregate", |p| {
+            p.aggregate_reverse
+                .as_ref()
+                .map(|a| a.received_bits_per_second)
+        }),
+    ];
     for (name, params) in groups {
         let runs: Vec<&PhaseResult> = phases
             .iter()
             .filter(|p| p.name == name && p.params == params)
             .collect();
-        if runs.len() < 2 {
-            continue;
-        }
-        for r in &runs {
-            let mut others: Vec<f64> = runs
-                .iter()
-                .filter(|o| o.session != r.session)
-                .map(|o| o.aggregate.received_bits_per_second)
-                .collect();
-            others.sort_by(f64::total_cmp);
-            let median = if others.len() % 2 == 1 {
-                others[others.len() / 2]
-            } else {
-                (others[others.len() / 2 - 1] + others[others.len() / 2]) / 2.0
-            };
-            if median <= 0.0 {
-                continue;
-            }
-            let dev = 100.0 * (r.aggregate.received_bits_per_second - median) / median;
-            if dev.abs() > outlier_percent {
-                flags.push(Flag {
-                    kind: "session_outlier",
-                    phase: name.clone(),
-                    session: Some(r.session),
-                    subject: format!("session {}", r.session),
-                    message: format!(
-                        "phase {name}, session {}: aggregate {} is {dev:+.1}% from the other sessions' median {}",
-                        r.session,
-                        linkperf_units::format_rate(r.aggregate.received_bits_per_second),
-                        linkperf_units::format_rate(median)
-                    ),
-                });
+        for (what, rate) in directions {
+            for r in &runs {
+                let Some(mine) = rate(r) else { continue };
+                let others = runs
+                    .iter()
+                    .filter(|o| o.session != r.session)
+                    .filter_map(|o| rate(o))
+                    .collect();
+                let Some(median) = median(others).filter(|m| *m > 0.0) else {
+                    continue;
+                };
+                let dev = 100.0 * (mine - median) / median;
+                if dev.abs() > outlier_percent {
+                    flags.push(Flag {
+                        kind: "session_outlier",
+                        phase: name.clone(),
+                        session: Some(r.session),
+                        subject: format!("session {}", r.session),
+                        message: format!(
+                            "phase {name}, session {}: {what} {} is {dev:+.1}% from the other sessions' median {}",
+                            r.session,
+                            linkperf_units::format_rate(mine),
+                            linkperf_units::format_rate(median)
+                        ),
+                    });
+                }
             }
         }
     }
@@ -473,19 +530,19 @@ mod tests {
 
     #[test]
     fn aggregates_hosts_spread_and_flags() {
-        let outcomes = vec![
+        let outcomes = [
             outcome("a1", "b1", 100.0, 100.0, 1_000_000),
             outcome("a2", "b2", 100.0, 80.0, 1_400_000),
         ];
         let flows: Vec<FlowResult> = outcomes.iter().map(flow_result).collect();
-        assert_eq!(flows[1].received.loss_percent, Some(10.0));
+        assert_eq!(flows[1].direction.received.loss_percent, Some(10.0));
         let agg = aggregate(&flows, 1.0);
         assert_eq!(agg.intervals.len(), 2);
         assert_eq!(agg.intervals[0].received_bits_per_second, 180.0);
         assert_eq!(agg.intervals[1].flows, 2);
         assert_eq!(agg.received_bits_per_second, 180.0);
         assert_eq!(start_spread_ms(&flows), Some(0.4));
-        let hosts = hosts(&flows, &outcomes);
+        let hosts = hosts(&flows);
         let b2 = hosts.iter().find(|h| h.name == "b2").unwrap();
         assert!((b2.shortfall_percent - 20.0).abs() < 1e-9);
         let phase = PhaseResult {
@@ -496,6 +553,7 @@ mod tests {
             duration_s: 2.0,
             start_spread_ms: None,
             aggregate: agg,
+            aggregate_reverse: None,
             hosts,
             flows,
         };
@@ -522,6 +580,7 @@ mod tests {
                 received_bits_per_second: rate,
                 ..Default::default()
             },
+            aggregate_reverse: None,
             hosts: vec![],
             flows: vec![],
         };
@@ -529,5 +588,111 @@ mod tests {
         let flags = session_outliers(&phases, 5.0);
         assert_eq!(flags.len(), 1);
         assert_eq!(flags[0].session, Some(0));
+    }
+
+    /// A bidir flow's report as the client writes it with `--bidir`.
+    fn bidir_outcome() -> FlowOutcome {
+        let sum = |sent: f64, received: f64| json!({"sent_bits_per_second": sent, "received_bits_per_second": received});
+        let summary = |sent: f64, received: f64, start_ns: u64| {
+            json!({"sent": {"bytes": 1000, "bits_per_second": sent, "retransmits": 3},
+                   "received": {"bytes": 900, "bits_per_second": received},
+                   "tcp": {"rtt_ms": {"mean": 2.0}},
+                   "streams": [{"sender": {"started_unix_ns": start_ns}}]})
+        };
+        FlowOutcome {
+            from: "tioc".into(),
+            to: "edc".into(),
+            status: "ok",
+            bidir: true,
+            intervals: vec![
+                json!({"start": 0.0, "end": 1.0, "sum": sum(60.0, 58.0), "sum_reverse": sum(40.0, 39.0)}),
+            ],
+            report: Some(json!({"summary": summary(60.0, 58.0, 2_000_000),
+                                "summary_reverse": summary(40.0, 39.0, 1_000_000)})),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_bidir_flow_reports_each_direction_apart() {
+        let outcomes = [bidir_outcome()];
+        let flows: Vec<FlowResult> = outcomes.iter().map(flow_result).collect();
+        let f = &flows[0];
+        assert_eq!(
+            (f.direction.sender.as_str(), f.direction.receiver.as_str()),
+            ("tioc", "edc")
+        );
+        assert_eq!(f.direction.received.bits_per_second, 58.0);
+        assert_eq!(f.direction.intervals[0].received_bits_per_second, 58.0);
+        let rev = f.reverse.as_ref().expect("the return direction");
+        assert_eq!(
+            (rev.sender.as_str(), rev.receiver.as_str()),
+            ("edc", "tioc")
+        );
+        assert_eq!(rev.sent.bits_per_second, 40.0);
+        assert_eq!(rev.received.bits_per_second, 39.0);
+        assert_eq!(rev.intervals[0].sent_bits_per_second, 40.0);
+        assert_eq!(rev.retransmits, Some(3));
+        assert_eq!(f.started_unix_ns, Some(1_000_000));
+        let agg = aggregate(&flows, 1.0);
+        assert_eq!(agg.received_bits_per_second, 58.0);
+        assert_eq!(agg.intervals[0].received_bits_per_second, 58.0);
+        let agg_rev =
+            aggregate_reverse(&flows, 1.0).expect("a bidir phase has a reverse aggregate");
+        assert_eq!(agg_rev.received_bits_per_second, 39.0);
+        assert_eq!(agg_rev.intervals[0].sent_bits_per_second, 40.0);
+        let hosts = hosts(&flows);
+        let tioc = hosts.iter().find(|h| h.name == "tioc").unwrap();
+        assert_eq!(tioc.sent_bits_per_second, 60.0);
+        assert_eq!(tioc.received_bits_per_second, 39.0);
+        assert_eq!(tioc.peers_sent_bits_per_second, 40.0);
+        let edc = hosts.iter().find(|h| h.name == "edc").unwrap();
+        assert_eq!(
+            (edc.sent_bits_per_second, edc.received_bits_per_second),
+            (40.0, 58.0)
+        );
+        // The JSON keeps the flow's own direction where it was and adds `reverse`.
+        let v = serde_json::to_value(f).unwrap();
+        assert_eq!(v["sender"], "tioc");
+        assert_eq!(v["received"]["bits_per_second"], 58.0);
+        assert_eq!(v["reverse"]["sender"], "edc");
+        assert_eq!(v["reverse"]["received"]["bits_per_second"], 39.0);
+    }
+
+    #[test]
+    fn a_failed_bidir_flow_keeps_each_direction_of_its_intervals() {
+        let mut o = bidir_outcome();
+        o.report = None;
+        o.status = "failed";
+        let f = flow_result(&o);
+        assert_eq!(f.direction.received.bits_per_second, 58.0);
+        assert_eq!(f.reverse.unwrap().received.bits_per_second, 39.0);
+    }
+
+    #[test]
+    fn a_reverse_flow_is_sent_by_its_to_agent() {
+        let mut o = outcome("a", "b", 100.0, 90.0, 1);
+        o.reverse = true;
+        let flows = vec![flow_result(&o)];
+        assert_eq!(flows[0].direction.sender, "b");
+        assert!(flows[0].reverse.is_none());
+        assert!(aggregate_reverse(&flows, 1.0).is_none());
+        let hosts = hosts(&flows);
+        assert_eq!(
+            hosts
+                .iter()
+                .find(|h| h.name == "a")
+                .unwrap()
+                .received_bits_per_second,
+            90.0
+        );
+        assert_eq!(
+            hosts
+                .iter()
+                .find(|h| h.name == "b")
+                .unwrap()
+                .sent_bits_per_second,
+            100.0
+        );
     }
 }

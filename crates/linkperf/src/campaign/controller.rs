@@ -27,8 +27,8 @@ pub fn probe(agent: &Agent) -> Result<(), String> {
 
 /// What the controller sees while a phase runs.
 pub enum Progress {
-    /// Flow `index` relayed an interval line.
-    Interval(usize, Value),
+    /// A flow relayed an interval line.
+    Interval(Value),
 }
 
 /// Runs one phase of one session. `unreachable` names agents to skip
@@ -94,7 +94,7 @@ pub fn run_phase(
                 running -= 1;
             }
             Ok((index, _, Some(interval))) => {
-                on_progress(&Progress::Interval(index, interval.clone()));
+                on_progress(&Progress::Interval(interval.clone()));
                 outcomes[index].intervals.push(interval);
             }
             Err(_) => break,
@@ -102,7 +102,8 @@ pub fn run_phase(
     }
     let flows: Vec<_> = outcomes.iter().map(analysis::flow_result).collect();
     let aggregate = analysis::aggregate(&flows, campaign.interval_s);
-    let hosts = analysis::hosts(&flows, &outcomes);
+    let aggregate_reverse = analysis::aggregate_reverse(&flows, campaign.interval_s);
+    let hosts = analysis::hosts(&flows);
     PhaseResult {
         name: phase.name.clone(),
         params: None,
@@ -111,6 +112,7 @@ pub fn run_phase(
         duration_s: phase.duration_s,
         start_spread_ms: analysis::start_spread_ms(&flows),
         aggregate,
+        aggregate_reverse,
         hosts,
         flows,
     }

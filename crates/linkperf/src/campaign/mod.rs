@@ -8,6 +8,7 @@ mod analysis;
 mod controller;
 mod file;
 mod plan;
+mod progress;
 mod ssh;
 mod text;
 
@@ -50,13 +51,19 @@ pub struct CheckArgs {
 }
 
 /// Mean aggregate of one phase over the sessions.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Default)]
 pub struct PhaseMean {
     pub phase: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub params: Option<std::collections::BTreeMap<String, String>>,
+    /// The flows' own directions (the phases' `aggregate`).
     pub mean_received_bits_per_second: f64,
     pub sessions: Vec<f64>,
+    /// The bidir flows' return directions (`aggregate_reverse`); absent without them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean_received_reverse_bits_per_second: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sessions_reverse: Option<Vec<f64>>,
 }
 
 #[derive(Debug, Serialize)]
@@ -87,14 +94,7 @@ pub fn run(cmd: CampaignCommand) -> ExitCode {
                         p.flows.len()
                     );
                     for f in &p.flows {
-                        say!(
-                            "  {} -> {} {:?} {:?} x{}",
-                            f.from,
-                            f.to,
-                            f.config.protocol,
-                            f.config.direction,
-                            f.config.parallel
-                        );
+                        say!("  {} -> {}: {}", f.from, f.to, flow_words(&f.config, &f.to));
                     }
                 }
                 ExitCode::SUCCESS
@@ -105,6 +105,53 @@ pub fn run(cmd: CampaignCommand) -> ExitCode {
             }
         },
     }
+}
+
+/// A flow's options as users spell them: "UDP client->server, 1 stream,
+/// 950 Mbit/s per stream".
+fn flow_words(c: &linkperf_proto::TestConfig, to: &str) -> String {
+    use linkperf_proto::{Direction, Protocol};
+    let mut s = format!(
+        "{} {}, {} stream{}",
+        if c.protocol == Protocol::Udp {
+            "UDP"
+        } else {
+            "TCP"
+        },
+        match c.direction {
+            Direction::Forward => "client->server".to_string(),
+            Direction::Reverse => format!("server->client (reverse: {to} sends)"),
+            Direction::Bidir => "both ways (bidir)".to_string(),
+        },
+        c.parallel,
+        if c.parallel == 1 { "" } else { "s" }
+    );
+    if let Some(b) = c.bitrate.filter(|b| *b > 0) {
+        s.push_str(&format!(
+            ", {} per stream",
+            linkperf_units::format_rate(b as f64)
+        ));
+    }
+    match (c.sndbuf, c.rcvbuf) {
+        (Some(a), Some(b)) if a == b => s.push_str(&format!(
+            ", window {}",
+            linkperf_units::format_bytes(a as f64)
+        )),
+        (a, b) => {
+            for (name, v) in [("sndbuf", a), ("rcvbuf", b)] {
+                if let Some(v) = v {
+                    s.push_str(&format!(
+                        ", {name} {}",
+                        linkperf_units::format_bytes(v as f64)
+                    ));
+                }
+            }
+        }
+    }
+    if let Some(cc) = &c.congestion {
+        s.push_str(&format!(", congestion {cc}"));
+    }
+    s
 }
 
 fn load(path: &str) -> Result<plan::Campaign, String> {
@@ -138,7 +185,6 @@ fn run_file(args: &RunArgs) -> ExitCode {
             std::thread::sleep(std::time::Duration::from_millis(20));
         });
     }
-    let human = !args.json;
     // Agents over SSH first: they must be up before anyone probes them.
     let ssh_agents = match ssh::start_all(&mut campaign.agents) {
         Ok(a) => a,
@@ -162,72 +208,7 @@ fn run_file(args: &RunArgs) -> ExitCode {
     }
     let unreachable: Vec<String> = unreachable.into_iter().map(|(n, _)| n).collect();
     let started = controller::unix_ms();
-    let mut phases = Vec::new();
-    let varied = campaign.points.iter().any(|p| !p.is_empty());
-    let rounds = campaign.points.len() * campaign.sessions as usize * campaign.phases.len();
-    let mut round = 0;
-    'points: for point in &campaign.points {
-        // Checked when the file was loaded, so this cannot fail here.
-        let phases_here = campaign
-            .phases_at(point)
-            .unwrap_or_else(|_| campaign.phases.clone());
-        for session in 1..=campaign.sessions {
-            for phase in &phases_here {
-                if cancel.load(Ordering::Relaxed) {
-                    break 'points;
-                }
-                if human {
-                    say!(
-                        "phase {} session {}/{}{}: {} flow(s), {} s",
-                        phase.name,
-                        session,
-                        campaign.sessions,
-                        if varied {
-                            format!(" at {}", crate::sweep::plan::label(point))
-                        } else {
-                            String::new()
-                        },
-                        phase.flows.len(),
-                        phase.duration_s
-                    );
-                }
-                let mut live = LiveAggregate::new(phase.flows.len());
-                let mut on_progress = |p: &controller::Progress| {
-                    let controller::Progress::Interval(index, interval) = p;
-                    if let Some((start, end, agg, n)) = live.add(*index, interval) {
-                        if human {
-                            say!(
-                                "{}",
-                                text::progress_line(
-                                    &phase.name,
-                                    session,
-                                    start,
-                                    end,
-                                    agg,
-                                    n,
-                                    phase.flows.len()
-                                )
-                            );
-                        }
-                    }
-                };
-                let mut result = controller::run_phase(
-                    &campaign,
-                    phase,
-                    session,
-                    &unreachable,
-                    &cancel,
-                    &mut on_progress,
-                );
-                result.params = varied.then(|| point.clone());
-                phases.push(result);
-                round += 1;
-                if round < rounds {
-                    controller::pause(campaign.pause_s, &cancel);
-                }
-            }
-        }
-    }
+    let phases = run_rounds(&campaign, &unreachable, &cancel, args.json);
     ssh::stop_all(ssh_agents);
     let mut flags: Vec<Flag> = phases
         .iter()
@@ -237,24 +218,7 @@ fn run_file(args: &RunArgs) -> ExitCode {
         &phases,
         campaign.outlier_percent,
     ));
-    let mut phase_means: Vec<PhaseMean> = Vec::new();
-    for p in &phases {
-        match phase_means
-            .iter_mut()
-            .find(|m| m.phase == p.name && m.params == p.params)
-        {
-            Some(m) => m.sessions.push(p.aggregate.received_bits_per_second),
-            None => phase_means.push(PhaseMean {
-                phase: p.name.clone(),
-                params: p.params.clone(),
-                mean_received_bits_per_second: 0.0,
-                sessions: vec![p.aggregate.received_bits_per_second],
-            }),
-        }
-    }
-    for m in &mut phase_means {
-        m.mean_received_bits_per_second = m.sessions.iter().sum::<f64>() / m.sessions.len() as f64;
-    }
+    let phase_means = phase_means(&phases);
     let mut result = CampaignResult {
         schema: crate::report::SCHEMA,
         id: None,
@@ -295,6 +259,126 @@ fn run_file(args: &RunArgs) -> ExitCode {
     }
 }
 
+/// Planned seconds of each run, in the order they run: the start delay, the
+/// phase, and the pause after it (none after the last).
+fn planned_runs(campaign: &plan::Campaign) -> Vec<f64> {
+    let per_point: Vec<f64> = (0..campaign.sessions)
+        .flat_map(|_| campaign.phases.iter().map(|p| p.duration_s))
+        .collect();
+    let mut planned: Vec<f64> = campaign
+        .points
+        .iter()
+        .flat_map(|_| per_point.iter())
+        .map(|d| campaign.start_delay_s + d + campaign.pause_s)
+        .collect();
+    if let Some(last) = planned.last_mut() {
+        *last -= campaign.pause_s;
+    }
+    planned
+}
+
+/// Runs every phase of every session at every sweep point, until done or cancelled.
+fn run_rounds(
+    campaign: &plan::Campaign,
+    unreachable: &[String],
+    cancel: &Arc<AtomicBool>,
+    json: bool,
+) -> Vec<PhaseResult> {
+    let mut phases = Vec::new();
+    let varied = campaign.points.iter().any(|p| !p.is_empty());
+    let mut progress = progress::Progress::new(planned_runs(campaign), json);
+    let rounds = progress.total();
+    'points: for point in &campaign.points {
+        // Checked when the file was loaded, so this cannot fail here.
+        let phases_here = campaign
+            .phases_at(point)
+            .unwrap_or_else(|_| campaign.phases.clone());
+        for session in 1..=campaign.sessions {
+            for phase in &phases_here {
+                if cancel.load(Ordering::Relaxed) {
+                    break 'points;
+                }
+                progress.start_run(&format!(
+                    "phase {} session {}/{}{}, {} flow(s), {} s",
+                    phase.name,
+                    session,
+                    campaign.sessions,
+                    if varied {
+                        format!(" at {}", crate::sweep::plan::label(point))
+                    } else {
+                        String::new()
+                    },
+                    phase.flows.len(),
+                    phase.duration_s
+                ));
+                let mut live = LiveAggregate::new(phase.flows.len());
+                let mut on_progress = |p: &controller::Progress| {
+                    let controller::Progress::Interval(interval) = p;
+                    match live.add(interval) {
+                        Some(line) if !json => progress.print(&text::progress_line(
+                            &phase.name,
+                            session,
+                            &line,
+                            phase.flows.len(),
+                        )),
+                        _ => progress.redraw(),
+                    }
+                };
+                let mut result = controller::run_phase(
+                    campaign,
+                    phase,
+                    session,
+                    unreachable,
+                    cancel,
+                    &mut on_progress,
+                );
+                result.params = varied.then(|| point.clone());
+                phases.push(result);
+                if phases.len() < rounds {
+                    controller::pause(campaign.pause_s, cancel);
+                }
+            }
+        }
+    }
+    progress.finish();
+    phases
+}
+
+/// Mean aggregate of each phase (and sweep point) over its sessions, each direction apart.
+fn phase_means(phases: &[PhaseResult]) -> Vec<PhaseMean> {
+    let mut means: Vec<PhaseMean> = Vec::new();
+    for p in phases {
+        let reverse = p
+            .aggregate_reverse
+            .as_ref()
+            .map(|a| a.received_bits_per_second);
+        let m = match means
+            .iter_mut()
+            .find(|m| m.phase == p.name && m.params == p.params)
+        {
+            Some(m) => m,
+            None => {
+                means.push(PhaseMean {
+                    phase: p.name.clone(),
+                    params: p.params.clone(),
+                    ..Default::default()
+                });
+                means.last_mut().expect("pushed")
+            }
+        };
+        m.sessions.push(p.aggregate.received_bits_per_second);
+        if let Some(r) = reverse {
+            m.sessions_reverse.get_or_insert_with(Vec::new).push(r);
+        }
+    }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+    for m in &mut means {
+        m.mean_received_bits_per_second = mean(&m.sessions);
+        m.mean_received_reverse_bits_per_second = m.sessions_reverse.as_deref().map(mean);
+    }
+    means
+}
+
 /// Stores the campaign as one archive entry of kind "campaign"; returns its id.
 fn store(result: &CampaignResult, db: Option<&str>) -> Result<i64, String> {
     let document = serde_json::to_value(result).map_err(|e| e.to_string())?;
@@ -322,11 +406,21 @@ fn probe_all(campaign: &plan::Campaign) -> Vec<(String, String)> {
         .collect()
 }
 
+/// One interval's aggregate over every running flow, each direction apart.
+pub struct LiveLine {
+    pub start: f64,
+    pub end: f64,
+    pub received_bits_per_second: f64,
+    /// The bidir flows' return directions, when there are any.
+    pub reverse_received_bits_per_second: Option<f64>,
+}
+
 /// Sums the flows' interval k as they arrive; yields a line once every
 /// running flow reported it.
 struct LiveAggregate {
     flows: usize,
-    seen: Vec<Vec<f64>>,
+    /// Per interval: the flows seen, what they received, and their return directions.
+    seen: Vec<(usize, f64, Option<f64>)>,
 }
 
 impl LiveAggregate {
@@ -337,26 +431,27 @@ impl LiveAggregate {
         }
     }
 
-    fn add(
-        &mut self,
-        _index: usize,
-        interval: &serde_json::Value,
-    ) -> Option<(f64, f64, f64, usize)> {
+    fn add(&mut self, interval: &serde_json::Value) -> Option<LiveLine> {
         let start = interval["start"].as_f64()?;
         let end = interval["end"].as_f64()?;
         let width = (end - start).max(1e-3);
         let k = (start / width).round() as usize;
         if self.seen.len() <= k {
-            self.seen.resize_with(k + 1, Vec::new);
+            self.seen.resize(k + 1, (0, 0.0, None));
         }
-        let mut rate = interval["sum"]["received_bits_per_second"]
+        let slot = &mut self.seen[k];
+        slot.0 += 1;
+        slot.1 += interval["sum"]["received_bits_per_second"]
             .as_f64()
             .unwrap_or(0.0);
-        rate += interval["sum_reverse"]["received_bits_per_second"]
-            .as_f64()
-            .unwrap_or(0.0);
-        self.seen[k].push(rate);
-        (self.seen[k].len() == self.flows)
-            .then(|| (start, end, self.seen[k].iter().sum(), self.seen[k].len()))
+        if let Some(r) = interval["sum_reverse"]["received_bits_per_second"].as_f64() {
+            *slot.2.get_or_insert(0.0) += r;
+        }
+        (slot.0 == self.flows).then_some(LiveLine {
+            start,
+            end,
+            received_bits_per_second: slot.1,
+            reverse_received_bits_per_second: slot.2,
+        })
     }
 }

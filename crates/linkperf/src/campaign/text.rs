@@ -1,62 +1,82 @@
 //! Human output of a campaign: live lines while it runs, tables at the end.
 
-use super::analysis::PhaseResult;
-use super::CampaignResult;
+use super::analysis::{Aggregate, FlowResult, PhaseResult};
+use super::{CampaignResult, LiveLine};
 use linkperf_units::format_rate;
 use std::fmt::Write;
 
-pub fn progress_line(
-    phase: &str,
-    session: u32,
-    start: f64,
-    end: f64,
-    aggregate: f64,
-    reporting: usize,
-    flows: usize,
-) -> String {
+pub fn progress_line(phase: &str, session: u32, l: &LiveLine, flows: usize) -> String {
     format!(
-        "  {phase} s{} {start:6.2}-{end:6.2} s  aggregate {:>12}  ({reporting}/{flows} flows)",
-        session,
-        format_rate(aggregate)
+        "  {phase} s{session} {:6.2}-{:6.2} s  aggregate {:>12}{}  ({flows} flows)",
+        l.start,
+        l.end,
+        format_rate(l.received_bits_per_second),
+        l.reverse_received_bits_per_second
+            .map(|r| format!(", reverse {:>12}", format_rate(r)))
+            .unwrap_or_default()
     )
 }
 
-fn phase_block(out: &mut String, p: &PhaseResult) {
-    let ok = p.flows.iter().filter(|f| f.status == "ok").count();
-    let _ =
-        writeln!(
-        out,
-        "\nphase {}{} session {}: aggregate received {} (sent {}), start spread {}, {ok}/{} flows ok",
-        p.name,
-        p.params.as_ref().map(|q| format!(" at {}", crate::sweep::plan::label(q))).unwrap_or_default(),
-        p.session,
-        format_rate(p.aggregate.received_bits_per_second),
-        format_rate(p.aggregate.sent_bits_per_second),
-        p.start_spread_ms.map(|s| format!("{s:.3} ms")).unwrap_or_else(|| "-".into()),
-        p.flows.len()
-    );
-    let _ = writeln!(
-        out,
-        "  {:<22} {:>14} {:>14} {:>9}  status",
-        "flow", "sent", "received", "loss"
-    );
-    for f in &p.flows {
+fn aggregate_text(a: &Aggregate) -> String {
+    format!(
+        "received {} (sent {})",
+        format_rate(a.received_bits_per_second),
+        format_rate(a.sent_bits_per_second)
+    )
+}
+
+/// One row per direction: a bidir flow has two, sender -> receiver each.
+fn flow_rows(out: &mut String, f: &FlowResult) {
+    let bidir = f.reverse.is_some();
+    for d in f.directions() {
         let _ = writeln!(
             out,
-            "  {:<22} {:>14} {:>14} {:>9}  {}{}",
-            format!("{} -> {}", f.from, f.to),
-            format_rate(f.sent.bits_per_second),
-            format_rate(f.received.bits_per_second),
-            f.received
+            "  {:<22} {:>14} {:>14} {:>9}  {}{}{}",
+            format!("{} -> {}", d.sender, d.receiver),
+            format_rate(d.sent.bits_per_second),
+            format_rate(d.received.bits_per_second),
+            d.received
                 .loss_percent
                 .map(|l| format!("{l:.2}%"))
                 .unwrap_or_else(|| "-".into()),
             f.status,
+            if bidir { ", bidir" } else { "" },
             f.error
                 .as_ref()
                 .map(|e| format!(" ({e})"))
                 .unwrap_or_default()
         );
+    }
+}
+
+fn phase_block(out: &mut String, p: &PhaseResult) {
+    let ok = p.flows.iter().filter(|f| f.status == "ok").count();
+    let _ = writeln!(
+        out,
+        "\nphase {}{} session {}: aggregate {}{}, start spread {}, {ok}/{} flows ok",
+        p.name,
+        p.params
+            .as_ref()
+            .map(|q| format!(" at {}", crate::sweep::plan::label(q)))
+            .unwrap_or_default(),
+        p.session,
+        aggregate_text(&p.aggregate),
+        p.aggregate_reverse
+            .as_ref()
+            .map(|a| format!("; bidir return directions {}", aggregate_text(a)))
+            .unwrap_or_default(),
+        p.start_spread_ms
+            .map(|s| format!("{s:.3} ms"))
+            .unwrap_or_else(|| "-".into()),
+        p.flows.len()
+    );
+    let _ = writeln!(
+        out,
+        "  {:<22} {:>14} {:>14} {:>9}  status",
+        "sender -> receiver", "sent", "received", "loss"
+    );
+    for f in &p.flows {
+        flow_rows(out, f);
     }
     let _ = writeln!(
         out,
@@ -74,6 +94,13 @@ fn phase_block(out: &mut String, p: &PhaseResult) {
             h.shortfall_percent
         );
     }
+}
+
+fn rates(v: &[f64]) -> String {
+    v.iter()
+        .map(|v| format_rate(*v))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 pub fn summary(r: &CampaignResult) -> String {
@@ -95,12 +122,20 @@ pub fn summary(r: &CampaignResult) -> String {
             },
             format_rate(m.mean_received_bits_per_second),
             m.sessions.len(),
-            m.sessions
-                .iter()
-                .map(|v| format_rate(*v))
-                .collect::<Vec<_>>()
-                .join(", ")
+            rates(&m.sessions)
         );
+        if let (Some(mean), Some(sessions)) =
+            (m.mean_received_reverse_bits_per_second, &m.sessions_reverse)
+        {
+            let _ = writeln!(
+                out,
+                "  {:<16} {:>14}  over {} session(s): {}",
+                "  bidir return",
+                format_rate(mean),
+                sessions.len(),
+                rates(sessions)
+            );
+        }
     }
     if r.flags.is_empty() {
         let _ = writeln!(out, "\nflags: none");

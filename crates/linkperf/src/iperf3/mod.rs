@@ -93,9 +93,11 @@ pub fn config_from_params(p: &Params) -> Result<(TestConfig, Extras), Refusal> {
         length,
         sndbuf: (p.window > 0).then_some(p.window),
         rcvbuf: (p.window > 0).then_some(p.window),
-        nodelay: p.nodelay,
-        mss: (p.mss > 0).then_some(p.mss),
-        congestion: p.congestion.clone(),
+        // iperf3 ignores its TCP options with -u; linkperf refuses them, so
+        // a stock client's -u -N (or -C, -M) is taken as iperf3 takes it.
+        nodelay: p.nodelay && !udp,
+        mss: (p.mss > 0 && !udp).then_some(p.mss),
+        congestion: p.congestion.clone().filter(|_| !udp),
         pacing_rate: (p.fqrate > 0).then_some(p.fqrate),
         bitrate: (p.bandwidth > 0).then_some(p.bandwidth),
         dont_fragment: p.dont_fragment && udp,

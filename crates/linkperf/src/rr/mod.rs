@@ -126,6 +126,13 @@ pub struct RrArgs {
     /// One JSON document at the end.
     #[arg(short = 'J', long)]
     pub json: bool,
+    /// The results archive: a SQLite file or a postgres:// URL (default:
+    /// $LINKPERF_DB, else the user's data directory).
+    #[arg(long, value_name = "PATH|URL")]
+    pub db: Option<String>,
+    /// Do not store the result in the archive.
+    #[arg(long)]
+    pub no_store: bool,
 }
 
 /// What to measure, besides plain request/response.
@@ -325,15 +332,8 @@ impl RrArgs {
         let port = self.port.to_string();
         let mut argv = vec!["linkperf", "client", self.host.as_str(), "-p", &port];
         argv.extend(load.split_whitespace());
-        let cli = Cli::try_parse_from(&argv).map_err(|e| {
-            let text = e.to_string();
-            let first = text
-                .lines()
-                .next()
-                .unwrap_or("invalid arguments")
-                .to_string();
-            format!("--load: {}", first.trim_start_matches("error: "))
-        })?;
+        let cli = Cli::try_parse_from(&argv)
+            .map_err(|e| format!("--load: {}", crate::cli::one_line(&e)))?;
         let Command::Client(args) = cli.command else {
             return Err("--load takes options of `linkperf client`".into());
         };
@@ -373,6 +373,12 @@ pub fn main(args: RrArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if !args.no_store {
+        if let Err(e) = linkperf_store::check_writable(args.db.as_deref()) {
+            eprintln!("linkperf: {e}");
+            return ExitCode::from(2);
+        }
+    }
     crate::signals::install();
     let human = !args.json;
     let mut header_printed = false;
@@ -389,16 +395,24 @@ pub fn main(args: RrArgs) -> ExitCode {
     };
     match client::run(&plan, &mut on_interval, &crate::signals::INTERRUPTED) {
         Ok(report) => {
+            // Stored before printing, as the client does.
+            let stored = (!args.no_store)
+                .then(|| crate::archive::store_rr(&report, args.db.as_deref()))
+                .flatten();
             if args.json {
+                let printed = crate::archive::WithId::new(&report, &stored);
                 say!(
                     "{}",
-                    serde_json::to_string_pretty(&report).expect("report serialises")
+                    serde_json::to_string_pretty(&printed).expect("report serialises")
                 );
             } else {
                 if !header_printed {
                     say!("{header}");
                 }
                 say_raw!("{}", text::summary(&report));
+                if let Some((id, place)) = &stored {
+                    say!("stored as run {id} in {place}");
+                }
             }
             if let Some(first) = report.errors.first() {
                 eprintln!("linkperf: {first}");

@@ -184,6 +184,7 @@ pub fn run(args: SweepArgs) -> ExitCode {
         Store::open(db.as_deref())
     } {
         Ok(s) => s,
+        Err(e) if e.usage => return usage(e),
         Err(e) => return failed(e),
     };
     let base_config = plan.base.config();

@@ -200,6 +200,31 @@ impl Run {
         assert!(!lines[0].trim().is_empty());
         lines[0]
     }
+
+    /// The error contract for a sweep that ran some points first: its
+    /// progress lines ("sweep: run k of n ...", printed off a terminal), then
+    /// exactly one error line, exit code `code`, no panic.
+    pub fn assert_failure_after_progress(&self, code: i32) -> &str {
+        assert_eq!(
+            self.code(),
+            Some(code),
+            "exit code; stderr: {}",
+            self.stderr
+        );
+        assert!(!self.stderr.contains("panicked"), "panic: {}", self.stderr);
+        let (progress, rest): (Vec<&str>, Vec<&str>) = self
+            .stderr_lines()
+            .into_iter()
+            .partition(|l| l.starts_with("sweep: run "));
+        assert!(!progress.is_empty(), "no progress lines: {:?}", self.stderr);
+        assert_eq!(rest.len(), 1, "want one error line, got: {:?}", self.stderr);
+        assert!(
+            self.stderr.trim_end().ends_with(rest[0]),
+            "the error line is not last: {:?}",
+            self.stderr
+        );
+        rest[0]
+    }
 }
 
 /// Waits for a spawned child with piped stdout/stderr, killing it after `limit`.

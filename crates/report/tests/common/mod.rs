@@ -3,6 +3,9 @@
 
 #![allow(dead_code)]
 
+pub mod browser;
+pub mod svg;
+
 use serde_json::{json, Value};
 
 pub fn fixture(name: &str) -> Value {
@@ -189,4 +192,13 @@ pub fn polylines(html: &str) -> Vec<Vec<(f64, f64)>> {
         out.push(pts);
     }
     out
+}
+
+/// An export of one real `linkperf rr -J` run kept in fixtures/.
+pub fn real_rr_run(fixture_name: &str) -> Value {
+    let report = fixture(fixture_name);
+    json!({"schema": "linkperf/1", "kind": "run", "id": 77, "sweep": null, "points": [],
+        "runs": [{"id": 77, "sweep_id": null, "point": null, "repetition": null,
+                  "started_unix_ms": report["start"]["timestamp_unix_ms"], "kind": "rr",
+                  "report": report}]})
 }

@@ -49,7 +49,10 @@ pub fn main_with(tests: &[(&str, TestFn)]) {
         .collect();
     if linkperf_testbed::require_root().is_err() {
         for (name, _) in &selected {
-            eprintln!("SKIPPED: {name}: testbed tests need root (namespaces, TAP devices); CI runs them as root");
+            linkperf_testsupport::skip_named(
+                name,
+                "testbed tests need root (namespaces, TAP devices); CI runs them as root",
+            );
         }
         println!(
             "test result: ok. 0 passed; 0 failed; {} ignored; 0 measured; 0 filtered out",
