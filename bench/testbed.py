@@ -15,7 +15,12 @@ Modes (link key `offload`):
               together are written together
   baseline    only with --baseline LP: the same per-packet link, built by another linkperf
               binary (an older emulator), for a side-by-side ratio
+  baseline-offload
+              only with --baseline LP: the offload link, built by the other binary
 Optionally `--iperf3` adds one iperf3 run per mode and round as a reference sender.
+With `--rtt` the runs measure the round-trip time instead (exact delay, issue 12): per mode
+and round, the median of `linkperf rr -n PROBES` and of PROBES pings (one every 2 ms),
+against twice the configured one-way delay.
 
 Needs root. Not part of the test suite: run by hand. See bench/README.md.
 """
@@ -35,7 +40,7 @@ from datetime import datetime, timezone
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEADING = "## Testbed emulator (issue 3)"
 TICKS = os.sysconf("SC_CLK_TCK")
-MODES = {"per-packet": False, "offload": True, "baseline": None}
+MODES = {"per-packet": False, "offload": True, "baseline": None, "baseline-offload": True}
 
 LP = None  # path of the linkperf binary
 BASELINE = None  # another linkperf binary whose emulator is compared ("baseline" mode)
@@ -100,7 +105,7 @@ def bring_up(mode, args, tmp):
         f.write(topology(name, MODES[mode], args.delay, args.rate, args.mtu))
     # Only the emulator differs between modes: the baseline binary builds its testbed, and
     # the same linkperf client and server run in every mode.
-    run([BASELINE if mode == "baseline" else LP, "testbed", "up", path])
+    run([BASELINE if mode.startswith("baseline") else LP, "testbed", "up", path])
     UP.append(name)
     # Room for the bandwidth-delay product (15 Gbit/s x 20 ms is 37 MB): the window must not
     # be what limits the emulator. Per-namespace sysctls; the rest of the machine is untouched.
@@ -156,6 +161,33 @@ def one_run(name, pid, tool, args):
             "mpps": (seg1 - seg0) / wall / 1e6}
 
 
+def rtt_run(name, args):
+    """Median RTTs (ms) of linkperf rr and of ping from a to b through the link."""
+    rr = run([LP, "testbed", "exec", "--testbed", name, "a", "--",
+              LP, "rr", "10.88.0.2", "-n", str(args.probes), "-J"]).stdout
+    rr_p50 = json.loads(rr)["summary"]["rtt_ms"]["p50"]
+    ping = run([LP, "testbed", "exec", "--testbed", name, "a", "--",
+                "ping", "-n", "-c", str(args.probes), "-i", "0.002", "10.88.0.2"]).stdout
+    times = [float(w[5:]) for line in ping.splitlines() for w in line.split()
+             if w.startswith("time=")]
+    return {"rr": rr_p50, "ping": statistics.median(times), "answers": len(times)}
+
+
+def summarise_rtt(results, args):
+    two_d = 2 * float(args.delay.removesuffix("ms"))
+    lines = [f"| mode | runs | rr p50 RTT, ms, median (runs) | ping p50 RTT, ms, median (runs) "
+             f"| 2·D, ms |", "|---|---|---|---|---|"]
+    for (mode, _), rs in results.items():
+        if not rs:
+            continue
+        rr = [r["rr"] for r in rs]
+        pg = [r["ping"] for r in rs]
+        lines.append(f"| {mode} | {len(rs)} | {statistics.median(rr):.3f} "
+                     f"({', '.join(f'{x:.3f}' for x in rr)}) | {statistics.median(pg):.3f} "
+                     f"({', '.join(f'{x:.3f}' for x in pg)}) | {two_d:.2f} |")
+    return "\n".join(lines)
+
+
 def summarise(results, args):
     lines = ["| mode | tool | runs | goodput Gbit/s, median (min-max) | emulator CPU, cores "
              "| emulator CPU per Gbit/s, cores | segments forwarded a->b, Mpkt/s |",
@@ -173,19 +205,19 @@ def summarise(results, args):
     return "\n".join(lines)
 
 
-def write_results(section):
+def write_results(section, heading):
     path = os.path.join(REPO, "bench", "RESULTS.md")
     text = open(path).read() if os.path.exists(path) else ""
-    start = text.find(HEADING)
+    start = text.find(heading)
     if start < 0:
         text = text.rstrip("\n") + "\n\n" + section + "\n"
     else:
-        end = text.find("\n## ", start + len(HEADING))
+        end = text.find("\n## ", start + len(heading))
         end = len(text) if end < 0 else end + 1
         text = text[:start] + section + "\n" + text[end:]
     with open(path, "w") as f:
         f.write(text)
-    log(f"wrote the section '{HEADING}' of {path}")
+    log(f"wrote the section '{heading}' of {path}")
 
 
 def main():
@@ -206,12 +238,17 @@ def main():
     p.add_argument("--tcp-mem", type=int, default=128 << 20,
                    help="tcp_rmem/tcp_wmem maximum in the hosts (bytes)")
     p.add_argument("--iperf3", action="store_true", help="also run iperf3 as the sender")
+    p.add_argument("--rtt", action="store_true",
+                   help="measure RTT (linkperf rr and ping medians) instead of goodput")
+    p.add_argument("--probes", type=int, default=1000, help="probes per RTT run")
     p.add_argument("--pause", type=float, default=1.0, help="seconds between runs")
     p.add_argument("--no-build", action="store_true")
     p.add_argument("--target-dir", default=os.environ.get("CARGO_TARGET_DIR",
                                                           os.path.join(REPO, "target")))
     p.add_argument("--write-results", action="store_true",
-                   help=f"replace (or append) the section '{HEADING}' of bench/RESULTS.md")
+                   help="replace (or append) the section --heading of bench/RESULTS.md")
+    p.add_argument("--heading", default=HEADING,
+                   help=f"section of bench/RESULTS.md to write (default: '{HEADING}')")
     args = p.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench/testbed.py needs root (it builds testbeds): run it with sudo")
@@ -220,8 +257,8 @@ def main():
     for m in modes:
         if m not in MODES:
             sys.exit(f"unknown mode '{m}' (known: {', '.join(MODES)})")
-    if "baseline" in modes and not args.baseline:
-        sys.exit("mode 'baseline' needs --baseline LINKPERF (another linkperf binary)")
+    if any(m.startswith("baseline") for m in modes) and not args.baseline:
+        sys.exit("the baseline modes need --baseline LINKPERF (another linkperf binary)")
     BASELINE = os.path.abspath(args.baseline) if args.baseline else None
     if not args.no_build:
         build(args.target_dir)
@@ -241,23 +278,27 @@ def main():
                 for tool in tools:
                     name, pid = beds[m]
                     try:
-                        r = one_run(name, pid, tool, args)
+                        r = rtt_run(name, args) if args.rtt else one_run(name, pid, tool, args)
                     except subprocess.CalledProcessError as e:
                         log(f"run failed ({m}, {tool}): {e.stderr.strip()[-300:]}")
                         continue
                     results[(m, tool)].append(r)
-                    log(f"round {i + 1}/{args.runs} {m:10} {tool:8} {r['gbps']:6.2f} Gbit/s, "
-                        f"emulator {r['cores']:.2f} cores, {r['mpps']:.3f} Mpkt/s")
+                    if args.rtt:
+                        log(f"round {i + 1}/{args.runs} {m:10} rr p50 {r['rr']:.3f} ms, "
+                            f"ping p50 {r['ping']:.3f} ms ({r['answers']} answers)")
+                    else:
+                        log(f"round {i + 1}/{args.runs} {m:10} {tool:8} {r['gbps']:6.2f} "
+                            f"Gbit/s, emulator {r['cores']:.2f} cores, {r['mpps']:.3f} Mpkt/s")
                     time.sleep(args.pause)
     cleanup()
     load1 = os.getloadavg()
 
     rate = "unlimited rate" if args.rate in ("0", "") else f"rate {args.rate}"
-    table = summarise(results, args)
+    table = summarise_rtt(results, args) if args.rtt else summarise(results, args)
     cc = args.congestion or "system default"
     uname = os.uname()
     section = "\n".join([
-        HEADING,
+        args.heading,
         "",
         f"**Date:** {started:%Y-%m-%d %H:%M} UTC. **Machine:** {os.cpu_count()} CPUs, "
         f"kernel {uname.release}. Load average {load0[0]:.1f} at start, {load1[0]:.1f} at end.",
@@ -274,7 +315,7 @@ def main():
     ])
     print(section)
     if args.write_results:
-        write_results(section)
+        write_results(section, args.heading)
 
 
 if __name__ == "__main__":

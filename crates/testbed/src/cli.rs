@@ -2,9 +2,10 @@
 
 use crate::error::TestbedError;
 use crate::netns::require_root;
+use crate::params::DirectionParams;
 use crate::state;
 use crate::testbed::{down, up, Testbed};
-use crate::topology::Topology;
+use crate::topology::{parse_set_args, schedule_from_file, Topology};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
@@ -46,7 +47,8 @@ pub enum TestbedCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Run a command inside a host's namespace, e.g. `linkperf testbed exec b -- linkperf server`
+    /// Run a command inside a host's namespace, e.g. `linkperf testbed exec b -- linkperf server`;
+    /// killing this process kills the command
     Exec {
         /// Testbed to use when several are up
         #[arg(long)]
@@ -56,6 +58,23 @@ pub enum TestbedCommand {
         /// Command and arguments (after `--`)
         #[arg(last = true, required = true)]
         command: Vec<String>,
+    },
+    /// Change running links: `set wan delay=20ms rate=10M`, `set a-b.a_to_b loss=1%`, or start
+    /// a schedule with `set --schedule FILE`
+    Set {
+        /// Testbed to use when several are up
+        #[arg(long)]
+        testbed: Option<String>,
+        /// LINK[.DIRECTION] (a link's name, or its ends as a-b; direction a_to_b or b_to_a)
+        /// followed by key=value pairs (the direction keys of the topology file, and mtu)
+        #[arg(value_name = "LINK KEY=VALUE")]
+        args: Vec<String>,
+        /// Start the schedule in FILE now (replacing a running one)
+        #[arg(long, value_name = "FILE", conflicts_with = "stop_schedule")]
+        schedule: Option<PathBuf>,
+        /// Stop the running schedule (links keep the values it last set)
+        #[arg(long)]
+        stop_schedule: bool,
     },
     /// Run the link emulator of a testbed (started by `up`; not for direct use)
     #[command(hide = true)]
@@ -119,12 +138,81 @@ pub fn run(cmd: TestbedCommand) -> Result<i32, TestbedError> {
             }
             let mut cmd = tb.command(&host, &command[0]);
             cmd.args(&command[1..]);
-            let status = cmd
-                .status()
-                .map_err(|e| TestbedError::runtime(format!("cannot run {}: {e}", command[0])))?;
-            Ok(status.code().unwrap_or(1))
+            crate::exec::run_tied(cmd)
+        }
+        TestbedCommand::Set {
+            testbed,
+            args,
+            schedule,
+            stop_schedule,
+        } => {
+            require_root()?;
+            let tb = Testbed::attach(&pick_testbed(testbed)?)?;
+            set(&tb, &args, schedule.as_deref(), stop_schedule)
         }
         TestbedCommand::Emulate { state, foreground } => crate::emulator::run(&state, foreground),
+    }
+}
+
+/// `testbed set`: everything is checked before the emulator is asked, so bad input changes
+/// nothing.
+fn set(
+    tb: &Testbed,
+    args: &[String],
+    schedule: Option<&Path>,
+    stop: bool,
+) -> Result<i32, TestbedError> {
+    match (args.split_first(), schedule, stop) {
+        (Some(_), Some(_), _) | (Some(_), _, true) => Err(TestbedError::bad(
+            "testbed set: give either LINK key=value ... or --schedule FILE (or --stop-schedule)",
+        )),
+        (None, None, false) => Err(TestbedError::bad(
+            "testbed set: name a link and what to change (e.g. `set wan delay=20ms`), or --schedule FILE",
+        )),
+        (None, Some(file), _) => {
+            let s = schedule_from_file(file, tb.topology())?;
+            tb.start_schedule(&s)?;
+            say!(
+                "testbed '{}': schedule {} started ({} steps{})",
+                tb.name(),
+                file.display(),
+                s.steps.len(),
+                s.repeat_ns
+                    .map(|r| format!(", repeating every {} s", r as f64 / 1e9))
+                    .unwrap_or_default()
+            );
+            Ok(0)
+        }
+        (None, None, true) => {
+            tb.stop_schedule()?;
+            say!("testbed '{}': schedule stopped", tb.name());
+            Ok(0)
+        }
+        (Some((link, pairs)), None, false) => {
+            let base = std::env::current_dir().ok();
+            let change = parse_set_args(tb.topology(), link, pairs, base)?;
+            let outcome = tb.set(std::slice::from_ref(&change))?;
+            let l = &tb.topology().links[change.link];
+            let directions = match change.directions {
+                [true, false] => format!(" {} -> {}", l.ends[0], l.ends[1]),
+                [false, true] => format!(" {} -> {}", l.ends[1], l.ends[0]),
+                _ => String::new(),
+            };
+            say!(
+                "testbed '{}': link {}{directions}: {} (in effect {:.0} us after the emulator got it)",
+                tb.name(),
+                l.label(),
+                pairs.join(" "),
+                outcome.took_ns as f64 / 1e3
+            );
+            if outcome.dropped_resize > 0 {
+                say!(
+                    "  {} queued packets dropped: the queue shrank below its content (counted as dropped_resize)",
+                    outcome.dropped_resize
+                );
+            }
+            Ok(0)
+        }
     }
 }
 
@@ -222,7 +310,11 @@ fn status_json(tb: &Testbed) -> serde_json::Value {
         .iter()
         .map(|s| json!({ "name": s.name, "netns": tb.netns(&s.name) }))
         .collect();
-    let counters = tb.read_counters_file().ok();
+    let report = tb.read_counters_file().ok();
+    let statuses = report
+        .as_ref()
+        .map(|r| crate::status::statuses(tb, r))
+        .unwrap_or_default();
     let links: Vec<_> = plan
         .topology
         .links
@@ -230,23 +322,28 @@ fn status_json(tb: &Testbed) -> serde_json::Value {
         .zip(&plan.links)
         .enumerate()
         .map(|(i, (l, lp))| {
-            let dir = |name: &str, params: &crate::params::DirectionParams| {
-                let c = counters
-                    .as_ref()
-                    .and_then(|f| {
-                        f.directions
-                            .iter()
-                            .find(|d| d.link == i && d.direction == name)
-                    })
-                    .map(|d| d.values);
-                json!({ "params": params, "counters": c })
+            let dir = |name: &str, params: &DirectionParams| match statuses
+                .iter()
+                .find(|d| d.link == i && d.direction == name)
+            {
+                Some(d) => json!({
+                    "params": d.params,
+                    "counters": d.counters,
+                    "timing": { "since_start": d.timing_report(), "recent": d.recent },
+                }),
+                None => json!({ "params": params.without_trace_list(), "counters": null }),
             };
+            let mtu = report
+                .as_ref()
+                .and_then(|r| r.mtus.get(i).copied())
+                .unwrap_or(l.mtu);
             json!({
                 "index": i,
+                "name": l.name,
                 "ends": l.ends,
                 "devices": [lp.ends[0].device, lp.ends[1].device],
                 "preset": l.preset,
-                "mtu": l.mtu,
+                "mtu": mtu,
                 "offload": l.offload,
                 "a_to_b": dir("a_to_b", &l.a_to_b),
                 "b_to_a": dir("b_to_a", &l.b_to_a),
@@ -259,7 +356,8 @@ fn status_json(tb: &Testbed) -> serde_json::Value {
         "emulator_pid": tb.emulator_pid(),
         "emulator_running": tb.emulator_pid().is_some(),
         "seed": plan.seed,
-        "counters_updated_unix_ms": counters.as_ref().map(|c| c.updated_unix_ms),
+        "counters_updated_unix_ms": report.as_ref().map(|c| c.updated_unix_ms),
+        "schedule": report.as_ref().and_then(|r| r.schedule.clone()),
         "hosts": hosts,
         "switches": switches,
         "links": links,
@@ -300,11 +398,15 @@ fn describe(tb: &Testbed, counters: bool) -> String {
             tb.netns(&sw.name).unwrap_or_default()
         );
     }
-    let file = if counters {
+    let report = if counters {
         tb.read_counters_file().ok()
     } else {
         None
     };
+    let statuses = report
+        .as_ref()
+        .map(|r| crate::status::statuses(tb, r))
+        .unwrap_or_default();
     for (i, l) in plan.topology.links.iter().enumerate() {
         let preset = l
             .preset
@@ -312,36 +414,87 @@ fn describe(tb: &Testbed, counters: bool) -> String {
             .map(|p| format!(" preset {p}"))
             .unwrap_or_default();
         let offload = if l.offload { "" } else { " offload off" };
+        let name = l
+            .name
+            .as_deref()
+            .map(|n| format!(" '{n}'"))
+            .unwrap_or_default();
+        let mtu = statuses
+            .iter()
+            .find(|d| d.link == i)
+            .map_or(l.mtu, |d| d.mtu);
         let _ = writeln!(
             s,
-            "  link {i}: {} <-> {} mtu {}{preset}{offload}",
-            l.ends[0], l.ends[1], l.mtu
+            "  link {i}{name}: {} <-> {} mtu {mtu}{preset}{offload}",
+            l.ends[0], l.ends[1]
         );
         for (name, from, to, p) in [
             ("a_to_b", &l.ends[0], &l.ends[1], &l.a_to_b),
             ("b_to_a", &l.ends[1], &l.ends[0], &l.b_to_a),
         ] {
-            let _ = writeln!(s, "    {from} -> {to}: {}", p.summary());
-            if let Some(c) = file.as_ref().and_then(|f| {
-                f.directions
-                    .iter()
-                    .find(|d| d.link == i && d.direction == name)
-            }) {
-                let v = c.values;
-                let _ = writeln!(
-                    s,
-                    "      forwarded {} pkts {}, dropped queue {} loss {} ber {}, queue peak {}",
-                    v.packets_forwarded,
-                    linkperf_units::format_bytes(v.bytes_forwarded as f64),
-                    v.dropped_queue,
-                    v.dropped_loss,
-                    v.dropped_ber,
-                    linkperf_units::format_bytes(v.queue_high_water_bytes as f64)
-                );
+            match statuses.iter().find(|d| d.link == i && d.direction == name) {
+                Some(d) => describe_direction(&mut s, d),
+                None => {
+                    let _ = writeln!(s, "    {from} -> {to}: {}", p.summary());
+                }
             }
         }
     }
+    if let Some(schedule) = report.as_ref().and_then(|r| r.schedule.as_ref()) {
+        let _ = writeln!(
+            s,
+            "  schedule {}: {}",
+            schedule.source,
+            schedule.describe(state::unix_ms())
+        );
+    }
     s
+}
+
+fn us(ns: u64) -> String {
+    format!("{:.1} us", ns as f64 / 1e3)
+}
+
+/// One direction: parameters in force, counters, and how the emulator kept its timing.
+fn describe_direction(s: &mut String, d: &crate::status::DirectionStatus) {
+    use std::fmt::Write;
+    let _ = writeln!(s, "    {} -> {}: {}", d.from, d.to, d.params.summary());
+    let v = d.counters;
+    let _ = writeln!(
+        s,
+        "      forwarded {} pkts {}, dropped queue {} loss {} ber {} resize {}, queue peak {}",
+        v.packets_forwarded,
+        linkperf_units::format_bytes(v.bytes_forwarded as f64),
+        v.dropped_queue,
+        v.dropped_loss,
+        v.dropped_ber,
+        v.dropped_resize,
+        linkperf_units::format_bytes(v.queue_high_water_bytes as f64)
+    );
+    let total = d.timing_report();
+    let Some(r) = d.recent.as_ref().filter(|r| r.lateness.count > 0) else {
+        let _ = writeln!(
+            s,
+            "      timing: no packet in the last seconds; since up {} of {} released > 100 us late",
+            total.late_over_100us, total.packets
+        );
+        return;
+    };
+    let _ = writeln!(
+        s,
+        "      timing, last {:.1} s: delay p50 {} (configured {}), queueing p50 {}; release lateness p50 {}, p99 {}, max {}; {} of {} released > 100 us late (since up: {} of {})",
+        r.window_ms as f64 / 1e3,
+        us(r.delay.p50_ns),
+        us(d.params.delay_ns),
+        us(r.queueing.p50_ns),
+        us(r.lateness.p50_ns),
+        us(r.lateness.p99_ns),
+        us(r.lateness.max_ns),
+        r.late_over_100us,
+        r.lateness.count,
+        total.late_over_100us,
+        total.packets
+    );
 }
 
 #[cfg(test)]

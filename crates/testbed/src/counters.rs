@@ -14,6 +14,8 @@ pub struct DirectionCounters {
     pub dropped_loss: AtomicU64,
     pub dropped_ber: AtomicU64,
     pub dropped_oversize: AtomicU64,
+    /// Dropped from a queue made smaller (by `testbed set` or a schedule) than its content.
+    pub dropped_resize: AtomicU64,
     pub write_errors: AtomicU64,
     pub queue_high_water_bytes: AtomicU64,
     pub queue_high_water_packets: AtomicU64,
@@ -34,6 +36,7 @@ impl DirectionCounters {
             dropped_loss: self.dropped_loss.load(Relaxed),
             dropped_ber: self.dropped_ber.load(Relaxed),
             dropped_oversize: self.dropped_oversize.load(Relaxed),
+            dropped_resize: self.dropped_resize.load(Relaxed),
             write_errors: self.write_errors.load(Relaxed),
             queue_high_water_bytes: self.queue_high_water_bytes.load(Relaxed),
             queue_high_water_packets: self.queue_high_water_packets.load(Relaxed),
@@ -53,9 +56,34 @@ pub struct CounterValues {
     pub dropped_loss: u64,
     pub dropped_ber: u64,
     pub dropped_oversize: u64,
+    #[serde(default)]
+    pub dropped_resize: u64,
     pub write_errors: u64,
     pub queue_high_water_bytes: u64,
     pub queue_high_water_packets: u64,
+}
+
+impl CounterValues {
+    /// What was counted after `earlier` (high-water marks are kept as they are).
+    pub fn since(&self, earlier: &CounterValues) -> CounterValues {
+        CounterValues {
+            packets_in: self.packets_in.saturating_sub(earlier.packets_in),
+            bytes_in: self.bytes_in.saturating_sub(earlier.bytes_in),
+            packets_forwarded: self
+                .packets_forwarded
+                .saturating_sub(earlier.packets_forwarded),
+            bytes_forwarded: self.bytes_forwarded.saturating_sub(earlier.bytes_forwarded),
+            dropped_queue: self.dropped_queue.saturating_sub(earlier.dropped_queue),
+            dropped_loss: self.dropped_loss.saturating_sub(earlier.dropped_loss),
+            dropped_ber: self.dropped_ber.saturating_sub(earlier.dropped_ber),
+            dropped_oversize: self
+                .dropped_oversize
+                .saturating_sub(earlier.dropped_oversize),
+            dropped_resize: self.dropped_resize.saturating_sub(earlier.dropped_resize),
+            write_errors: self.write_errors.saturating_sub(earlier.write_errors),
+            ..*self
+        }
+    }
 }
 
 /// Counters of one link direction together with what identifies it.

@@ -6,21 +6,31 @@
 //! framing overhead), [`down`] removes every trace of it.
 
 pub mod cli;
+pub mod control;
 pub mod counters;
+pub mod delay_line;
 pub mod emulator;
 pub mod error;
+pub mod exec;
+pub mod forwarder;
 pub mod framing;
 pub mod gso;
 pub mod impairment;
+pub mod mailbox;
 pub mod netns;
 pub mod params;
 pub mod presets;
+pub mod probe;
 pub mod rng;
+pub mod schedule;
 pub mod scheduler;
 pub mod state;
+pub mod status;
 pub mod tap;
 pub mod testbed;
+pub mod timing;
 pub mod topology;
+pub mod trace;
 
 pub use cli::{run, TestbedCommand};
 pub use counters::{CounterValues, LinkCounters};

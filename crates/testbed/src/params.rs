@@ -3,6 +3,7 @@
 
 use crate::framing::Framing;
 use crate::impairment::{GilbertElliott, JitterDistribution};
+use crate::trace::Trace;
 use serde::{Deserialize, Serialize};
 
 /// Queue length used when neither `queue` nor `queue_packets` is given (netem's default).
@@ -29,6 +30,9 @@ pub struct DirectionParams {
     /// Drop-tail limit on packets waiting for (or in) serialisation.
     pub queue_packets: Option<u64>,
     pub framing: Framing,
+    /// Delivery opportunities that replace `rate` (a trace-driven link); see [`crate::trace`].
+    #[serde(default)]
+    pub trace: Option<Trace>,
 }
 
 impl Default for DirectionParams {
@@ -45,15 +49,30 @@ impl Default for DirectionParams {
             queue_bytes: None,
             queue_packets: Some(DEFAULT_QUEUE_PACKETS),
             framing: Framing::Ethernet,
+            trace: None,
         }
     }
 }
 
 impl DirectionParams {
+    /// A copy whose trace (if any) keeps its summary but not its list of opportunities.
+    pub fn without_trace_list(&self) -> DirectionParams {
+        DirectionParams {
+            trace: self.trace.as_ref().map(|t| t.summary()),
+            ..self.clone()
+        }
+    }
+
     /// Human summary for `status`, e.g. "40.0 Mbit/s 7.00 ms queue 200 KiB loss 1%".
     pub fn summary(&self) -> String {
         let mut parts = Vec::new();
-        if self.rate_bps > 0 {
+        if let Some(t) = &self.trace {
+            parts.push(format!(
+                "trace {} ({} average)",
+                t.file,
+                format_rate_exact(t.mean_rate_bps.round() as u64)
+            ));
+        } else if self.rate_bps > 0 {
             parts.push(format_rate_exact(self.rate_bps));
         } else {
             parts.push("unlimited".to_string());
@@ -96,8 +115,9 @@ impl DirectionParams {
     }
 }
 
-/// One layer of settings (a preset, the link table, or a direction table); `None` = not set.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// One layer of settings (a preset, the link table, a direction table, a `testbed set` or a
+/// schedule step); `None` = not set.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct DirectionOverrides {
     pub rate_bps: Option<u64>,
     pub delay_ns: Option<u64>,
@@ -112,14 +132,21 @@ pub struct DirectionOverrides {
     /// Packet limit; `Some(0)` means no packet limit.
     pub queue_packets: Option<u64>,
     pub framing: Option<Framing>,
+    pub trace: Option<Trace>,
 }
 
 impl DirectionOverrides {
     /// Applies this layer on top of `params`. A layer that sets either queue limit replaces
     /// the whole queue specification, so `queue = "200K"` alone means "200 KiB, no packet cap".
+    /// A layer that sets `trace` makes the link trace-driven; one that sets `rate` (and no
+    /// trace) makes it rate-driven again.
     pub fn apply_to(&self, params: &mut DirectionParams) {
         if let Some(v) = self.rate_bps {
             params.rate_bps = v;
+            params.trace = None;
+        }
+        if let Some(t) = &self.trace {
+            params.trace = Some(t.clone());
         }
         if let Some(v) = self.delay_ns {
             params.delay_ns = v;

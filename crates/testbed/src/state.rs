@@ -4,6 +4,9 @@
 use crate::counters::LinkCounters;
 use crate::error::TestbedError;
 use crate::netns::netns_name;
+use crate::params::DirectionParams;
+use crate::schedule::ScheduleState;
+use crate::timing::{RecentTiming, TimingSnapshot};
 use crate::topology::Topology;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -179,6 +182,30 @@ pub struct CountersFile {
     /// Wall-clock time of the snapshot, milliseconds since the Unix epoch.
     pub updated_unix_ms: u64,
     pub directions: Vec<LinkCounters>,
+    /// Timing and parameters of every direction, in the order of `directions`.
+    #[serde(default)]
+    pub timing: Vec<DirectionState>,
+    /// MTU in force per link.
+    #[serde(default)]
+    pub mtus: Vec<u32>,
+    /// The running (or last) schedule.
+    #[serde(default)]
+    pub schedule: Option<ScheduleState>,
+}
+
+/// What the emulator reports about one link direction besides its counters.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DirectionState {
+    pub link: usize,
+    pub direction: String,
+    /// Parameters in force (a trace without its list of opportunities).
+    #[serde(default)]
+    pub params: Option<DirectionParams>,
+    /// Since the emulator started.
+    pub timing: TimingSnapshot,
+    /// Over the last few seconds.
+    #[serde(default)]
+    pub recent: Option<RecentTiming>,
 }
 
 pub fn unix_ms() -> u64 {

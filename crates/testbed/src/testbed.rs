@@ -1,10 +1,14 @@
 //! Building and removing testbeds: namespaces, bridges, the emulator process, addresses.
 
+use crate::control::{self, Request, Response};
 use crate::counters::LinkCounters;
 use crate::error::TestbedError;
 use crate::netns::{self, ip_batch, require_root};
 use crate::rng::Rng;
-use crate::state::{self, Plan, BRIDGE_DEVICE, COUNTERS_FILE, LOG_FILE, PID_FILE, READY_FILE};
+use crate::schedule::{LinkChange, Schedule};
+use crate::state::{
+    self, DirectionState, Plan, BRIDGE_DEVICE, COUNTERS_FILE, LOG_FILE, PID_FILE, READY_FILE,
+};
 use crate::topology::{validate_name, Topology};
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::{Path, PathBuf};
@@ -17,6 +21,15 @@ const KERNEL_TXQUEUE: u32 = 5000;
 
 /// How long `up` waits for the emulator to create its devices.
 const EMULATOR_START_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What `Testbed::set` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SetOutcome {
+    /// From the emulator receiving the change to the last forwarding thread applying it.
+    pub took_ns: u64,
+    /// Queued packets dropped because a queue shrank below its content.
+    pub dropped_resize: u64,
+}
 
 /// A testbed that is up. Dropping the handle leaves it up; call [`down`] to remove it.
 #[derive(Debug, Clone)]
@@ -102,6 +115,17 @@ impl Testbed {
     /// Counters of every link direction. While the emulator runs this waits for a snapshot
     /// taken after the call began, so traffic sent before the call is fully counted.
     pub fn counters(&self) -> Result<Vec<LinkCounters>, TestbedError> {
+        Ok(self.fresh_snapshot()?.directions)
+    }
+
+    /// Timing of every link direction (release lateness, queueing, delay given), from a
+    /// snapshot taken after the call began.
+    pub fn timing(&self) -> Result<Vec<DirectionState>, TestbedError> {
+        Ok(self.fresh_snapshot()?.timing)
+    }
+
+    /// The emulator's report, waiting (up to 2 s) for one written after the call began.
+    fn fresh_snapshot(&self) -> Result<state::CountersFile, TestbedError> {
         let asked_at = state::unix_ms();
         let deadline = Instant::now() + Duration::from_secs(2);
         loop {
@@ -110,10 +134,49 @@ impl Testbed {
                 || self.emulator_pid().is_none()
                 || Instant::now() > deadline
             {
-                return Ok(file.directions);
+                return Ok(file);
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// Applies `changes` to the running links together; fails (changing nothing) if the
+    /// emulator cannot take them.
+    pub fn set(&self, changes: &[LinkChange]) -> Result<SetOutcome, TestbedError> {
+        let r = self.control(&Request::Set {
+            changes: changes.to_vec(),
+        })?;
+        Ok(SetOutcome {
+            took_ns: r.took_ns,
+            dropped_resize: r.dropped_resize,
+        })
+    }
+
+    /// Starts `schedule` now, replacing a running one.
+    pub fn start_schedule(&self, schedule: &Schedule) -> Result<(), TestbedError> {
+        self.control(&Request::Schedule {
+            schedule: schedule.clone(),
+        })
+        .map(|_| ())
+    }
+
+    pub fn stop_schedule(&self) -> Result<(), TestbedError> {
+        self.control(&Request::StopSchedule).map(|_| ())
+    }
+
+    fn control(&self, request: &Request) -> Result<Response, TestbedError> {
+        let r = control::request(&self.dir, request).map_err(TestbedError::runtime)?;
+        match (r.ok, &r.error) {
+            (true, _) => Ok(r),
+            (false, e) => Err(TestbedError::runtime(format!(
+                "the emulator refused the change: {}",
+                e.as_deref().unwrap_or("no reason given")
+            ))),
+        }
+    }
+
+    pub(crate) fn fresh_report(&self) -> Result<state::CountersFile, TestbedError> {
+        self.fresh_snapshot()
     }
 
     pub(crate) fn read_counters_file(&self) -> Result<state::CountersFile, TestbedError> {

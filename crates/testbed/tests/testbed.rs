@@ -5,13 +5,13 @@
 //! current executable as `<exe> testbed emulate --state DIR`: here that is this binary,
 //! which must then behave like `linkperf` and run the emulator.
 
+mod harness;
 mod traffic;
 
-use linkperf_testbed::{down, up, LinkCounters, Testbed, TestbedCommand, Topology};
+use harness::*;
+use linkperf_testbed::{down, up, Testbed, TestbedCommand, Topology};
 use std::time::{Duration, Instant};
 use traffic::*;
-
-type TestFn = fn();
 
 const TESTS: &[(&str, TestFn)] = &[
     (
@@ -65,100 +65,7 @@ const TESTS: &[(&str, TestFn)] = &[
 ];
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    if args.get(1).map(String::as_str) == Some("testbed")
-        && args.get(2).map(String::as_str) == Some("emulate")
-    {
-        let state = args
-            .iter()
-            .position(|a| a == "--state")
-            .and_then(|i| args.get(i + 1))
-            .expect("--state DIR");
-        let cmd = TestbedCommand::Emulate {
-            state: state.into(),
-            foreground: args.iter().any(|a| a == "--foreground"),
-        };
-        match linkperf_testbed::run(cmd) {
-            Ok(code) => std::process::exit(code),
-            Err(e) => {
-                eprintln!("emulator: {e}");
-                std::process::exit(e.exit_code());
-            }
-        }
-    }
-    let filters: Vec<&String> = args[1..].iter().filter(|a| !a.starts_with('-')).collect();
-    let selected: Vec<&(&str, TestFn)> = TESTS
-        .iter()
-        .filter(|(name, _)| filters.is_empty() || filters.iter().any(|f| name.contains(f.as_str())))
-        .collect();
-    if linkperf_testbed::require_root().is_err() {
-        for (name, _) in &selected {
-            linkperf_testsupport::skip_named(
-                name,
-                "testbed tests need root (namespaces, TAP devices); CI runs them as root",
-            );
-        }
-        println!(
-            "test result: ok. 0 passed; 0 failed; {} ignored; 0 measured; 0 filtered out",
-            selected.len()
-        );
-        return;
-    }
-    println!("running {} tests", selected.len());
-    let (mut passed, mut failed) = (0, 0);
-    for (name, test) in selected {
-        let start = Instant::now();
-        let outcome = std::panic::catch_unwind(test);
-        let secs = start.elapsed().as_secs_f64();
-        match outcome {
-            Ok(()) => {
-                passed += 1;
-                println!("test {name} ... ok ({secs:.1}s)");
-            }
-            Err(_) => {
-                failed += 1;
-                println!("test {name} ... FAILED ({secs:.1}s)");
-            }
-        }
-    }
-    let verdict = if failed == 0 { "ok" } else { "FAILED" };
-    println!("\ntest result: {verdict}. {passed} passed; {failed} failed; 0 ignored; 0 measured; {} filtered out", TESTS.len() - passed - failed);
-    if failed > 0 {
-        std::process::exit(101);
-    }
-}
-
-/// Brings a testbed up for the duration of a test and always takes it down.
-struct Guard(Testbed);
-
-impl Guard {
-    fn up(name: &str, toml: &str) -> Guard {
-        let _ = down(name);
-        let topo = Topology::from_toml_str(name, toml).expect("topology parses");
-        Guard(up(&topo).unwrap_or_else(|e| panic!("up {name}: {e}")))
-    }
-}
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        if let Err(e) = down(self.0.name()) {
-            eprintln!("down {}: {e}", self.0.name());
-        }
-    }
-}
-
-impl std::ops::Deref for Guard {
-    type Target = Testbed;
-    fn deref(&self) -> &Testbed {
-        &self.0
-    }
-}
-
-fn direction<'a>(counters: &'a [LinkCounters], link: usize, dir: &str) -> &'a LinkCounters {
-    counters
-        .iter()
-        .find(|c| c.link == link && c.direction == dir)
-        .expect("direction counters")
+    harness::main_with(TESTS);
 }
 
 fn delay_rtt_matches_configured_one_way_delays() {
@@ -206,15 +113,6 @@ fn delay_rtt_matches_configured_one_way_delays() {
 /// Wire bytes of a UDP datagram of `payload` bytes with Ethernet framing (IP + 38).
 fn ethernet_wire(payload: usize) -> u64 {
     payload as u64 + 28 + 38
-}
-
-/// Two hosts a, b and one link with the given body (keys of the [[link]] table).
-fn pair(link_body: &str) -> String {
-    format!("[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n[[link]]\nends = [\"a\", \"b\"]\n{link_body}\n")
-}
-
-fn ns(tb: &Testbed, host: &str) -> String {
-    tb.netns(host).unwrap()
 }
 
 fn udp_above_the_rate_is_delivered_at_the_rate() {

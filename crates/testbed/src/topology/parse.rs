@@ -1,0 +1,501 @@
+//! Checking and converting the raw file: names, ends, presets, units, percentages, shape.
+
+use super::raw::*;
+use super::{offload_default, validate_name, Link, Switch, Topology, MAX_MTU, MIN_MTU};
+use crate::error::TestbedError;
+use crate::framing::Framing;
+use crate::impairment::{GilbertElliott, JitterDistribution};
+use crate::params::{DirectionOverrides, DirectionParams, DEFAULT_MTU};
+use crate::presets;
+use crate::trace::Trace;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use toml::{Spanned, Value};
+
+pub(super) struct Parser<'t> {
+    /// What errors name: the file, or the command.
+    pub(super) label: String,
+    pub(super) text: &'t str,
+    /// Where relative trace file names start (the topology or schedule file's directory).
+    pub(super) base_dir: Option<PathBuf>,
+    /// How a place in `text` is named: "line", or "argument" for `testbed set`'s arguments.
+    pub(super) unit: &'static str,
+    /// Added to the line number: `testbed set` writes argument 2 as the document's line 1.
+    pub(super) line_offset: usize,
+}
+
+pub(super) type Span = std::ops::Range<usize>;
+
+impl<'t> Parser<'t> {
+    /// A parser for a file's text (errors say "FILE: line N").
+    pub(super) fn file(label: String, text: &'t str, base_dir: Option<PathBuf>) -> Parser<'t> {
+        Parser {
+            label,
+            text,
+            base_dir,
+            unit: "line",
+            line_offset: 0,
+        }
+    }
+
+    fn line_of(&self, offset: usize) -> usize {
+        let end = offset.min(self.text.len());
+        self.text.as_bytes()[..end]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+            + 1
+    }
+
+    /// One-line error naming the file, line and key.
+    pub(super) fn error(
+        &self,
+        span: Option<Span>,
+        key: &str,
+        msg: impl std::fmt::Display,
+    ) -> TestbedError {
+        let location = match span {
+            Some(s) => format!(
+                "{}: {} {}",
+                self.label,
+                self.unit,
+                self.line_of(s.start) + self.line_offset
+            ),
+            None => self.label.clone(),
+        };
+        if key.is_empty() {
+            TestbedError::bad(format!("{location}: {msg}"))
+        } else {
+            TestbedError::bad(format!("{location}: {key}: {msg}"))
+        }
+    }
+
+    pub(super) fn parse(&self, default_name: &str) -> Result<Topology, TestbedError> {
+        let raw: RawFile =
+            toml::from_str(self.text).map_err(|e| self.error(e.span(), "", e.message()))?;
+        let name = match &raw.name {
+            Some(n) => {
+                validate_name(n.get_ref()).map_err(|m| self.error(Some(n.span()), "name", m))?;
+                n.get_ref().clone()
+            }
+            None => {
+                validate_name(default_name).map_err(|m| {
+                    self.error(
+                        None,
+                        "",
+                        format!("testbed {m} (set a `name` key or rename the file)"),
+                    )
+                })?;
+                default_name.to_string()
+            }
+        };
+        let seed = match &raw.seed {
+            Some(s) if *s.get_ref() < 0 => {
+                return Err(self.error(Some(s.span()), "seed", "must be >= 0"))
+            }
+            Some(s) => Some(*s.get_ref() as u64),
+            None => None,
+        };
+
+        let mut nodes = BTreeMap::new();
+        let mut check_node = |n: &Spanned<String>, kind: &str| -> Result<(), TestbedError> {
+            validate_name(n.get_ref())
+                .map_err(|m| self.error(Some(n.span()), &format!("{kind}.name"), m))?;
+            if nodes
+                .insert(n.get_ref().clone(), kind.to_string())
+                .is_some()
+            {
+                return Err(self.error(
+                    Some(n.span()),
+                    &format!("{kind}.name"),
+                    format!(
+                        "'{}' is used twice (host and switch names share one space)",
+                        n.get_ref()
+                    ),
+                ));
+            }
+            Ok(())
+        };
+        for h in &raw.host {
+            check_node(&h.name, "host")?;
+        }
+        for s in &raw.switch {
+            check_node(&s.name, "switch")?;
+        }
+        if raw.host.is_empty() {
+            return Err(self.error(
+                None,
+                "",
+                "no [[host]] defined; a testbed needs at least one host",
+            ));
+        }
+
+        let links = raw
+            .link
+            .iter()
+            .map(|l| self.link(l, &nodes))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.check_shape(&raw, &links)?;
+        self.check_link_names(&raw, &links)?;
+        let hosts = self.addresses(&raw)?;
+        let schedule = match &raw.schedule {
+            Some(s) => Some(self.schedule(s, &links, "schedule.", &self.label)?),
+            None => None,
+        };
+        let switches = raw
+            .switch
+            .iter()
+            .map(|s| Switch {
+                name: s.name.get_ref().clone(),
+            })
+            .collect();
+        Ok(Topology {
+            name,
+            seed,
+            hosts,
+            switches,
+            links,
+            schedule,
+        })
+    }
+
+    /// Link names are optional, checked like node names, and unique.
+    fn check_link_names(&self, raw: &RawFile, links: &[Link]) -> Result<(), TestbedError> {
+        let mut seen = BTreeSet::new();
+        for (raw_link, link) in raw.link.iter().zip(links) {
+            let (Some(name), Some(spanned)) = (&link.name, &raw_link.name) else {
+                continue;
+            };
+            validate_name(name).map_err(|m| self.error(Some(spanned.span()), "link.name", m))?;
+            if !seen.insert(name.as_str()) {
+                return Err(self.error(
+                    Some(spanned.span()),
+                    "link.name",
+                    format!("'{name}' names two links"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn link(&self, raw: &RawLink, nodes: &BTreeMap<String, String>) -> Result<Link, TestbedError> {
+        let ends = raw.ends.get_ref();
+        let span = Some(raw.ends.span());
+        if ends.len() != 2 {
+            return Err(self.error(span, "link.ends", "must name exactly two hosts or switches"));
+        }
+        for end in ends {
+            if !nodes.contains_key(end) {
+                return Err(self.error(
+                    span,
+                    "link.ends",
+                    format!("'{end}' is not a [[host]] or [[switch]] name"),
+                ));
+            }
+        }
+        if ends[0] == ends[1] {
+            return Err(self.error(span, "link.ends", "a link needs two different ends"));
+        }
+        let mut base = DirectionParams::default();
+        let mut mtu = DEFAULT_MTU;
+        let preset = match &raw.preset {
+            Some(p) => {
+                let preset = presets::find(p.get_ref()).ok_or_else(|| {
+                    self.error(
+                        Some(p.span()),
+                        "link.preset",
+                        format!(
+                            "unknown preset '{}' (known: {})",
+                            p.get_ref(),
+                            presets::names().join(", ")
+                        ),
+                    )
+                })?;
+                preset.settings.apply_to(&mut base);
+                mtu = preset.mtu;
+                Some(preset.name.to_string())
+            }
+            None => None,
+        };
+        if let Some(m) = &raw.mtu {
+            let v = *m.get_ref();
+            if !(MIN_MTU as i64..=MAX_MTU as i64).contains(&v) {
+                return Err(self.error(
+                    Some(m.span()),
+                    "link.mtu",
+                    format!("{v} is outside {MIN_MTU}..={MAX_MTU}"),
+                ));
+            }
+            mtu = v as u32;
+        }
+        self.overrides(&raw.keys(), "link")?.apply_to(&mut base);
+        let mut a_to_b = base.clone();
+        let mut b_to_a = base;
+        if let Some(d) = &raw.a_to_b {
+            self.overrides(&d.get_ref().keys(), "link.a_to_b")?
+                .apply_to(&mut a_to_b);
+        }
+        if let Some(d) = &raw.b_to_a {
+            self.overrides(&d.get_ref().keys(), "link.b_to_a")?
+                .apply_to(&mut b_to_a);
+        }
+        Ok(Link {
+            name: raw.name.as_ref().map(|n| n.get_ref().clone()),
+            ends: [ends[0].clone(), ends[1].clone()],
+            preset,
+            mtu,
+            offload: raw.offload.unwrap_or_else(offload_default),
+            a_to_b,
+            b_to_a,
+        })
+    }
+
+    pub(super) fn overrides(
+        &self,
+        k: &DirectionKeys<'_>,
+        table: &str,
+    ) -> Result<DirectionOverrides, TestbedError> {
+        let key = |name: &str| join_key(table, name);
+        let mut o = DirectionOverrides::default();
+        if let Some(v) = k.rate {
+            o.rate_bps = Some(self.unit(v, &key("rate"), linkperf_units::parse_rate, |n| {
+                n.round() as u64
+            })?);
+        }
+        if let Some(v) = k.delay {
+            o.delay_ns = Some(self.duration_ns(v, &key("delay"))?);
+        }
+        if let Some(v) = k.jitter {
+            o.jitter_ns = Some(self.duration_ns(v, &key("jitter"))?);
+        }
+        if let Some(v) = k.jitter_distribution {
+            o.jitter_distribution =
+                Some(JitterDistribution::from_name(v.get_ref()).ok_or_else(|| {
+                    self.error(
+                        Some(v.span()),
+                        &key("jitter_distribution"),
+                        format!("'{}' is not one of uniform, normal, pareto", v.get_ref()),
+                    )
+                })?);
+        }
+        if let Some(v) = k.reorder {
+            o.reorder = Some(*v.get_ref());
+        }
+        self.loss_keys(k, table, &mut o)?;
+        if let Some(v) = k.queue {
+            o.queue_bytes =
+                Some(self.unit(v, &key("queue"), linkperf_units::parse_size, |n| n as u64)?);
+        }
+        if let Some(v) = k.queue_packets {
+            if *v.get_ref() < 0 {
+                return Err(self.error(
+                    Some(v.span()),
+                    &key("queue_packets"),
+                    "must be >= 0 (0 = no packet limit)",
+                ));
+            }
+            o.queue_packets = Some(*v.get_ref() as u64);
+        }
+        if let Some(v) = k.framing {
+            o.framing = Some(Framing::from_name(v.get_ref()).ok_or_else(|| {
+                self.error(
+                    Some(v.span()),
+                    &key("framing"),
+                    format!("'{}' is not one of ethernet, atm-aal5, none", v.get_ref()),
+                )
+            })?);
+        }
+        if let Some(v) = k.trace {
+            o.trace = Some(self.trace(v, &key("trace"))?);
+        }
+        Ok(o)
+    }
+
+    /// `loss`, `gilbert` and `ber` of one table.
+    fn loss_keys(
+        &self,
+        k: &DirectionKeys<'_>,
+        table: &str,
+        o: &mut DirectionOverrides,
+    ) -> Result<(), TestbedError> {
+        let key = |name: &str| join_key(table, name);
+        if let Some(v) = k.loss {
+            o.loss = Some(self.percent(v, &key("loss"))?);
+        }
+        if let Some(g) = k.gilbert {
+            let g = g.get_ref();
+            let gk = |n: &str| join_key(table, &format!("gilbert.{n}"));
+            o.gilbert = Some(GilbertElliott {
+                p: self.percent(&g.p, &gk("p"))?,
+                r: self.percent(&g.r, &gk("r"))?,
+                bad_loss: match &g.bad_loss {
+                    Some(v) => self.percent(v, &gk("bad_loss"))?,
+                    None => 1.0,
+                },
+                good_loss: match &g.good_loss {
+                    Some(v) => self.percent(v, &gk("good_loss"))?,
+                    None => 0.0,
+                },
+            });
+        }
+        if let Some(v) = k.ber {
+            let ber = match v.get_ref() {
+                Value::Float(f) => Some(*f),
+                Value::Integer(i) => Some(*i as f64),
+                Value::String(s) => s.trim().parse::<f64>().ok(),
+                _ => None,
+            };
+            match ber {
+                Some(b) if (0.0..=1.0).contains(&b) => o.ber = Some(b),
+                _ => {
+                    return Err(self.error(
+                        Some(v.span()),
+                        &key("ber"),
+                        format!(
+                            "{} is not a bit error rate between 0 and 1 (e.g. 1e-6)",
+                            show(v.get_ref())
+                        ),
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads a trace file (relative to the topology or schedule file, or the working
+    /// directory for `testbed set`); its errors name its own line too.
+    fn trace(&self, v: &Spanned<String>, key: &str) -> Result<Trace, TestbedError> {
+        let given = std::path::Path::new(v.get_ref());
+        let path = match &self.base_dir {
+            Some(dir) if given.is_relative() => dir.join(given),
+            _ => given.to_path_buf(),
+        };
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            self.error(
+                Some(v.span()),
+                key,
+                format!("cannot read trace {}: {e}", path.display()),
+            )
+        })?;
+        let shown = path.display().to_string();
+        Trace::parse(&shown, &text).map_err(|(line, msg)| {
+            self.error(Some(v.span()), key, format!("{shown}: line {line}: {msg}"))
+        })
+    }
+
+    /// A value written either as a string with units or as a plain number.
+    fn unit<T>(
+        &self,
+        v: &Spanned<Value>,
+        key: &str,
+        parse: fn(&str) -> Result<T, linkperf_units::UnitError>,
+        from_number: fn(f64) -> T,
+    ) -> Result<T, TestbedError> {
+        match v.get_ref() {
+            Value::String(s) => parse(s).map_err(|e| self.error(Some(v.span()), key, e)),
+            Value::Integer(i) if *i >= 0 => Ok(from_number(*i as f64)),
+            Value::Float(f) if *f >= 0.0 && f.is_finite() => Ok(from_number(*f)),
+            other => Err(self.error(
+                Some(v.span()),
+                key,
+                format!("{} is not a valid value", show(other)),
+            )),
+        }
+    }
+
+    pub(super) fn duration_ns(&self, v: &Spanned<Value>, key: &str) -> Result<u64, TestbedError> {
+        let d = match v.get_ref() {
+            Value::String(s) => {
+                linkperf_units::parse_duration(s).map_err(|e| self.error(Some(v.span()), key, e))?
+            }
+            Value::Integer(i) if *i >= 0 => std::time::Duration::from_secs(*i as u64),
+            Value::Float(f) if *f >= 0.0 && *f < 1e6 => std::time::Duration::from_secs_f64(*f),
+            other => {
+                return Err(self.error(
+                    Some(v.span()),
+                    key,
+                    format!("{} is not a duration (e.g. \"7ms\")", show(other)),
+                ))
+            }
+        };
+        Ok(d.as_nanos().min(u64::MAX as u128) as u64)
+    }
+
+    /// Percentages: "1%" or a bare number meaning percent, as linkperf-units reads them.
+    fn percent(&self, v: &Spanned<Value>, key: &str) -> Result<f64, TestbedError> {
+        let text = match v.get_ref() {
+            Value::String(s) => s.clone(),
+            Value::Integer(i) => i.to_string(),
+            Value::Float(f) => f.to_string(),
+            other => {
+                return Err(self.error(
+                    Some(v.span()),
+                    key,
+                    format!("{} is not a percentage", show(other)),
+                ))
+            }
+        };
+        linkperf_units::parse_percent(&text).map_err(|e| self.error(Some(v.span()), key, e))
+    }
+
+    /// Hosts have one interface each and the graph must be loop-free (bridges run no STP).
+    fn check_shape(&self, raw: &RawFile, links: &[Link]) -> Result<(), TestbedError> {
+        let hosts: BTreeSet<&str> = raw.host.iter().map(|h| h.name.get_ref().as_str()).collect();
+        let mut degree: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut parent: BTreeMap<String, String> = BTreeMap::new();
+        fn root(parent: &BTreeMap<String, String>, mut n: String) -> String {
+            while let Some(p) = parent.get(&n) {
+                n = p.clone();
+            }
+            n
+        }
+        for (raw_link, link) in raw.link.iter().zip(links) {
+            let span = Some(raw_link.ends.span());
+            for end in &link.ends {
+                if hosts.contains(end.as_str()) {
+                    let d = degree.entry(end.as_str()).or_default();
+                    *d += 1;
+                    if *d > 1 {
+                        return Err(self.error(
+                            span,
+                            "link.ends",
+                            format!("host '{end}' already has a link; a host has one interface, connect several through a [[switch]]"),
+                        ));
+                    }
+                }
+            }
+            let (ra, rb) = (
+                root(&parent, link.ends[0].clone()),
+                root(&parent, link.ends[1].clone()),
+            );
+            if ra == rb {
+                return Err(self.error(
+                    span,
+                    "link.ends",
+                    format!(
+                        "link {}-{} closes a loop; switches run no spanning tree, so links must form a tree",
+                        link.ends[0], link.ends[1]
+                    ),
+                ));
+            }
+            parent.insert(ra, rb);
+        }
+        Ok(())
+    }
+}
+
+fn show(v: &Value) -> String {
+    match v {
+        Value::String(s) => format!("'{s}'"),
+        other => other.to_string(),
+    }
+}
+
+/// `table.name`, or `name` alone for the top level (`testbed set` arguments).
+pub(super) fn join_key(table: &str, name: &str) -> String {
+    if table.is_empty() {
+        name.to_string()
+    } else {
+        format!("{table}.{name}")
+    }
+}

@@ -1,0 +1,131 @@
+//! The topology file as serde reads it: every value kept with its span, so errors can name
+//! the line; unknown keys rejected.
+
+use serde::Deserialize;
+use toml::{Spanned, Value};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawFile {
+    pub(super) name: Option<Spanned<String>>,
+    pub(super) seed: Option<Spanned<i64>>,
+    pub(super) subnet: Option<Spanned<String>>,
+    pub(super) subnet6: Option<Spanned<String>>,
+    #[serde(default)]
+    pub(super) host: Vec<RawHost>,
+    #[serde(default)]
+    pub(super) switch: Vec<RawSwitch>,
+    #[serde(default)]
+    pub(super) link: Vec<RawLink>,
+    pub(super) schedule: Option<RawSchedule>,
+}
+
+/// A schedule: the `[schedule]` table of a topology file, or a whole schedule file.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSchedule {
+    pub(super) repeat: Option<Spanned<Value>>,
+    #[serde(default)]
+    pub(super) step: Vec<RawStep>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawHost {
+    pub(super) name: Spanned<String>,
+    pub(super) address: Option<Spanned<String>>,
+    pub(super) address6: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSwitch {
+    pub(super) name: Spanned<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawGilbert {
+    pub(super) p: Spanned<Value>,
+    pub(super) r: Spanned<Value>,
+    pub(super) bad_loss: Option<Spanned<Value>>,
+    pub(super) good_loss: Option<Spanned<Value>>,
+}
+
+/// Declares a struct holding the per-direction keys plus `$extra` fields, so the link table
+/// and its `a_to_b`/`b_to_a` tables accept exactly the same impairment keys.
+macro_rules! with_direction_keys {
+    ($name:ident { $($extra:tt)* }) => {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub(super) struct $name {
+            $($extra)*
+            pub(super) rate: Option<Spanned<Value>>,
+            pub(super) delay: Option<Spanned<Value>>,
+            pub(super) jitter: Option<Spanned<Value>>,
+            pub(super) jitter_distribution: Option<Spanned<String>>,
+            pub(super) reorder: Option<Spanned<bool>>,
+            pub(super) loss: Option<Spanned<Value>>,
+            pub(super) gilbert: Option<Spanned<RawGilbert>>,
+            pub(super) ber: Option<Spanned<Value>>,
+            pub(super) queue: Option<Spanned<Value>>,
+            pub(super) queue_packets: Option<Spanned<i64>>,
+            pub(super) framing: Option<Spanned<String>>,
+            pub(super) trace: Option<Spanned<String>>,
+        }
+
+        impl $name {
+            pub(super) fn keys(&self) -> DirectionKeys<'_> {
+                DirectionKeys {
+                    rate: self.rate.as_ref(),
+                    delay: self.delay.as_ref(),
+                    jitter: self.jitter.as_ref(),
+                    jitter_distribution: self.jitter_distribution.as_ref(),
+                    reorder: self.reorder.as_ref(),
+                    loss: self.loss.as_ref(),
+                    gilbert: self.gilbert.as_ref(),
+                    ber: self.ber.as_ref(),
+                    queue: self.queue.as_ref(),
+                    queue_packets: self.queue_packets.as_ref(),
+                    framing: self.framing.as_ref(),
+                    trace: self.trace.as_ref(),
+                }
+            }
+        }
+    };
+}
+
+with_direction_keys!(RawDirection {});
+with_direction_keys!(RawLink {
+    pub(super) name: Option<Spanned<String>>,
+    pub(super) ends: Spanned<Vec<String>>,
+    pub(super) preset: Option<Spanned<String>>,
+    pub(super) mtu: Option<Spanned<i64>>,
+    pub(super) offload: Option<bool>,
+    pub(super) a_to_b: Option<Spanned<RawDirection>>,
+    pub(super) b_to_a: Option<Spanned<RawDirection>>,
+});
+with_direction_keys!(RawStep {
+    pub(super) at: Spanned<Value>,
+    pub(super) link: Spanned<String>,
+    pub(super) mtu: Option<Spanned<i64>>,
+});
+// The `key=value` arguments of `testbed set`, as a TOML document of one key per line.
+with_direction_keys!(RawSet {
+    pub(super) mtu: Option<Spanned<i64>>,
+});
+
+pub(super) struct DirectionKeys<'a> {
+    pub(super) rate: Option<&'a Spanned<Value>>,
+    pub(super) delay: Option<&'a Spanned<Value>>,
+    pub(super) jitter: Option<&'a Spanned<Value>>,
+    pub(super) jitter_distribution: Option<&'a Spanned<String>>,
+    pub(super) reorder: Option<&'a Spanned<bool>>,
+    pub(super) loss: Option<&'a Spanned<Value>>,
+    pub(super) gilbert: Option<&'a Spanned<RawGilbert>>,
+    pub(super) ber: Option<&'a Spanned<Value>>,
+    pub(super) queue: Option<&'a Spanned<Value>>,
+    pub(super) queue_packets: Option<&'a Spanned<i64>>,
+    pub(super) framing: Option<&'a Spanned<String>>,
+    pub(super) trace: Option<&'a Spanned<String>>,
+}

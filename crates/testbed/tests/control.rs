@@ -1,0 +1,488 @@
+//! Running testbeds under control (issue 12): `testbed exec` tied to its command, `testbed
+//! set` changing live links (delay within 1 ms, a shrinking queue counted, nothing lost under
+//! a bulk flow), bad input refused whole, schedules, trace-driven links, and what `status`
+//! reports. Expectations come from the configured values and the physics of the link.
+
+mod harness;
+mod traffic;
+
+use harness::*;
+use linkperf_testbed::netns::{find_processes, process_alive};
+use linkperf_testbed::params::DirectionOverrides;
+use linkperf_testbed::schedule::LinkChange;
+use linkperf_testbed::topology::schedule_from_file;
+use linkperf_testbed::Testbed;
+use std::net::{SocketAddr, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+use traffic::*;
+
+const TESTS: &[(&str, TestFn)] = &[
+    (
+        "killing_exec_kills_its_command",
+        killing_exec_kills_its_command,
+    ),
+    (
+        "set_changes_the_delay_within_a_millisecond_and_loses_nothing",
+        set_changes_the_delay_within_a_millisecond_and_loses_nothing,
+    ),
+    (
+        "a_smaller_queue_drops_its_excess_and_counts_it",
+        a_smaller_queue_drops_its_excess_and_counts_it,
+    ),
+    (
+        "changes_under_a_bulk_flow_lose_no_packet",
+        changes_under_a_bulk_flow_lose_no_packet,
+    ),
+    (
+        "bad_input_is_one_line_exit_2_and_changes_nothing",
+        bad_input_is_one_line_exit_2_and_changes_nothing,
+    ),
+    ("a_schedule_steps_and_repeats", a_schedule_steps_and_repeats),
+    (
+        "a_trace_driven_link_delivers_at_its_opportunities",
+        a_trace_driven_link_delivers_at_its_opportunities,
+    ),
+];
+
+fn main() {
+    harness::main_with(TESTS);
+}
+
+/// `<this test binary> testbed ARGS...`: the binary acts as `linkperf testbed`.
+fn linkperf_testbed(args: &[&str]) -> Command {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.arg("testbed").args(args);
+    cmd
+}
+
+fn wait_for<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn killing_exec_kills_its_command() {
+    let tb = Guard::up("lpt12-exec", &pair(""));
+    for (signal, name) in [(libc::SIGKILL, "SIGKILL"), (libc::SIGTERM, "SIGTERM")] {
+        // A unique argument finds the command among all processes.
+        let marker = format!("{}.5", 1000 + signal);
+        let mut exec = linkperf_testbed(&["exec", "--testbed", "lpt12-exec", "a", "--"])
+            .args(["sleep", &marker])
+            .spawn()
+            .unwrap();
+        // The command: the process with those arguments that runs inside host a (the exec
+        // process itself has them in its command line too, but runs outside).
+        let command = wait_for("the command to start", Duration::from_secs(5), || {
+            let in_host = linkperf_testbed::netns::pids_in(&ns(&tb, "a"));
+            find_processes(&["sleep", &marker])
+                .into_iter()
+                .find(|p| in_host.contains(p))
+        });
+        assert_ne!(command, exec.id() as i32);
+        // SAFETY: a signal to the child we spawned.
+        unsafe { libc::kill(exec.id() as i32, signal) };
+        let status = exec.wait().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while process_alive(command) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        println!(
+            "  {name} to exec: exec {status}, command alive: {}",
+            process_alive(command)
+        );
+        assert!(!process_alive(command), "{name}: the command outlived exec");
+        if signal == libc::SIGTERM {
+            assert_eq!(status.code(), Some(128 + libc::SIGTERM));
+        }
+    }
+}
+
+fn delay_change(link: usize, directions: [bool; 2], delay_ms: f64) -> LinkChange {
+    LinkChange {
+        link,
+        directions,
+        overrides: DirectionOverrides {
+            delay_ns: Some((delay_ms * 1e6) as u64),
+            ..Default::default()
+        },
+        mtu: None,
+    }
+}
+
+/// Wire time in ms of a UDP datagram of `payload` bytes on an Ethernet link of `bps`.
+fn udp_wire_ms(payload: usize, bps: f64) -> f64 {
+    ((payload + 28).max(46) + 38) as f64 * 8.0 / bps * 1e3
+}
+
+fn set_changes_the_delay_within_a_millisecond_and_loses_nothing() {
+    let tb = Guard::up(
+        "lpt12-set",
+        &pair("name = \"wan\"\nrate = \"20M\"\ndelay = \"20ms\""),
+    );
+    let pid = tb.emulator_pid();
+    let to: SocketAddr = (tb.ipv4("b").unwrap(), 9121).into();
+    let sink = start_timed_sink(
+        &ns(&tb, "b"),
+        9121,
+        Duration::from_millis(500),
+        Duration::from_secs(10),
+    );
+    // 1000-byte datagrams every 0.5 ms (16 Mbit/s of payload, 17 on the wire: no queue).
+    let a = ns(&tb, "a");
+    let sender =
+        std::thread::spawn(move || send_timed(&a, to, 1000, 3000, Duration::from_micros(500)));
+    std::thread::sleep(Duration::from_millis(700));
+    let asked = mono_ns();
+    let outcome = tb.set(&[delay_change(0, [true, true], 2.0)]).unwrap();
+    let answered = mono_ns();
+    let sent = sender.join().unwrap();
+    let got = sink.join().unwrap();
+    let tx = udp_wire_ms(1000, 20e6);
+    let after: Vec<f64> = got
+        .iter()
+        .filter(|t| t.sent_ns > asked + 1_000_000)
+        .map(Timed::one_way_ms)
+        .collect();
+    let before: Vec<f64> = got
+        .iter()
+        .filter(|t| t.sent_ns + 1_000_000 < asked)
+        .map(Timed::one_way_ms)
+        .collect();
+    println!(
+        "  sent {sent}, received {}; set answered in {:.0} us, applied {:.0} us after the emulator got it; \
+         one-way before p50 {:.3} ms (min {:.3}), after p50 {:.3} ms (p1 {:.3}, max {:.3}); 2 ms + transmission = {:.3}",
+        got.len(),
+        (answered - asked) as f64 / 1e3,
+        outcome.took_ns as f64 / 1e3,
+        percentile(&before, 0.5),
+        percentile(&before, 0.0),
+        percentile(&after, 0.5),
+        percentile(&after, 0.01),
+        percentile(&after, 1.0),
+        2.0 + tx
+    );
+    assert_eq!(got.len() as u64, sent, "a delay change must lose nothing");
+    assert_eq!(tb.emulator_pid(), pid, "the emulator was not restarted");
+    // Every datagram sent over 1 ms after the request had the new delay (the two delays are
+    // 18 ms apart, far beyond any host or scheduling noise); those sent before had the old
+    // one, unless still queued for the serialiser at the change (a burst from a sender
+    // that fell behind): those get the new delay after their wait, as documented.
+    assert!(
+        percentile(&after, 1.0) < 11.0,
+        "a datagram sent > 1 ms after set had the old delay"
+    );
+    // The emulator removes its own latency, so only the spec's 20 µs may go below.
+    assert!(percentile(&after, 0.01) >= 2.0 + tx - 0.02);
+    assert!((percentile(&after, 0.5) - 2.0 - tx).abs() < 0.1);
+    assert!((percentile(&before, 0.5) - 20.0 - tx).abs() < 0.1);
+}
+
+fn a_smaller_queue_drops_its_excess_and_counts_it() {
+    let tb = Guard::up("lpt12-shrink", &pair("rate = \"1M\"\nqueue_packets = 500"));
+    let to: SocketAddr = (tb.ipv4("b").unwrap(), 9122).into();
+    let sink = start_timed_sink(
+        &ns(&tb, "b"),
+        9122,
+        Duration::from_millis(800),
+        Duration::from_secs(10),
+    );
+    // 200 datagrams at once: at 1 Mbit/s each takes 8.5 ms, so most wait in the queue.
+    let sent = send_timed(&ns(&tb, "a"), to, 1000, 200, Duration::ZERO);
+    std::thread::sleep(Duration::from_millis(100));
+    let change = LinkChange {
+        link: 0,
+        directions: [true, false],
+        overrides: DirectionOverrides {
+            queue_packets: Some(50),
+            ..Default::default()
+        },
+        mtu: None,
+    };
+    let outcome = tb.set(&[change]).unwrap();
+    let received = sink.join().unwrap().len() as u64;
+    let ab = direction(&tb.counters().unwrap(), 0, "a_to_b").values;
+    println!(
+        "  sent {sent}, received {received}, dropped by the shrink {} (counter {}), by the queue {}",
+        outcome.dropped_resize, ab.dropped_resize, ab.dropped_queue
+    );
+    // About 12 left in the first 100 ms; 188 were queued and 50 may stay.
+    assert!(outcome.dropped_resize >= 120, "{}", outcome.dropped_resize);
+    assert_eq!(ab.dropped_resize, outcome.dropped_resize);
+    assert_eq!(ab.dropped_queue, 0);
+    // Every datagram was delivered or dropped by the shrink; the shrink may also have taken
+    // a few frames that are not the test's (IPv6 multicast listener reports of the hosts).
+    assert!(
+        received + ab.dropped_resize >= sent && received + ab.dropped_resize <= sent + 5,
+        "{received} + {} vs {sent}",
+        ab.dropped_resize
+    );
+}
+
+fn changes_under_a_bulk_flow_lose_no_packet() {
+    let tb = Guard::up("lpt12-bulk-set", &pair("delay = \"2ms\""));
+    let (client, server) = (ns(&tb, "a"), ns(&tb, "b"));
+    let to: SocketAddr = (tb.ipv4("b").unwrap(), 9123).into();
+    let bulk = std::thread::spawn(move || tcp_bulk(&client, &server, to, Duration::from_secs(4)));
+    std::thread::sleep(Duration::from_millis(500));
+    let mut changes = 0;
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(3) {
+        let delay = if changes % 2 == 0 { 3.0 } else { 2.0 };
+        tb.set(&[delay_change(0, [true, true], delay)]).unwrap();
+        changes += 1;
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let samples = bulk.join().unwrap();
+    // The last ACKs are still on the 2 ms line when the receiver sees the end.
+    std::thread::sleep(Duration::from_millis(50));
+    let c = tb.counters().unwrap();
+    let goodput = tcp_goodput(
+        &samples,
+        Duration::from_millis(500),
+        Duration::from_millis(3500),
+    );
+    for dir in ["a_to_b", "b_to_a"] {
+        let v = direction(&c, 0, dir).values;
+        println!(
+            "  {dir}: {changes} changes at {:.2} Gbit/s: in {}, forwarded {}, dropped {} / {} / {}, write errors {}",
+            goodput / 1e9,
+            v.packets_in,
+            v.packets_forwarded,
+            v.dropped_queue,
+            v.dropped_resize,
+            v.dropped_oversize,
+            v.write_errors
+        );
+        assert_eq!(v.packets_in, v.packets_forwarded, "{dir}: {v:?}");
+        assert_eq!(
+            v.dropped_queue + v.dropped_resize + v.write_errors,
+            0,
+            "{v:?}"
+        );
+    }
+}
+
+fn temp_dir(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("lpt12-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn bad_input_is_one_line_exit_2_and_changes_nothing() {
+    let tb = Guard::up("lpt12-bad", &pair("name = \"wan\"\ndelay = \"5ms\""));
+    let dir = temp_dir("bad");
+    let schedule = dir.join("sched.toml");
+    std::fs::write(
+        &schedule,
+        "[[step]]\nat = \"2s\"\nlink = \"wan\"\ndelay = \"1ms\"\n[[step]]\nat = \"1s\"\nlink = \"wan\"\ndelay = \"9ms\"\n",
+    )
+    .unwrap();
+    let trace = dir.join("bad.trace");
+    std::fs::write(&trace, "1\n2\n1.5\n").unwrap();
+    let trace_arg = format!("trace={}", trace.display());
+    let schedule_arg = schedule.display().to_string();
+    let before = tb.link_status().unwrap();
+    let pid = tb.emulator_pid();
+    for (args, expected) in [
+        (vec!["wan", "loss=150%"], "argument 2: loss: '150%'"),
+        (
+            vec!["wan", "colour=red"],
+            "argument 2: unknown field `colour`",
+        ),
+        (vec!["lan", "delay=1ms"], "argument 1: no link 'lan'"),
+        (vec!["wan.up", "delay=1ms"], "'up' is not a direction"),
+        (
+            vec!["wan", "delay=1ms", &trace_arg],
+            "bad.trace: line 3: '1.5'",
+        ),
+        (
+            vec!["--schedule", &schedule_arg],
+            "sched.toml: line 6: step.at: 1 s comes before",
+        ),
+    ] {
+        let out = linkperf_testbed(&["set", "--testbed", "lpt12-bad"])
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        println!(
+            "  set {}: exit {:?}: {}",
+            args.join(" "),
+            out.status.code(),
+            err.trim()
+        );
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains(expected), "{err}");
+    }
+    let after = tb.link_status().unwrap();
+    for (b, a) in before.iter().zip(&after) {
+        assert_eq!(
+            a.params, b.params,
+            "bad input changed {} {}",
+            a.link_name, a.direction
+        );
+    }
+    assert_eq!(tb.emulator_pid(), pid);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// UDP echo probes every `gap` for `span`: (send time on CLOCK_MONOTONIC, RTT in ms).
+fn timed_rtts(ns: &str, server: SocketAddr, gap: Duration, span: Duration) -> Vec<(u64, f64)> {
+    let ns = ns.to_string();
+    spawn_in(&ns, move || {
+        let sock = UdpSocket::bind("0.0.0.0:0").unwrap();
+        sock.connect(server).unwrap();
+        sock.set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let start = Instant::now();
+        let mut out = Vec::new();
+        let mut buf = [0u8; 64];
+        let mut i = 0u64;
+        while start.elapsed() < span {
+            let sent = mono_ns();
+            sock.send(&i.to_be_bytes()).unwrap();
+            while let Ok(n) = sock.recv(&mut buf) {
+                if n == 8 && buf[..8] == i.to_be_bytes() {
+                    out.push((sent, (mono_ns() - sent) as f64 / 1e6));
+                    break;
+                }
+            }
+            i += 1;
+            std::thread::sleep(gap);
+        }
+        out
+    })
+    .join()
+    .unwrap()
+}
+
+fn a_schedule_steps_and_repeats() {
+    let tb = Guard::up("lpt12-sched", &pair("name = \"wan\"\ndelay = \"5ms\""));
+    let dir = temp_dir("sched");
+    let file = dir.join("steps.toml");
+    std::fs::write(
+        &file,
+        "repeat = \"600ms\"\n[[step]]\nat = \"0s\"\nlink = \"wan\"\ndelay = \"5ms\"\n\
+         [[step]]\nat = \"300ms\"\nlink = \"wan\"\ndelay = \"15ms\"\n",
+    )
+    .unwrap();
+    let _echo = start_udp_echo(&ns(&tb, "b"), 7121);
+    let schedule = schedule_from_file(&file, tb.topology()).unwrap();
+    let asked = mono_ns();
+    tb.start_schedule(&schedule).unwrap();
+    let started = (asked + mono_ns()) / 2;
+    let server: SocketAddr = (tb.ipv4("b").unwrap(), 7121).into();
+    let rtts = timed_rtts(
+        &ns(&tb, "a"),
+        server,
+        Duration::from_millis(3),
+        Duration::from_millis(1900),
+    );
+    // The delay in force at time t (ns since the schedule started), as the file says.
+    let delay_at = |t: f64| {
+        if t.rem_euclid(600e6) < 300e6 {
+            5.0
+        } else {
+            15.0
+        }
+    };
+    let near_step = |t: f64| {
+        let phase = t.rem_euclid(300e6);
+        !(2e6..=298e6).contains(&phase)
+    };
+    let (mut checked, mut worst) = (0, 0.0f64);
+    for &(sent, rtt) in &rtts {
+        // The request leaves at once, the reply when the request arrives: each takes the
+        // delay in force when it reaches the link. Probes near a step may see either.
+        let t = sent as f64 - started as f64;
+        let reply = t + delay_at(t) * 1e6;
+        if near_step(t) || near_step(reply) {
+            continue;
+        }
+        let expected = delay_at(t) + delay_at(reply);
+        worst = worst.max((rtt - expected).abs());
+        checked += 1;
+    }
+    let status = tb.link_status().unwrap();
+    let doc = linkperf_testbed::cli::status_document(&[Testbed::attach("lpt12-sched").unwrap()]);
+    let schedule = &doc["testbeds"][0]["schedule"];
+    println!(
+        "  {} probes, {checked} away from steps: worst |RTT - schedule| {:.3} ms; status: step {}, pass {}",
+        rtts.len(),
+        worst,
+        schedule["step"],
+        schedule["pass"]
+    );
+    // One probe at a time, each waiting for its answer (10-30 ms): about 100 in 1.9 s.
+    assert!(checked > 50, "{checked}");
+    // Host stacks and wake-ups add well under a millisecond on a loaded machine.
+    assert!(
+        worst < 1.0,
+        "an RTT did not follow the schedule by {worst} ms"
+    );
+    assert!(schedule["pass"].as_u64().unwrap() >= 2, "{schedule}");
+    assert!(schedule["step"].is_u64());
+    assert!(status
+        .iter()
+        .all(|d| [5_000_000, 15_000_000].contains(&d.params.delay_ns)));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn repo_file(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(path)
+}
+
+fn a_trace_driven_link_delivers_at_its_opportunities() {
+    let trace = repo_file("examples/traces/constant-24mbps.trace");
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let times: Vec<u64> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
+    // mahimahi: each line is one opportunity to deliver 1504 bytes; the trace repeats with
+    // its last time as the period.
+    let capacity = times.len() as f64 * 1504.0 * 8.0 / (*times.last().unwrap() as f64 / 1e3);
+    let tb = Guard::up(
+        "lpt12-trace",
+        &pair(&format!(
+            "[link.a_to_b]\ntrace = \"{}\"\nqueue_packets = 2000",
+            trace.display()
+        )),
+    );
+    let to = (tb.ipv4("b").unwrap(), 9124).into();
+    let sink = start_udp_sink(
+        &ns(&tb, "b"),
+        9124,
+        Duration::from_millis(500),
+        Duration::from_secs(8),
+    );
+    // 1.5x the capacity for 2.5 s: the queue stays full, every opportunity is used.
+    let offered = 1.5 * capacity;
+    let count = (offered * 2.5 / (1472.0 * 8.0)) as u64;
+    send_udp(&ns(&tb, "a"), to, 1472, count, offered, 0);
+    let arrivals = sink.join().unwrap();
+    // Trace opportunities count IP bytes: a 1472-byte payload is a 1500-byte IP packet.
+    let rate = arrival_rate(
+        &arrivals,
+        Duration::from_millis(500),
+        Duration::from_millis(2400),
+        |len| len as u64 + 28,
+    );
+    println!(
+        "  trace {}: capacity {:.3} Mbit/s, delivered {:.3} Mbit/s of IP packets",
+        trace.display(),
+        capacity / 1e6,
+        rate / 1e6
+    );
+    assert!(
+        (rate / capacity - 1.0).abs() <= 0.02,
+        "{rate} vs {capacity}"
+    );
+}
