@@ -1,8 +1,11 @@
-//! The archive export, read and checked: required fields fail with one line
+//! The archive export, read and checked against its schema (`SCHEMA`): required fields fail with one line
 //! naming the field; unknown fields are ignored; optional ones may be absent.
 
-use crate::ReportError;
+use crate::error::ReportError;
 use serde_json::Value;
+
+/// The JSON schema an export must carry.
+pub const SCHEMA: &str = "linkperf/1";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -276,20 +279,20 @@ fn check_schema(v: &Value) -> Result<(), ReportError> {
     let schema = schema
         .as_str()
         .ok_or_else(|| wrong("schema", "a string", schema))?;
-    if schema == crate::SCHEMA {
+    if schema == SCHEMA {
         return Ok(());
     }
     if let Some(version) = schema.strip_prefix("linkperf/") {
         if version.parse::<u32>().map(|n| n > 1).unwrap_or(false) {
             return Err(ReportError::new(format!(
                 "export schema '{schema}' is newer than this linkperf understands ({}): upgrade linkperf",
-                crate::SCHEMA
+                SCHEMA
             )));
         }
     }
     Err(ReportError::new(format!(
         "not a linkperf export: schema is '{schema}', expected '{}'",
-        crate::SCHEMA
+        SCHEMA
     )))
 }
 

@@ -39,6 +39,7 @@
 //! assert!(html.starts_with("<!DOCTYPE html>") && html.contains("<svg"));
 //! ```
 
+mod error;
 mod export;
 mod format;
 mod html;
@@ -48,39 +49,8 @@ mod rr;
 mod scale;
 mod svg;
 
-use std::fmt;
-
-/// Why an export could not be turned into a report; `Display` is one line
-/// naming what was wrong.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReportError {
-    message: String,
-}
-
-impl ReportError {
-    pub(crate) fn new(message: impl Into<String>) -> ReportError {
-        let message: String = message.into();
-        // One line whatever the cause carried.
-        let message = message.split_whitespace().collect::<Vec<_>>().join(" ");
-        ReportError { message }
-    }
-
-    /// The message, one line.
-    pub fn message(&self) -> &str {
-        &self.message
-    }
-}
-
-impl fmt::Display for ReportError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for ReportError {}
-
-/// The JSON schema an export must carry.
-pub const SCHEMA: &str = "linkperf/1";
+pub use error::ReportError;
+pub use export::SCHEMA;
 
 /// Renders an archive export as one self-contained HTML document.
 pub fn render(export: &serde_json::Value) -> Result<String, ReportError> {

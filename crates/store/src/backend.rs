@@ -2,7 +2,8 @@
 //! positional `$1, $2, ...` parameters (both SQLite and PostgreSQL accept that
 //! spelling) and get rows back as plain cells.
 
-use crate::StoreError;
+use crate::error::StoreError;
+use serde_json::Value;
 use std::collections::HashMap;
 
 /// A parameter. Typed even when NULL, because PostgreSQL checks parameter types.
@@ -275,4 +276,10 @@ fn pg_row(row: &postgres::Row) -> Result<Row, StoreError> {
         cells.push(cell);
     }
     Ok(cells)
+}
+
+/// A JSON column's value; `what` names the column in the error.
+pub(crate) fn parse_json(cell: &Cell, what: &str) -> Result<Value, StoreError> {
+    serde_json::from_str(cell.text().unwrap_or("null"))
+        .map_err(|e| StoreError::new(format!("the archive holds invalid JSON in {what}: {e}")))
 }

@@ -2,9 +2,50 @@
 //! and a `linkperf campaign run -J` document (schema `linkperf/1`), so
 //! queries need not parse the stored JSON.
 
-use crate::{NewRun, RunMetrics, Sample};
+use crate::records::{NewRun, RunMetrics, Sample};
 use serde_json::Value;
 use std::collections::BTreeSet;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Now, in milliseconds since 1970: a report's start time when it has none.
+pub(crate) fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+impl NewRun {
+    /// A `linkperf client -J` report, with its columns and samples extracted.
+    pub fn from_test_report(report: Value) -> NewRun {
+        test_run(report)
+    }
+
+    /// Any other kind of result: the JSON and what the caller knows. The
+    /// numeric columns of a "campaign" (a `linkperf campaign run -J`
+    /// document) are taken from it; other kinds' stay empty unless filled in.
+    pub fn other(kind: &str, host: &str, started_unix_ms: i64, report: Value) -> NewRun {
+        let metrics = if kind == "campaign" {
+            campaign_metrics(&report)
+        } else {
+            RunMetrics::default()
+        };
+        NewRun {
+            kind: kind.into(),
+            started_unix_ms,
+            host: host.into(),
+            slot: None,
+            config: None,
+            local_facts: None,
+            remote_facts: None,
+            metrics,
+            samples: vec![],
+            rr: None,
+            rr_sizes: vec![],
+            report,
+        }
+    }
+}
 
 pub(crate) fn f(v: &Value, pointer: &str) -> Option<f64> {
     v.pointer(pointer).and_then(Value::as_f64)
@@ -25,7 +66,7 @@ pub fn test_run(report: Value) -> NewRun {
     samples.extend(summary_samples(&report));
     NewRun {
         kind: "test".into(),
-        started_unix_ms: i(&report, "/start/timestamp_unix_ms").unwrap_or_else(crate::now_ms),
+        started_unix_ms: i(&report, "/start/timestamp_unix_ms").unwrap_or_else(now_ms),
         host: s(&report, "/test/server").unwrap_or_default(),
         slot: None,
         config: report.get("test").cloned(),

@@ -17,9 +17,7 @@ mod rr;
 mod schema;
 mod write;
 
-use backend::{Cell, Conn};
-use serde_json::Value;
-use std::time::{SystemTime, UNIX_EPOCH};
+use backend::Conn;
 
 pub use error::StoreError;
 pub use extract::senders_congestion;
@@ -28,27 +26,14 @@ pub use location::{
     postgres_schema_url, Access, Location,
 };
 pub use records::{
-    EntryKind, ListEntry, ListFilter, NewRun, NewSweep, RunMetrics, RunRow, Sample, SweepRow,
-    SweepSlot,
+    EntryKind, ListEntry, ListFilter, NewRun, NewSweep, RrFigures, RrSize, RunMetrics, RunRow,
+    Sample, SweepRow, SweepSlot,
 };
-pub use rr::{RrFigures, RrSize};
 pub use schema::SCHEMA_VERSION;
-
-pub(crate) fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
 
 pub struct Store {
     conn: Conn,
     location: Location,
-}
-
-pub(crate) fn parse_json(cell: &Cell, what: &str) -> Result<Value, StoreError> {
-    serde_json::from_str(cell.text().unwrap_or("null"))
-        .map_err(|e| StoreError::new(format!("the archive holds invalid JSON in {what}: {e}")))
 }
 
 impl Store {

@@ -4,7 +4,7 @@
 //! PostgreSQL URL.
 
 use crate::backend::Conn;
-use crate::StoreError;
+use crate::error::StoreError;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

@@ -1,11 +1,12 @@
 //! Reading the archive back: runs, samples, sweeps, rr sizes and the list of
 //! entries, turned from rows into the records of `records`. It never writes.
 
-use crate::backend::{Row, Val};
-use crate::{
-    parse_json, rr, EntryKind, ListEntry, ListFilter, RrSize, RunMetrics, RunRow, Sample, Store,
-    StoreError, SweepRow, SweepSlot,
+use crate::backend::{parse_json, Row, Val};
+use crate::error::StoreError;
+use crate::records::{
+    EntryKind, ListEntry, ListFilter, RrSize, RunMetrics, RunRow, Sample, SweepRow, SweepSlot,
 };
+use crate::{rr, Store};
 
 /// figures; a query may add `r.report` after them, at `REPORT_AT`.
 const RUN_COLUMNS: &str = "r.id, r.kind, r.started_unix_ms, r.host, r.sweep_id, r.point, \

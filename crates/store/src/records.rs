@@ -1,10 +1,8 @@
-//! The records the archive takes and gives back (runs, samples, sweeps,
-//! list entries and filters), as plain data, and a new run made from a
-//! report (its figures picked out by `extract` and `rr`). No SQL and no I/O
-//! here: the reading and writing live in `read` and `write`.
+//! The records the archive takes and gives back (runs, samples, rr figures,
+//! sweeps, list entries and filters), as plain data. No SQL, no I/O and no
+//! JSON picking here: a new run is made from a report in `extract` (tests,
+//! campaigns) and `rr`, the reading and writing live in `read` and `write`.
 
-use crate::extract;
-use crate::rr::{self, RrFigures, RrSize};
 use serde_json::Value;
 
 /// Which sweep point and repetition a run belongs to.
@@ -79,41 +77,6 @@ pub struct NewRun {
 }
 
 impl NewRun {
-    /// A `linkperf client -J` report, with its columns and samples extracted.
-    pub fn from_test_report(report: Value) -> NewRun {
-        extract::test_run(report)
-    }
-
-    /// A `linkperf rr -J` report, with its figures extracted.
-    pub fn from_rr_report(report: Value) -> NewRun {
-        rr::rr_run(report)
-    }
-
-    /// Any other kind of result: the JSON and what the caller knows. The
-    /// numeric columns of a "campaign" (a `linkperf campaign run -J`
-    /// document) are taken from it; other kinds' stay empty unless filled in.
-    pub fn other(kind: &str, host: &str, started_unix_ms: i64, report: Value) -> NewRun {
-        let metrics = if kind == "campaign" {
-            extract::campaign_metrics(&report)
-        } else {
-            RunMetrics::default()
-        };
-        NewRun {
-            kind: kind.into(),
-            started_unix_ms,
-            host: host.into(),
-            slot: None,
-            config: None,
-            local_facts: None,
-            remote_facts: None,
-            metrics,
-            samples: vec![],
-            rr: None,
-            rr_sizes: vec![],
-            report,
-        }
-    }
-
     pub fn in_sweep(mut self, slot: SweepSlot) -> NewRun {
         self.slot = Some(slot);
         self
@@ -192,4 +155,46 @@ pub struct ListFilter {
 pub enum EntryKind {
     Sweep,
     Run(String),
+}
+
+/// The figures of one rr run. Latencies in milliseconds.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RrFigures {
+    /// rr, connect, cold, sizes or load.
+    pub mode: String,
+    pub request: Option<i64>,
+    pub response: Option<i64>,
+    pub burst: Option<i64>,
+    pub transactions: Option<i64>,
+    pub attempted: Option<i64>,
+    pub transactions_per_second: Option<f64>,
+    pub rtt_min_ms: Option<f64>,
+    pub rtt_p50_ms: Option<f64>,
+    pub rtt_p90_ms: Option<f64>,
+    pub rtt_p99_ms: Option<f64>,
+    pub rtt_p999_ms: Option<f64>,
+    pub rtt_max_ms: Option<f64>,
+    pub rtt_stddev_ms: Option<f64>,
+    /// `--load`: before the load started and while it ran.
+    pub idle_rtt_p50_ms: Option<f64>,
+    pub idle_rtt_p99_ms: Option<f64>,
+    pub loaded_rtt_p50_ms: Option<f64>,
+    pub loaded_rtt_p99_ms: Option<f64>,
+    /// `--sizes`: RTT = intercept + slope x size.
+    pub fit_intercept_ms: Option<f64>,
+    pub fit_slope_us_per_byte: Option<f64>,
+    pub fit_r2: Option<f64>,
+}
+
+/// One message size of `linkperf rr --sizes`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RrSize {
+    pub size: i64,
+    pub request: i64,
+    pub response: i64,
+    pub transactions: i64,
+    pub lost: Option<i64>,
+    pub rtt_mean_ms: Option<f64>,
+    pub rtt_p50_ms: Option<f64>,
+    pub rtt_p99_ms: Option<f64>,
 }

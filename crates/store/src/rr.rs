@@ -1,53 +1,19 @@
 //! `linkperf rr` results in the archive: the run's figures in `rr_runs`
 //! and, with `--sizes`, one `rr_sizes` row per message size, taken from the
 //! `linkperf rr -J` document (schema/linkperf-rr-1.schema.json) so queries
-//! need not parse the stored JSON.
+//! need not parse the stored JSON. The figures' types are in `records`.
 
 use crate::backend::{Conn, Row};
-use crate::extract::{f, i, s};
-use crate::{NewRun, RunMetrics, StoreError};
+use crate::error::StoreError;
+use crate::extract::{f, i, now_ms, s};
+use crate::records::{NewRun, RrFigures, RrSize, RunMetrics};
 use serde_json::Value;
 
-/// The figures of one rr run. Latencies in milliseconds.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct RrFigures {
-    /// rr, connect, cold, sizes or load.
-    pub mode: String,
-    pub request: Option<i64>,
-    pub response: Option<i64>,
-    pub burst: Option<i64>,
-    pub transactions: Option<i64>,
-    pub attempted: Option<i64>,
-    pub transactions_per_second: Option<f64>,
-    pub rtt_min_ms: Option<f64>,
-    pub rtt_p50_ms: Option<f64>,
-    pub rtt_p90_ms: Option<f64>,
-    pub rtt_p99_ms: Option<f64>,
-    pub rtt_p999_ms: Option<f64>,
-    pub rtt_max_ms: Option<f64>,
-    pub rtt_stddev_ms: Option<f64>,
-    /// `--load`: before the load started and while it ran.
-    pub idle_rtt_p50_ms: Option<f64>,
-    pub idle_rtt_p99_ms: Option<f64>,
-    pub loaded_rtt_p50_ms: Option<f64>,
-    pub loaded_rtt_p99_ms: Option<f64>,
-    /// `--sizes`: RTT = intercept + slope x size.
-    pub fit_intercept_ms: Option<f64>,
-    pub fit_slope_us_per_byte: Option<f64>,
-    pub fit_r2: Option<f64>,
-}
-
-/// One message size of `linkperf rr --sizes`.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct RrSize {
-    pub size: i64,
-    pub request: i64,
-    pub response: i64,
-    pub transactions: i64,
-    pub lost: Option<i64>,
-    pub rtt_mean_ms: Option<f64>,
-    pub rtt_p50_ms: Option<f64>,
-    pub rtt_p99_ms: Option<f64>,
+impl NewRun {
+    /// A `linkperf rr -J` report, with its figures extracted.
+    pub fn from_rr_report(report: Value) -> NewRun {
+        rr_run(report)
+    }
 }
 
 /// Builds the stored form of a `linkperf rr -J` document.
@@ -105,7 +71,7 @@ pub fn rr_run(report: Value) -> NewRun {
         .collect();
     NewRun {
         kind: "rr".into(),
-        started_unix_ms: i(&report, "/start/timestamp_unix_ms").unwrap_or_else(crate::now_ms),
+        started_unix_ms: i(&report, "/start/timestamp_unix_ms").unwrap_or_else(now_ms),
         host: s(&report, "/test/server").unwrap_or_default(),
         slot: None,
         config: report.get("test").cloned(),

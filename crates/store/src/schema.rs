@@ -2,8 +2,9 @@
 //! spelling of an auto-numbered key, and the steps from one version to the
 //! next.
 
-use crate::backend::Conn;
-use crate::{extract, parse_json, StoreError};
+use crate::backend::{parse_json, Conn};
+use crate::error::StoreError;
+use crate::extract;
 
 /// The schema this build writes and understands.
 pub const SCHEMA_VERSION: i64 = 2;

@@ -1,5 +1,5 @@
 use super::*;
-use serde_json::json;
+use serde_json::{json, Value};
 
 /// A trimmed `linkperf client -J` document: two intervals, one stream.
 pub(crate) fn sample_report(server: &str, received: f64) -> Value {

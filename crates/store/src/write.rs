@@ -3,7 +3,9 @@
 //! all. It must not read results back for callers (that is `read`).
 
 use crate::backend::{Conn, Val};
-use crate::{rr, NewRun, NewSweep, Store, StoreError};
+use crate::error::StoreError;
+use crate::records::{NewRun, NewSweep};
+use crate::{rr, Store};
 use serde_json::Value;
 
 impl Store {

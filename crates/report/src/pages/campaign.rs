@@ -3,7 +3,7 @@
 //! per-host tables. It must not read the intervals of single runs.
 
 use super::sections::{config_section, hosts_section, runs_section};
-use super::{legend_only, mean, or_dash};
+use super::shared::{legend_only, mean, or_dash};
 use crate::export::{Export, Phase};
 use crate::format;
 use crate::html::{Cell, Section, Table};

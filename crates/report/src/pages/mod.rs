@@ -1,24 +1,25 @@
 //! The pages: sweep, single run, campaign (and rr, in `crate::rr`); each with
 //! its plots, the tables people publish, host facts, the test configuration
 //! and every run. This module picks the page by the export's kind and wraps
-//! it in the banners and footer; it holds the small readers every page uses.
-//! It must not build a page's plots or tables itself: each page kind has its
-//! own module.
+//! it in the banners and footer; the small readers every page uses are in
+//! `shared`. It must not build a page's plots or tables itself: each page
+//! kind has its own module.
 
 mod campaign;
+mod directions;
 mod params;
 mod run;
 mod run_plots;
 mod sections;
+mod shared;
 mod sweep;
 
-use crate::export::{scalar_text, Export, Kind, PointData, RunData};
-use crate::format;
+use crate::export::{Export, Kind, RunData};
 use crate::html;
-use crate::plots::Series;
 use campaign::campaign_page;
 use run::run_page;
 use serde_json::Value;
+use shared::{id_list, interrupted, stopped_after};
 use sweep::sweep_page;
 
 pub fn render(ex: &Export) -> String {
@@ -37,7 +38,7 @@ pub fn render(ex: &Export) -> String {
         "Made by `linkperf report` from an archive export (schema {}), measured with {software}. \
          Rates in bits/s with SI prefixes (1 Mbit/s = 10^6 bit/s); sizes in bytes with binary \
          prefixes (1 KiB = 1024 bytes). Hover a point or bar for its value.",
-        crate::SCHEMA
+        crate::export::SCHEMA
     );
     html::document_with_banners(&title, &subtitle, &banners(ex), &sections, &footer)
 }
@@ -97,92 +98,4 @@ fn banners(ex: &Export) -> Vec<String> {
         }
     }
     out
-}
-
-fn f(v: &Value, ptr: &str) -> Option<f64> {
-    v.pointer(ptr).and_then(Value::as_f64)
-}
-
-fn s(v: &Value, ptr: &str) -> Option<String> {
-    v.pointer(ptr).and_then(scalar_text)
-}
-
-fn or_dash(v: Option<String>) -> String {
-    v.unwrap_or_else(|| "–".to_string())
-}
-
-fn legend_only(label: &str, color: &'static str, dash: Option<&'static str>) -> Series {
-    let mut s = Series::new(label, color);
-    s.dash = dash;
-    s
-}
-
-fn protocol_of(ex: &Export) -> Option<String> {
-    ex.runs
-        .iter()
-        .find_map(|r| s(r.report, "/test/protocol"))
-        .or_else(|| {
-            ex.sweep
-                .as_ref()
-                .and_then(|sw| sw.base_options)
-                .and_then(|b| {
-                    if b.get("udp").and_then(Value::as_bool) == Some(true) {
-                        Some("udp".to_string())
-                    } else {
-                        s(b, "/protocol")
-                    }
-                })
-        })
-}
-
-/// The anchor of a point's row in the table of all points.
-fn point_anchor(p: &PointData) -> String {
-    format!("#point-{}", p.index)
-}
-
-/// The anchor of a run's row in the table of all runs.
-fn run_anchor(id: i64) -> String {
-    format!("#run-{id}")
-}
-
-/// Whether a run was stopped early (Ctrl-C): its numbers cover part of it.
-fn interrupted(rep: &Value) -> bool {
-    rep.get("interrupted").and_then(Value::as_bool) == Some(true)
-}
-
-/// "stopped after 2.1 s of 10 s": how much of an interrupted run ran.
-fn stopped_after(rep: &Value) -> String {
-    let ran = f(rep, "/summary/sent/seconds")
-        .filter(|s| *s > 0.0)
-        .or_else(|| {
-            rep.get("intervals")
-                .and_then(Value::as_array)
-                .and_then(|a| a.last())
-                .and_then(|iv| f(iv, "/end"))
-        });
-    let planned = f(rep, "/test/duration_s");
-    match (ran, planned) {
-        (Some(r), Some(p)) => format!(
-            "stopped after {} s of {} s",
-            format::trim(r, 1),
-            format::trim(p, 2)
-        ),
-        (Some(r), None) => format!("stopped after {} s", format::trim(r, 1)),
-        _ => "stopped early".to_string(),
-    }
-}
-
-fn id_list(ids: &[i64]) -> String {
-    if ids.len() > 12 {
-        format!("{} … {} ({} runs)", ids[0], ids[ids.len() - 1], ids.len())
-    } else {
-        ids.iter()
-            .map(|i| i.to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-}
-
-fn mean(v: &[f64]) -> Option<f64> {
-    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }

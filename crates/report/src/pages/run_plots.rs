@@ -2,8 +2,8 @@
 //! UDP loss and jitter, TCP RTT and congestion window, each stream with its
 //! own colour, dash and marker. Plot data only: the tables are `run`'s.
 
-use super::f;
-use super::run::{Direction, JitterStats};
+use super::directions::{Direction, JitterStats};
+use super::shared::f;
 use crate::format;
 use crate::plots::{color, marker, Axis, Band, LinePlot, Point, Quantity, Rule, Series};
 use serde_json::Value;

@@ -2,7 +2,7 @@
 //! to every run), the host facts of both ends, and the table of all runs.
 //! They read only the export and draw no plots.
 
-use super::{f, id_list, interrupted, run_anchor, s, stopped_after};
+use super::shared::{f, id_list, interrupted, run_anchor, s, stopped_after};
 use crate::export::{scalar_text, Export, Kind, RunData, Vary};
 use crate::format;
 use crate::html::{self, Cell, Section, Table};

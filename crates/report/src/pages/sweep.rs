@@ -5,7 +5,7 @@
 
 use super::params::{tip, ErrorBars, ParamAxis, RateCells};
 use super::sections::{config_section, hosts_section, runs_section};
-use super::{interrupted, legend_only, point_anchor, protocol_of, run_anchor};
+use super::shared::{interrupted, legend_only, point_anchor, protocol_of, run_anchor};
 use crate::export::{Export, PointData, RunData, Stat};
 use crate::format;
 use crate::html::{Cell, Section, Table};

@@ -1,7 +1,8 @@
 //! Axis layout: the range, unit, ticks and tick labels of an axis from the
 //! data it shows, thinned so labels do not overlap. It draws nothing.
 
-use super::{Axis, Quantity, AXIS_TITLE_GAP, TICK_LEN};
+use super::frame::{AXIS_TITLE_GAP, TICK_LEN};
+use super::model::{Axis, Quantity};
 use crate::format::{self, Unit};
 use crate::scale::{linear_ticks, log_ticks, tick_label, Scale};
 use crate::svg::{text_width, FONT};

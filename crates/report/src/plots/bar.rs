@@ -3,8 +3,9 @@
 //! `legend`; it must not choose units or colours.
 
 use super::axes::{finite_range, resolve_y, y_axis_width, Resolved};
+use super::frame::{titled_svg, AXIS_TITLE_GAP, TICK_LEN, TITLE_H};
 use super::legend::{draw_legend, legend_rows, LegendItem, LEGEND_ROW};
-use super::{titled_svg, Axis, Quantity, Rule, AXIS_TITLE_GAP, TICK_LEN, TITLE_H};
+use super::model::{Axis, Quantity, Rule};
 use crate::format;
 use crate::scale::Scale;
 use crate::svg::{text_width, Anchor, Stroke, Svg, Text, FONT};

@@ -2,7 +2,7 @@
 //! plot's width, and drawn with each series' colour, dash and marker. It
 //! knows nothing of the plot's data.
 
-use super::{BAND_OPACITY, BAND_WIDTH};
+use super::model::{BAND_OPACITY, BAND_WIDTH};
 use crate::svg::{text_width, Marker, Stroke, Svg, Text, FONT};
 
 pub(super) const LEGEND_ROW: f64 = 20.0;
