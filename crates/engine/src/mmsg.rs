@@ -28,7 +28,7 @@ pub struct SendBatch {
     len: usize,
     segments: usize,
     control: Vec<[u64; CMSG_SPACE / 8]>,
-    format: crate::UdpFormat,
+    format: crate::udpformat::UdpFormat,
 }
 
 impl SendBatch {
@@ -62,12 +62,12 @@ impl SendBatch {
             len,
             segments,
             control: vec![[0u64; CMSG_SPACE / 8]; messages],
-            format: crate::UdpFormat::Linkperf,
+            format: crate::udpformat::UdpFormat::Linkperf,
         }
     }
 
     /// The header written into each datagram (linkperf's unless told otherwise).
-    pub fn set_format(&mut self, format: crate::UdpFormat) {
+    pub fn set_format(&mut self, format: crate::udpformat::UdpFormat) {
         self.format = format;
     }
 

@@ -59,7 +59,7 @@ pub struct LocalSide {
     control_cpu: Option<(std::thread::ThreadId, ThreadCpu)>,
     same_clock: bool,
     warnings: Vec<String>,
-    udp_format: crate::UdpFormat,
+    udp_format: crate::udpformat::UdpFormat,
 }
 
 /// A stream's counters right now (for owners that must wait for a byte count).
@@ -130,12 +130,12 @@ impl LocalSide {
             control_cpu: None,
             same_clock,
             warnings,
-            udp_format: crate::UdpFormat::default(),
+            udp_format: crate::udpformat::UdpFormat::default(),
         }
     }
 
     /// Frames UDP datagrams as `format` (call before [`LocalSide::start`]).
-    pub fn set_udp_format(&mut self, format: crate::UdpFormat) {
+    pub fn set_udp_format(&mut self, format: crate::udpformat::UdpFormat) {
         self.udp_format = format;
     }
 

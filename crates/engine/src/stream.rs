@@ -97,7 +97,7 @@ pub struct StreamParams {
     pub end: Option<Instant>,
     pub zerocopy: bool,
     /// UDP datagram framing (iperf3's for iperf3 peers).
-    pub udp_format: crate::UdpFormat,
+    pub udp_format: crate::udpformat::UdpFormat,
 }
 
 fn now_unix_ns() -> u64 {

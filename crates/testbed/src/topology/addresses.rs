@@ -1,8 +1,8 @@
 //! The address plan: explicit addresses kept, the others numbered from the subnets.
 
+use super::model::{Host, DEFAULT_SUBNET, DEFAULT_SUBNET6};
 use super::parse::Parser;
 use super::raw::RawFile;
-use super::{Host, DEFAULT_SUBNET, DEFAULT_SUBNET6};
 use crate::error::TestbedError;
 use std::collections::BTreeSet;
 use std::net::{Ipv4Addr, Ipv6Addr};

@@ -3,9 +3,9 @@
 //! `testbed set`. Links are named by their `name` or by their ends (`a-b` or `b-a`), with an
 //! optional direction (`wan.a_to_b`).
 
+use super::model::{Link, Topology, MAX_MTU, MIN_MTU};
 use super::parse::{join_key, Parser};
 use super::raw::{DirectionKeys, RawSchedule, RawSet};
-use super::{Link, Topology, MAX_MTU, MIN_MTU};
 use crate::error::TestbedError;
 use crate::schedule::{LinkChange, Schedule, Step};
 use std::path::{Path, PathBuf};

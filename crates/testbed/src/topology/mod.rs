@@ -1,81 +1,26 @@
 //! The topology file: hosts, switches and links, parsed with every error tied to its file,
 //! key and line, then resolved (presets merged, addresses assigned, shape checked).
 //!
-//! This module holds the resolved types; `raw` the file's serde shape, `parse` the checks
+//! `model` holds the resolved types; `raw` the file's serde shape, `parse` the checks
 //! and conversions, `addresses` the address plan, `changes` schedules and `testbed set`
 //! arguments (changes to running links, checked the same way).
 
 mod addresses;
 mod changes;
+mod model;
 mod parse;
 mod raw;
 #[cfg(test)]
 mod tests;
 
 use crate::error::TestbedError;
-use crate::params::DirectionParams;
-use crate::schedule::Schedule;
 pub use changes::{parse_set_args, resolve_link, schedule_from_file};
+pub use model::{
+    validate_name, Host, Link, Switch, Topology, DEFAULT_SUBNET, DEFAULT_SUBNET6, MAX_MTU,
+    MAX_NAME_LEN, MIN_MTU,
+};
 use parse::Parser;
-use serde::{Deserialize, Serialize};
-use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::Path;
-
-pub const DEFAULT_SUBNET: &str = "10.50.0.0/24";
-pub const DEFAULT_SUBNET6: &str = "fd00:50::/64";
-/// Longest name allowed for a testbed, host or switch (they end up in namespace names).
-pub const MAX_NAME_LEN: usize = 32;
-pub const MIN_MTU: u32 = 576;
-pub const MAX_MTU: u32 = 65_000;
-
-/// A resolved topology: every value checked, presets merged, addresses assigned.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Topology {
-    pub name: String,
-    /// Seed of the impairment RNGs; absent means fresh entropy on every `up`.
-    pub seed: Option<u64>,
-    pub hosts: Vec<Host>,
-    pub switches: Vec<Switch>,
-    pub links: Vec<Link>,
-    /// Link changes started at `up` (the file's `[schedule]`).
-    #[serde(default)]
-    pub schedule: Option<Schedule>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Host {
-    pub name: String,
-    pub ipv4: Ipv4Addr,
-    pub ipv4_prefix: u8,
-    pub ipv6: Ipv6Addr,
-    pub ipv6_prefix: u8,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Switch {
-    pub name: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Link {
-    /// The name `testbed set` and schedules may use (they may also name a link by its ends).
-    #[serde(default)]
-    pub name: Option<String>,
-    /// `a_to_b` runs from `ends[0]` to `ends[1]`.
-    pub ends: [String; 2],
-    pub preset: Option<String>,
-    pub mtu: u32,
-    /// Checksum and TCP segmentation offload on the link's devices, segments accounted one
-    /// by one by the emulator (see `gso`); false makes the kernel segment before the emulator.
-    #[serde(default = "offload_default")]
-    pub offload: bool,
-    pub a_to_b: DirectionParams,
-    pub b_to_a: DirectionParams,
-}
-
-fn offload_default() -> bool {
-    true
-}
 
 impl Topology {
     /// Parses topology text. `name` is the testbed name unless the text has a `name` key.
@@ -95,39 +40,4 @@ impl Topology {
         let dir = path.parent().map(Path::to_path_buf);
         Parser::file(path.display().to_string(), &text, dir).parse(stem)
     }
-
-    pub fn host(&self, name: &str) -> Option<&Host> {
-        self.hosts.iter().find(|h| h.name == name)
-    }
-
-    pub fn is_switch(&self, name: &str) -> bool {
-        self.switches.iter().any(|s| s.name == name)
-    }
-}
-
-impl Link {
-    /// Its name, or its ends as `a-b`.
-    pub fn label(&self) -> String {
-        self.name
-            .clone()
-            .unwrap_or_else(|| format!("{}-{}", self.ends[0], self.ends[1]))
-    }
-}
-
-/// Checks a testbed, host or switch name: it becomes part of namespace names and paths.
-pub fn validate_name(name: &str) -> Result<(), String> {
-    if name.is_empty() || name.len() > MAX_NAME_LEN {
-        return Err(format!(
-            "name '{name}' must be 1 to {MAX_NAME_LEN} characters"
-        ));
-    }
-    if !name
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-    {
-        return Err(format!(
-            "name '{name}' may contain only letters, digits, '-' and '_'"
-        ));
-    }
-    Ok(())
 }

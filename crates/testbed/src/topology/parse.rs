@@ -1,7 +1,7 @@
 //! Checking and converting the raw file: names, ends, presets, units, percentages, shape.
 
+use super::model::{offload_default, validate_name, Link, Switch, Topology, MAX_MTU, MIN_MTU};
 use super::raw::*;
-use super::{offload_default, validate_name, Link, Switch, Topology, MAX_MTU, MIN_MTU};
 use crate::error::TestbedError;
 use crate::framing::Framing;
 use crate::impairment::{GilbertElliott, JitterDistribution};

@@ -3,6 +3,7 @@
 use super::*;
 use crate::framing::Framing;
 use crate::impairment::JitterDistribution;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 const ISSUE_EXAMPLE: &str = r#"
 [[host]]
