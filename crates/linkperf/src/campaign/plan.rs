@@ -1,6 +1,6 @@
 //! From a parsed campaign file to the list of phases and flows to run.
 
-use super::file::{at, CampaignFile, FlowEntry, FlowOptions};
+use super::file::{at, CampaignFile, FlowEntry, FlowOptions, PhaseEntry};
 use linkperf_proto::{Direction, Protocol, TestConfig};
 use std::collections::BTreeSet;
 
@@ -245,18 +245,75 @@ fn entry_span(entry: &FlowEntry) -> std::ops::Range<usize> {
         .unwrap_or(0..0)
 }
 
+/// A checked campaign from its parsed file; errors name the file, line and key.
 pub fn build(
     path: &str,
     text: &str,
     file: CampaignFile,
     default_name: &str,
 ) -> Result<Campaign, String> {
+    let agents = agents(path, text, &file)?;
+    let names: BTreeSet<String> = agents.iter().map(|a| a.name.clone()).collect();
+    let interval_s = match &file.interval {
+        Some(v) => seconds(path, text, v, "interval")?,
+        None => 1.0,
+    };
+    if interval_s < 0.05 {
+        return Err(format!("{path}: key 'interval': use at least 50ms"));
+    }
+    let phases = file
+        .phases
+        .iter()
+        .map(|p| phase(path, text, p, &names, interval_s))
+        .collect::<Result<Vec<_>, _>>()?;
+    if phases.is_empty() {
+        return Err(format!("{path}: no [[phase]]: nothing to run"));
+    }
+    let sessions = *file.sessions.get_ref();
+    if sessions == 0 {
+        return Err(at(
+            path,
+            text,
+            file.sessions.span(),
+            "sessions",
+            "must be at least 1",
+        ));
+    }
+    let opt_seconds = |v: &Option<toml::Spanned<String>>, key: &str, default: f64| match v {
+        Some(v) => seconds(path, text, v, key),
+        None => Ok(default),
+    };
+    let campaign = Campaign {
+        name: file
+            .name
+            .clone()
+            .unwrap_or_else(|| default_name.to_string()),
+        sessions,
+        interval_s,
+        start_delay_s: opt_seconds(&file.start_delay, "start_delay", 1.0)?,
+        pause_s: opt_seconds(&file.pause, "pause", 0.5)?,
+        shortfall_percent: file.shortfall_percent.unwrap_or(2.0),
+        outlier_percent: file.outlier_percent.unwrap_or(5.0),
+        agents,
+        phases,
+        points: sweep_points(path, text, &file)?,
+    };
+    // Every point must give valid flows before anything runs.
+    for p in &campaign.points {
+        campaign
+            .phases_at(p)
+            .map_err(|m| format!("{path}: key 'vary': {m}"))?;
+    }
+    Ok(campaign)
+}
+
+/// The agents, each named once, reached by address or over SSH.
+fn agents(path: &str, text: &str, file: &CampaignFile) -> Result<Vec<Agent>, String> {
     let default_port = file.port.unwrap_or(linkperf_proto::DEFAULT_PORT);
-    let mut agents = Vec::new();
-    let mut names = BTreeSet::new();
+    let mut agents: Vec<Agent> = Vec::new();
     for a in &file.agents {
         let name = a.name.get_ref().clone();
-        if !names.insert(name.clone()) {
+        if agents.iter().any(|known| known.name == name) {
             return Err(at(
                 path,
                 text,
@@ -307,88 +364,66 @@ pub fn build(
             ssh_options: a.ssh_options.clone(),
         });
     }
-    let interval_s = match &file.interval {
-        Some(v) => seconds(path, text, v, "interval")?,
-        None => 1.0,
-    };
-    if interval_s < 0.05 {
-        return Err(format!("{path}: key 'interval': use at least 50ms"));
-    }
-    let mut phases = Vec::new();
-    for p in &file.phases {
-        let duration_s = seconds(path, text, &p.duration, "duration")?;
-        if duration_s <= 0.0 {
-            return Err(at(
-                path,
-                text,
-                p.duration.span(),
-                "duration",
-                "must be positive",
-            ));
-        }
-        let mut flows = Vec::new();
-        for entry in &p.flows {
-            let span = entry_span(entry);
-            let pairs = expand(entry).map_err(|m| at(path, text, span.clone(), "flow", &m))?;
-            let config = flow_config(&entry.options, duration_s, interval_s)
-                .map_err(|m| at(path, text, span.clone(), "flow", &m))?;
-            for (from, to) in pairs {
-                for n in [&from, &to] {
-                    if !names.contains(n) {
-                        return Err(at(
-                            path,
-                            text,
-                            span.clone(),
-                            "flow",
-                            &format!("no agent named '{n}'"),
-                        ));
-                    }
-                }
-                if from == to {
-                    return Err(at(
-                        path,
-                        text,
-                        span.clone(),
-                        "flow",
-                        &format!("'{from}' cannot test against itself"),
-                    ));
-                }
-                flows.push(Flow {
-                    from,
-                    to,
-                    options: entry.options.clone(),
-                    config: config.clone(),
-                });
-            }
-        }
-        if flows.is_empty() {
-            return Err(at(
-                path,
-                text,
-                p.name.span(),
-                "phase",
-                "a phase needs at least one flow",
-            ));
-        }
-        phases.push(Phase {
-            name: p.name.get_ref().clone(),
-            duration_s,
-            flows,
-        });
-    }
-    if phases.is_empty() {
-        return Err(format!("{path}: no [[phase]]: nothing to run"));
-    }
-    let sessions = *file.sessions.get_ref();
-    if sessions == 0 {
+    Ok(agents)
+}
+
+/// One phase: its length and its flows, each between two known agents.
+fn phase(
+    path: &str,
+    text: &str,
+    p: &PhaseEntry,
+    names: &BTreeSet<String>,
+    interval_s: f64,
+) -> Result<Phase, String> {
+    let duration_s = seconds(path, text, &p.duration, "duration")?;
+    if duration_s <= 0.0 {
         return Err(at(
             path,
             text,
-            file.sessions.span(),
-            "sessions",
-            "must be at least 1",
+            p.duration.span(),
+            "duration",
+            "must be positive",
         ));
     }
+    let mut flows = Vec::new();
+    for entry in &p.flows {
+        let span = entry_span(entry);
+        let bad = |m: &str| at(path, text, span.clone(), "flow", m);
+        let pairs = expand(entry).map_err(|m| bad(&m))?;
+        let config = flow_config(&entry.options, duration_s, interval_s).map_err(|m| bad(&m))?;
+        for (from, to) in pairs {
+            if let Some(n) = [&from, &to].into_iter().find(|n| !names.contains(*n)) {
+                return Err(bad(&format!("no agent named '{n}'")));
+            }
+            if from == to {
+                return Err(bad(&format!("'{from}' cannot test against itself")));
+            }
+            flows.push(Flow {
+                from,
+                to,
+                options: entry.options.clone(),
+                config: config.clone(),
+            });
+        }
+    }
+    if flows.is_empty() {
+        return Err(at(
+            path,
+            text,
+            p.name.span(),
+            "phase",
+            "a phase needs at least one flow",
+        ));
+    }
+    Ok(Phase {
+        name: p.name.get_ref().clone(),
+        duration_s,
+        flows,
+    })
+}
+
+/// The points of the file's `vary` (one empty point without it).
+fn sweep_points(path: &str, text: &str, file: &CampaignFile) -> Result<Vec<Point>, String> {
     let mut varies = Vec::new();
     if let Some(v) = &file.vary {
         for spec in v.get_ref() {
@@ -398,35 +433,7 @@ pub fn build(
             );
         }
     }
-    let points =
-        crate::sweep::plan::expand(&varies).map_err(|m| format!("{path}: key 'vary': {m}"))?;
-    let opt_seconds = |v: &Option<toml::Spanned<String>>, key: &str, default: f64| match v {
-        Some(v) => seconds(path, text, v, key),
-        None => Ok(default),
-    };
-    Ok(Campaign {
-        name: file
-            .name
-            .clone()
-            .unwrap_or_else(|| default_name.to_string()),
-        sessions,
-        interval_s,
-        start_delay_s: opt_seconds(&file.start_delay, "start_delay", 1.0)?,
-        pause_s: opt_seconds(&file.pause, "pause", 0.5)?,
-        shortfall_percent: file.shortfall_percent.unwrap_or(2.0),
-        outlier_percent: file.outlier_percent.unwrap_or(5.0),
-        agents,
-        phases,
-        points,
-    })
-    .and_then(|c: Campaign| {
-        // Every point must give valid flows before anything runs.
-        for p in &c.points {
-            c.phases_at(p)
-                .map_err(|m| format!("{path}: key 'vary': {m}"))?;
-        }
-        Ok(c)
-    })
+    crate::sweep::plan::expand(&varies).map_err(|m| format!("{path}: key 'vary': {m}"))
 }
 
 /// `host`, `host:port`, `[v6]:port` or a bare IPv6 address.
