@@ -76,6 +76,11 @@ impl SendBatch {
         self.buffers.len() * self.segments
     }
 
+    /// Bytes per datagram.
+    pub fn datagram_len(&self) -> usize {
+        self.len
+    }
+
     pub fn uses_gso(&self) -> bool {
         self.segments > 1
     }

@@ -323,45 +323,18 @@ pub fn udp_send(
                 shared.packets.store(seq, Ordering::Relaxed);
                 shared.bytes.store(seq * len as u64, Ordering::Relaxed);
             }
-            Err(e)
-                if batch.uses_gso()
-                    && matches!(
-                        e.raw_os_error(),
-                        Some(libc::EINVAL | libc::EIO | libc::ENOPROTOOPT)
-                    ) =>
-            {
-                // This kernel or device cannot segment UDP: plain batches then.
-                batch = mmsg::SendBatch::new(len, BATCH, &fill);
-            }
-            Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE) => {
-                let mtu = path_mtu(
+            Err(e) => {
+                if send_failed(
+                    e,
+                    &mut batch,
                     &sock,
-                    sock.local_addr().map(|a| a.is_ipv6()).unwrap_or(false),
-                );
-                shared.fail(format!(
-                    "datagram of {len} bytes does not fit the path MTU{} with --dont-fragment (EMSGSIZE); use -l {} or less",
-                    mtu.map(|m| format!(" of {m} bytes")).unwrap_or_default(),
-                    mtu.map(|m| m.saturating_sub(28)).unwrap_or(1472)
-                ));
-                break;
-            }
-            Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
-                // An ICMP port-unreachable from an earlier datagram: the
-                // receiver is gone if it lasts.
-                let since = *refused_since.get_or_insert_with(Instant::now);
-                if since.elapsed() > Duration::from_secs(2) {
-                    shared.fail("receiver unreachable (ICMP port unreachable)".into());
+                    &shared,
+                    &fill,
+                    seq,
+                    &mut refused_since,
+                ) {
                     break;
                 }
-            }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
-                ) || e.raw_os_error() == Some(libc::ENOBUFS) => {}
-            Err(e) => {
-                shared.fail(format!("send failed after {seq} datagrams: {e}"));
-                break;
             }
         }
     }
@@ -380,6 +353,62 @@ pub fn udp_send(
         std::thread::sleep(Duration::from_millis(2));
     }
     mark_finished(&shared, p.start, data_ended);
+}
+
+/// What a failed datagram send means: true when the sender must stop (the
+/// reason is recorded in `shared`), false to go on (a full buffer, a GSO
+/// batch the kernel refuses: plain batches from then on).
+fn send_failed(
+    e: std::io::Error,
+    batch: &mut mmsg::SendBatch,
+    sock: &UdpSocket,
+    shared: &StreamShared,
+    fill: &[u8],
+    seq: u64,
+    refused_since: &mut Option<Instant>,
+) -> bool {
+    let len = batch.datagram_len();
+    match e.raw_os_error() {
+        Some(libc::EINVAL | libc::EIO | libc::ENOPROTOOPT) if batch.uses_gso() => {
+            // This kernel or device cannot segment UDP: plain batches then.
+            *batch = mmsg::SendBatch::new(len, BATCH, fill);
+            false
+        }
+        Some(libc::EMSGSIZE) => {
+            let mtu = path_mtu(
+                sock,
+                sock.local_addr().map(|a| a.is_ipv6()).unwrap_or(false),
+            );
+            shared.fail(format!(
+                "datagram of {len} bytes does not fit the path MTU{} with --dont-fragment (EMSGSIZE); use -l {} or less",
+                mtu.map(|m| format!(" of {m} bytes")).unwrap_or_default(),
+                mtu.map(|m| m.saturating_sub(28)).unwrap_or(1472)
+            ));
+            true
+        }
+        _ if e.kind() == ErrorKind::ConnectionRefused => {
+            // An ICMP port-unreachable from an earlier datagram: the
+            // receiver is gone if it lasts.
+            let since = *refused_since.get_or_insert_with(Instant::now);
+            if since.elapsed() > Duration::from_secs(2) {
+                shared.fail("receiver unreachable (ICMP port unreachable)".into());
+                return true;
+            }
+            false
+        }
+        Some(libc::ENOBUFS) => false,
+        _ if matches!(
+            e.kind(),
+            ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+        ) =>
+        {
+            false
+        }
+        _ => {
+            shared.fail(format!("send failed after {seq} datagrams: {e}"));
+            true
+        }
+    }
 }
 
 pub fn udp_receive(

@@ -544,6 +544,80 @@ fn csv_field(s: &str) -> String {
     }
 }
 
+/// The CSV columns: the run's place, the varied options, then its figures.
+fn csv_header(param_names: &[String]) -> Vec<String> {
+    let place = [
+        "id",
+        "sweep_id",
+        "point",
+        "repetition",
+        "kind",
+        "started_unix_ms",
+        "host",
+    ];
+    let figures = [
+        "protocol",
+        "direction",
+        "sent_bits_per_second",
+        "received_bits_per_second",
+        "loss_percent",
+        "rtt_mean_ms",
+        "cpu_local_percent",
+        "cpu_remote_percent",
+        "duration_s",
+        "interrupted",
+    ];
+    place
+        .iter()
+        .map(|s| s.to_string())
+        .chain(param_names.iter().cloned())
+        .chain(figures.iter().map(|s| s.to_string()))
+        .collect()
+}
+
+/// One run's cells, in [`csv_header`]'s order (unquoted).
+fn csv_row(r: &RunRow, param_names: &[String], points: &[Value]) -> Vec<String> {
+    let num = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
+    let int = |v: Option<i64>| v.map(|x| x.to_string()).unwrap_or_default();
+    let m = &r.metrics;
+    let mut row = vec![
+        r.id.to_string(),
+        int(r.slot.map(|s| s.sweep_id)),
+        int(r.slot.map(|s| s.point)),
+        int(r.slot.map(|s| s.repetition)),
+        r.kind.clone(),
+        r.started_unix_ms.to_string(),
+        r.host.clone(),
+    ];
+    let params = r
+        .slot
+        .and_then(|s| points.get(s.point as usize))
+        .cloned()
+        .unwrap_or(Value::Null);
+    for n in param_names {
+        row.push(
+            params
+                .get(n)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+        );
+    }
+    row.extend([
+        m.protocol.clone().unwrap_or_default(),
+        m.direction.clone().unwrap_or_default(),
+        num(m.sent_bps),
+        num(m.received_bps),
+        num(m.loss_percent),
+        num(m.rtt_mean_ms),
+        num(m.cpu_local_percent),
+        num(m.cpu_remote_percent),
+        num(m.duration_s),
+        m.interrupted.to_string(),
+    ]);
+    row
+}
+
 fn export_csv(store: &mut Store, id: i64) -> Result<String, Fail> {
     let (runs, param_names, points): (Vec<RunRow>, Vec<String>, Vec<Value>) =
         match store.entry_kind(id)? {
@@ -569,77 +643,13 @@ fn export_csv(store: &mut Store, id: i64) -> Result<String, Fail> {
                 (vec![run], vec![], vec![])
             }
         };
-    let mut header: Vec<String> = [
-        "id",
-        "sweep_id",
-        "point",
-        "repetition",
-        "kind",
-        "started_unix_ms",
-        "host",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    header.extend(param_names.iter().cloned());
-    header.extend(
-        [
-            "protocol",
-            "direction",
-            "sent_bits_per_second",
-            "received_bits_per_second",
-            "loss_percent",
-            "rtt_mean_ms",
-            "cpu_local_percent",
-            "cpu_remote_percent",
-            "duration_s",
-            "interrupted",
-        ]
-        .iter()
-        .map(|s| s.to_string()),
-    );
-    let mut out = header.join(",");
+    let mut out = csv_header(&param_names).join(",");
     out.push('\n');
-    let num = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
-    let int = |v: Option<i64>| v.map(|x| x.to_string()).unwrap_or_default();
     for r in &runs {
-        let m = &r.metrics;
-        let mut row = vec![
-            r.id.to_string(),
-            int(r.slot.map(|s| s.sweep_id)),
-            int(r.slot.map(|s| s.point)),
-            int(r.slot.map(|s| s.repetition)),
-            r.kind.clone(),
-            r.started_unix_ms.to_string(),
-            r.host.clone(),
-        ];
-        let params = r
-            .slot
-            .and_then(|s| points.get(s.point as usize))
-            .cloned()
-            .unwrap_or(Value::Null);
-        for n in &param_names {
-            row.push(
-                params
-                    .get(n)
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string(),
-            );
-        }
-        row.extend([
-            m.protocol.clone().unwrap_or_default(),
-            m.direction.clone().unwrap_or_default(),
-            num(m.sent_bps),
-            num(m.received_bps),
-            num(m.loss_percent),
-            num(m.rtt_mean_ms),
-            num(m.cpu_local_percent),
-            num(m.cpu_remote_percent),
-            num(m.duration_s),
-            m.interrupted.to_string(),
-        ]);
-        let cells: Vec<String> = row.iter().map(|c| csv_field(c)).collect();
+        let cells: Vec<String> = csv_row(r, &param_names, &points)
+            .iter()
+            .map(|c| csv_field(c))
+            .collect();
         out.push_str(&cells.join(","));
         out.push('\n');
     }
