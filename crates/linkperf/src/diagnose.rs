@@ -2,7 +2,7 @@
 //! and what to change. Pure function of the measurements.
 
 use crate::report::{DirectionSummary, Sides, Verdict};
-use linkperf_proto::results::CpuUsage;
+use linkperf_proto::results::{CpuUsage, Limited};
 use linkperf_proto::{Protocol, TestConfig};
 use linkperf_units::format_rate;
 
@@ -66,6 +66,8 @@ pub fn explain(summary: &mut DirectionSummary, sides: &Sides, client_sends: bool
     summary.verdict = diagnose(sides.config, summary, sender_cpu, receiver_cpu);
 }
 
+/// The limit of one direction: the checks run in order of how directly
+/// each explains the rate, and the first that applies gives the verdict.
 pub fn diagnose(
     config: &TestConfig,
     s: &DirectionSummary,
@@ -85,59 +87,9 @@ pub fn diagnose(
         config.parallel,
     );
     if config.protocol == Protocol::Udp {
-        let loss = s.received.loss_percent.unwrap_or(0.0);
-        if let Some(target) = config.stream_rate() {
-            let target = target as f64 * f64::from(config.parallel);
-            if s.sent.bits_per_second < 0.95 * target {
-                return verdict(
-                    "sender",
-                    format!(
-                        "the sender reached {} of the {} asked",
-                        format_rate(s.sent.bits_per_second),
-                        format_rate(target)
-                    ),
-                    Some(if sender.saturated() {
-                        format!(
-                            "{}: use -P to spread streams over cores",
-                            sender.describe("sender")
-                        )
-                    } else {
-                        "check the sender's NIC and txqueuelen; try larger datagrams (-l)".into()
-                    }),
-                );
-            }
-        }
-        if loss > 1.0 {
-            let receiver_busy = receiver.saturated();
-            return verdict(
-                if receiver_busy {
-                    "receiver CPU"
-                } else {
-                    "loss"
-                },
-                format!(
-                    "{loss:.2}% of datagrams were lost: sent {} but received {}",
-                    format_rate(s.sent.bits_per_second),
-                    format_rate(s.received.bits_per_second)
-                ),
-                Some(if receiver_busy {
-                    format!(
-                        "{}: it cannot keep up; raise --rcvbuf / net.core.rmem_max, or send less (-b)",
-                        receiver.describe("receiver")
-                    )
-                } else {
-                    "the path or a device on it drops at this rate: lower -b to find the loss-free rate".into()
-                }),
-            );
-        }
-        return verdict(
-            "rate limit",
-            format!(
-                "delivered what was offered ({}) with {loss:.2}% loss",
-                format_rate(s.received.bits_per_second)
-            ),
-            None,
-        );
+        return udp_sender_short(config, s, &sender)
+            .or_else(|| udp_loss(s, &receiver))
+            .unwrap_or_else(|| rate_limit(s));
     }
     let Some(limited) = s.tcp.as_ref().and_then(|t| t.limited) else {
         return verdict(
@@ -146,68 +98,170 @@ pub fn diagnose(
             None,
         );
     };
-    if limited.rwnd > 0.3 {
-        let rtt = s.tcp.as_ref().and_then(|t| t.rtt_ms.mean).unwrap_or(0.0);
-        let bdp = s.received.bits_per_second / 8.0 * rtt / 1000.0;
-        return verdict(
-            "receiver window",
-            format!("the sender waited for the receiver's window {:.0}% of the time", limited.rwnd * 100.0),
-            Some(format!(
-                "raise the receiver's buffer (-w or --rcvbuf, net.core.rmem_max, net.ipv4.tcp_rmem); at {rtt:.2} ms RTT this rate needs only {bdp:.0} bytes in flight, so the path can carry more with a larger window"
-            )),
-        );
+    receiver_window(s, &limited)
+        .or_else(|| send_buffer(&limited))
+        .or_else(|| application(config, &limited, &sender))
+        .or_else(|| cpu(&sender, &receiver))
+        .unwrap_or_else(|| network(s, &limited))
+}
+
+/// UDP: the sender did not reach the rate asked (-b).
+fn udp_sender_short(config: &TestConfig, s: &DirectionSummary, sender: &Busy) -> Option<Verdict> {
+    let target = config.stream_rate()? as f64 * f64::from(config.parallel);
+    let short = s.sent.bits_per_second < 0.95 * target;
+    if !short {
+        return None;
     }
-    if limited.sndbuf > 0.3 {
-        return verdict(
-            "send buffer",
+    Some(verdict(
+        "sender",
+        format!(
+            "the sender reached {} of the {} asked",
+            format_rate(s.sent.bits_per_second),
+            format_rate(target)
+        ),
+        Some(if sender.saturated() {
             format!(
-                "the sender's socket buffer was full {:.0}% of the time",
-                limited.sndbuf * 100.0
-            ),
-            Some(
-                "raise the sender's buffer (-w or --sndbuf, net.core.wmem_max, net.ipv4.tcp_wmem)"
-                    .into(),
-            ),
-        );
+                "{}: use -P to spread streams over cores",
+                sender.describe("sender")
+            )
+        } else {
+            "check the sender's NIC and txqueuelen; try larger datagrams (-l)".into()
+        }),
+    ))
+}
+
+/// UDP: more than 1% of the datagrams were lost, by a busy receiver or the path.
+fn udp_loss(s: &DirectionSummary, receiver: &Busy) -> Option<Verdict> {
+    let loss = s.received.loss_percent.unwrap_or(0.0);
+    let lossy = loss > 1.0;
+    if !lossy {
+        return None;
     }
-    if limited.app > 0.3 {
-        if sender.saturated() {
-            return verdict(
-                "sender CPU",
-                format!(
-                    "the sender had no data ready {:.0}% of the time and {}",
-                    limited.app * 100.0,
-                    sender.describe("sender")
-                ),
-                Some("use larger writes (-l), --zerocopy, or -P to use more cores".into()),
-            );
-        }
-        return verdict(
-            "application",
+    let receiver_busy = receiver.saturated();
+    Some(verdict(
+        if receiver_busy {
+            "receiver CPU"
+        } else {
+            "loss"
+        },
+        format!(
+            "{loss:.2}% of datagrams were lost: sent {} but received {}",
+            format_rate(s.sent.bits_per_second),
+            format_rate(s.received.bits_per_second)
+        ),
+        Some(if receiver_busy {
             format!(
-                "the sender had no data ready {:.0}% of the time (rate limit or slow writer)",
-                limited.app * 100.0
-            ),
-            config
-                .stream_rate()
-                .is_none()
-                .then(|| "check the sender's CPU and -l".into()),
-        );
+                "{}: it cannot keep up; raise --rcvbuf / net.core.rmem_max, or send less (-b)",
+                receiver.describe("receiver")
+            )
+        } else {
+            "the path or a device on it drops at this rate: lower -b to find the loss-free rate"
+                .into()
+        }),
+    ))
+}
+
+/// UDP: everything offered arrived, so the offered rate was the limit.
+fn rate_limit(s: &DirectionSummary) -> Verdict {
+    let loss = s.received.loss_percent.unwrap_or(0.0);
+    verdict(
+        "rate limit",
+        format!(
+            "delivered what was offered ({}) with {loss:.2}% loss",
+            format_rate(s.received.bits_per_second)
+        ),
+        None,
+    )
+}
+
+/// TCP: the sender waited for the receiver's advertised window.
+fn receiver_window(s: &DirectionSummary, limited: &Limited) -> Option<Verdict> {
+    let waited = limited.rwnd > 0.3;
+    if !waited {
+        return None;
     }
+    let rtt = s.tcp.as_ref().and_then(|t| t.rtt_ms.mean).unwrap_or(0.0);
+    let bdp = s.received.bits_per_second / 8.0 * rtt / 1000.0;
+    Some(verdict(
+        "receiver window",
+        format!("the sender waited for the receiver's window {:.0}% of the time", limited.rwnd * 100.0),
+        Some(format!(
+            "raise the receiver's buffer (-w or --rcvbuf, net.core.rmem_max, net.ipv4.tcp_rmem); at {rtt:.2} ms RTT this rate needs only {bdp:.0} bytes in flight, so the path can carry more with a larger window"
+        )),
+    ))
+}
+
+/// TCP: the sender's socket buffer was full.
+fn send_buffer(limited: &Limited) -> Option<Verdict> {
+    let full = limited.sndbuf > 0.3;
+    if !full {
+        return None;
+    }
+    Some(verdict(
+        "send buffer",
+        format!(
+            "the sender's socket buffer was full {:.0}% of the time",
+            limited.sndbuf * 100.0
+        ),
+        Some(
+            "raise the sender's buffer (-w or --sndbuf, net.core.wmem_max, net.ipv4.tcp_wmem)"
+                .into(),
+        ),
+    ))
+}
+
+/// TCP: the sender had no data ready, because its CPU ran out or it was
+/// paced or slow.
+fn application(config: &TestConfig, limited: &Limited, sender: &Busy) -> Option<Verdict> {
+    let idle = limited.app > 0.3;
+    if !idle {
+        return None;
+    }
+    if sender.saturated() {
+        return Some(verdict(
+            "sender CPU",
+            format!(
+                "the sender had no data ready {:.0}% of the time and {}",
+                limited.app * 100.0,
+                sender.describe("sender")
+            ),
+            Some("use larger writes (-l), --zerocopy, or -P to use more cores".into()),
+        ));
+    }
+    Some(verdict(
+        "application",
+        format!(
+            "the sender had no data ready {:.0}% of the time (rate limit or slow writer)",
+            limited.app * 100.0
+        ),
+        config
+            .stream_rate()
+            .is_none()
+            .then(|| "check the sender's CPU and -l".into()),
+    ))
+}
+
+/// TCP: one end's stream thread ran out of CPU (the receiver checked first).
+fn cpu(sender: &Busy, receiver: &Busy) -> Option<Verdict> {
     if receiver.saturated() {
-        return verdict(
+        return Some(verdict(
             "receiver CPU",
             receiver.describe("receiver"),
             Some("use -P to spread the load, or larger reads (-l)".into()),
-        );
+        ));
     }
     if sender.saturated() {
-        return verdict(
+        return Some(verdict(
             "sender CPU",
             sender.describe("sender"),
             Some("use --zerocopy, larger writes (-l), or -P".into()),
-        );
+        ));
     }
+    None
+}
+
+/// TCP: none of the above, so the congestion window (the link) set the rate.
+fn network(s: &DirectionSummary, limited: &Limited) -> Verdict {
     let retrans = s.sent.retransmits.unwrap_or(0);
     verdict(
         "network",

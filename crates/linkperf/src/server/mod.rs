@@ -1,24 +1,28 @@
 //! `linkperf server`: serves many clients at once. Every control connection
 //! gets its own thread and its own data connections; there is no global busy
 //! state. A client that vanishes or misbehaves ends only its own session.
+//! This module accepts connections, tells their kinds apart, greets linkperf
+//! clients and dispatches; `session` holds a control session's state and
+//! `test` runs a throughput test. It must not run tests itself.
 
+mod session;
+mod test;
+
+use crate::client;
 use crate::control::{Control, Incoming};
-use crate::{client, data};
-use linkperf_engine::{facts, EventSink, LocalSide, SideEvent, StreamPlan};
-use linkperf_proto::messages::StreamEndpoint;
-use linkperf_proto::results::Role;
+use linkperf_engine::facts;
 use linkperf_proto::session::ServerSession;
 use linkperf_proto::{
-    ClientMessage, DataHello, Preamble, Protocol, ServerMessage, TestConfig, PROTOCOL_VERSION,
+    ClientMessage, DataHello, Preamble, ServerMessage, TestConfig, PROTOCOL_VERSION,
 };
-use std::collections::HashMap;
+use session::{ControlSession, Event, Registry, SETUP_TIMEOUT};
 use std::io::Read;
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::ops::RangeInclusive;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::Duration;
 
 #[derive(Debug, Clone)]
 pub struct ServerOptions {
@@ -54,14 +58,6 @@ impl Default for ServerOptions {
     }
 }
 
-enum Event {
-    Client(Incoming<ClientMessage>),
-    Data(u32, TcpStream),
-    Side(SideEvent),
-}
-
-type Registry = Arc<Mutex<HashMap<u64, Sender<Event>>>>;
-
 pub struct Server {
     listener: TcpListener,
     options: ServerOptions,
@@ -69,9 +65,6 @@ pub struct Server {
     /// The extra port for iperf3 clients (`--iperf3-port`).
     iperf3_listener: Option<TcpListener>,
 }
-
-/// How long a client may take for each step before the test starts.
-const SETUP_TIMEOUT: Duration = Duration::from_secs(15);
 
 impl Server {
     /// Binds the listening socket: dual-stack `[::]` unless an address is given.
@@ -278,58 +271,6 @@ fn handle_connection(
     }
 }
 
-/// Accepts one test's data connections on the listener made for it, until
-/// every stream has arrived or the set-up deadline passes. Connections that
-/// do not carry the test's cookie are closed; each waits at most until the
-/// deadline for its hello, so a silent connection cannot hold the test.
-fn spawn_data_acceptor(
-    listener: TcpListener,
-    cookie: u64,
-    streams: usize,
-    deadline: Instant,
-    tx: Sender<Event>,
-) {
-    let accept = move || {
-        let mut matched = 0;
-        while matched < streams {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return;
-            }
-            // SO_RCVTIMEO bounds accept(2) as well as reads.
-            let _ = socket2::SockRef::from(&listener).set_read_timeout(Some(left));
-            let mut stream = match listener.accept() {
-                Ok((stream, _)) => stream,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
-                Err(_) => {
-                    std::thread::sleep(Duration::from_millis(10));
-                    continue;
-                }
-            };
-            let _ = stream.set_read_timeout(Some(left.min(Duration::from_secs(5))));
-            let (mut preamble, mut hello) = ([0u8; Preamble::LEN], [0u8; DataHello::LEN]);
-            if stream.read_exact(&mut preamble).is_err()
-                || Preamble::parse(&preamble) != Some(Preamble::Data)
-                || stream.read_exact(&mut hello).is_err()
-            {
-                continue;
-            }
-            let hello = DataHello::decode(&hello);
-            if hello.cookie != cookie {
-                continue;
-            }
-            let _ = stream.set_read_timeout(None);
-            if tx.send(Event::Data(hello.stream_id, stream)).is_err() {
-                return;
-            }
-            matched += 1;
-        }
-    };
-    let _ = std::thread::Builder::new()
-        .name("lp-data-accept".into())
-        .spawn(accept);
-}
-
 /// The address to wake a listener bound to `addr` (loopback for a wildcard).
 fn loopback_of(mut addr: SocketAddr) -> SocketAddr {
     if addr.ip().is_unspecified() {
@@ -340,43 +281,6 @@ fn loopback_of(mut addr: SocketAddr) -> SocketAddr {
         });
     }
     addr
-}
-
-/// A random-enough session cookie: it only has to be unguessable in practice
-/// for a data connection to find its session, not cryptographically strong.
-fn new_cookie() -> u64 {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let t = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    let mut x = t
-        ^ (std::process::id() as u64).rotate_left(32)
-        ^ COUNTER.fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed);
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    x ^= x >> 33;
-    x
-}
-
-struct ControlSession {
-    control: Arc<Control<ServerSession>>,
-    events: Receiver<Event>,
-    tx: Sender<Event>,
-    registry: Registry,
-    cookie: Option<u64>,
-    peer: SocketAddr,
-}
-
-impl Drop for ControlSession {
-    fn drop(&mut self) {
-        if let Some(c) = self.cookie {
-            if let Ok(mut r) = self.registry.lock() {
-                r.remove(&c);
-            }
-        }
-        self.control.shutdown();
-    }
 }
 
 impl ControlSession {
@@ -402,24 +306,6 @@ impl ControlSession {
         session.serve(local, options)
     }
 
-    fn next_message(&self, timeout: Duration) -> Result<ClientMessage, String> {
-        loop {
-            match self.events.recv_timeout(timeout) {
-                Ok(Event::Client(Incoming::Message(m))) => return Ok(m),
-                Ok(Event::Client(Incoming::Lost(why))) => return Err(why),
-                Ok(_) => {}
-                Err(_) => return Err("client timed out during set-up".into()),
-            }
-        }
-    }
-
-    fn refuse(&self, message: String) -> Result<String, String> {
-        let _ = self.control.send(&ServerMessage::Error {
-            message: message.clone(),
-        });
-        Err(format!("refused: {message}"))
-    }
-
     fn serve(&mut self, local: SocketAddr, options: &ServerOptions) -> Result<String, String> {
         match self.next_message(SETUP_TIMEOUT) {
             Ok(ClientMessage::Hello { .. }) => {}
@@ -439,7 +325,9 @@ impl ControlSession {
             facts: facts::collect(crate::report::SOFTWARE),
         })?;
         match self.next_message(SETUP_TIMEOUT)? {
-            ClientMessage::Setup { config } => self.run_test(config, local, options),
+            ClientMessage::Setup { config } => {
+                self.run_test(config, local, options.data_ports.as_ref())
+            }
             ClientMessage::ThirdParty {
                 target,
                 port,
@@ -520,234 +408,5 @@ impl ControlSession {
                 e.message
             )),
         }
-    }
-
-    fn run_test(
-        &mut self,
-        config: TestConfig,
-        local: SocketAddr,
-        options: &ServerOptions,
-    ) -> Result<String, String> {
-        if let Err(why) = config.validate() {
-            return self.refuse(why);
-        }
-        if let Some(cc) = &config.congestion {
-            if !facts::available_congestion_controls()
-                .iter()
-                .any(|c| c == cc)
-            {
-                return self.refuse(format!(
-                    "server: {}",
-                    linkperf_engine::sockopt::congestion_unavailable(cc)
-                ));
-            }
-        }
-        let cookie = new_cookie();
-        self.cookie = Some(cookie);
-        if let Ok(mut r) = self.registry.lock() {
-            r.insert(cookie, self.tx.clone());
-        }
-        let roles = data::stream_roles(&config, true);
-        let mut endpoints = Vec::new();
-        // In id order: the client opens its UDP flows one after another in that order.
-        let mut udp_sockets = Vec::new();
-        for (id, _) in &roles {
-            let udp_port = if config.protocol == Protocol::Udp {
-                let sock =
-                    data::bind_udp(SocketAddr::new(local.ip(), 0), &config).inspect_err(|e| {
-                        let _ = self
-                            .control
-                            .send(&ServerMessage::Error { message: e.clone() });
-                    })?;
-                let port = sock.local_addr().map_err(|e| e.to_string())?.port();
-                udp_sockets.push((*id, sock));
-                Some(port)
-            } else {
-                None
-            };
-            endpoints.push(StreamEndpoint { id: *id, udp_port });
-        }
-        // Collect the data connections and the Start message, in any order.
-        let deadline = Instant::now() + SETUP_TIMEOUT;
-        let mut warnings = Vec::new();
-        let mut data_port = None;
-        if config.protocol == Protocol::Tcp && data::handshake_options_set(&config) {
-            let streams = roles.len();
-            let ports = options.data_ports.as_ref();
-            let (listener, w) =
-                match data::data_listener(local.ip(), ports, &config, streams as i32) {
-                    Ok(made) => made,
-                    Err(e) => return self.refuse(e),
-                };
-            warnings = w;
-            data_port = Some(listener.local_addr().map_err(|e| e.to_string())?.port());
-            spawn_data_acceptor(listener, cookie, streams, deadline, self.tx.clone());
-        }
-        self.control.send(&ServerMessage::Ready {
-            cookie,
-            streams: endpoints,
-            warnings: vec![],
-            data_port,
-        })?;
-        let mut plans = Vec::new();
-        let mut start_at: Option<Option<u64>> = None;
-        let mut tcp_pending: Vec<u32> = if config.protocol == Protocol::Tcp {
-            roles.iter().map(|r| r.0).collect()
-        } else {
-            vec![]
-        };
-        for (id, sock) in udp_sockets {
-            let role = roles
-                .iter()
-                .find(|r| r.0 == id)
-                .map(|r| r.1)
-                .unwrap_or(Role::Receiver);
-            match data::accept_udp(&sock, cookie, id, deadline) {
-                Ok(()) => plans.push(StreamPlan {
-                    id,
-                    role,
-                    socket: linkperf_engine::DataSocket::Udp(sock),
-                }),
-                Err(e) => return self.refuse(e),
-            }
-        }
-        while !tcp_pending.is_empty() || start_at.is_none() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.events.recv_timeout(left) {
-                Ok(Event::Data(id, stream)) if tcp_pending.contains(&id) => {
-                    tcp_pending.retain(|&p| p != id);
-                    let role = roles
-                        .iter()
-                        .find(|r| r.0 == id)
-                        .map(|r| r.1)
-                        .unwrap_or(Role::Receiver);
-                    if let Err(e) = data::prepare_accepted(&stream, &config) {
-                        return self.refuse(e);
-                    }
-                    plans.push(StreamPlan {
-                        id,
-                        role,
-                        socket: linkperf_engine::DataSocket::Tcp(stream),
-                    });
-                }
-                Ok(Event::Data(..)) => {}
-                Ok(Event::Client(Incoming::Message(ClientMessage::Start { start_at_unix_ms }))) => {
-                    start_at = Some(start_at_unix_ms)
-                }
-                Ok(Event::Client(Incoming::Message(ClientMessage::Cancel { .. }))) => {
-                    return Err("client cancelled before the start".into())
-                }
-                Ok(Event::Client(Incoming::Message(_))) => {
-                    return Err("unexpected message before start".into())
-                }
-                Ok(Event::Client(Incoming::Lost(why))) => return Err(why),
-                Ok(Event::Side(_)) => {}
-                Err(RecvTimeoutError::Timeout) => {
-                    return self.refuse(format!(
-                        "{} data connection(s) never arrived; is a firewall blocking port {}?",
-                        tcp_pending.len(),
-                        local.port()
-                    ))
-                }
-                Err(RecvTimeoutError::Disconnected) => return Err("internal channel closed".into()),
-            }
-        }
-        if let Some(c) = self.cookie.take() {
-            if let Ok(mut r) = self.registry.lock() {
-                r.remove(&c);
-            }
-        }
-        plans.sort_by_key(|p| p.id);
-        let same_clock = data::same_host(self.peer.ip(), local.ip());
-        let mut side = LocalSide::new(config.clone(), plans, same_clock, warnings);
-        let (at, start_unix_ms) = data::start_instant(start_at.flatten());
-        let tx = self.tx.clone();
-        let sink: EventSink = Arc::new(move |e| {
-            let _ = tx.send(Event::Side(e));
-        });
-        side.start(at, sink);
-        self.control
-            .send(&ServerMessage::Started { start_unix_ms })?;
-
-        let mut side = Some(side);
-        let mut local_result = None;
-        let mut peer_finished = false;
-        let watchdog =
-            Duration::from_secs_f64(config.duration_s.min(86_400.0)) + Duration::from_secs(120);
-        let started = Instant::now();
-        while local_result.is_none() || !peer_finished {
-            let event = match self.events.recv_timeout(Duration::from_secs(1)) {
-                Ok(e) => e,
-                Err(RecvTimeoutError::Timeout) => {
-                    if config.bytes.is_none() && started.elapsed() > watchdog {
-                        if let Some(s) = &side {
-                            s.abort();
-                        }
-                        return Err("test overran its duration by two minutes; aborted".into());
-                    }
-                    continue;
-                }
-                Err(RecvTimeoutError::Disconnected) => break,
-            };
-            match event {
-                Event::Side(SideEvent::Interval(streams)) => {
-                    let _ = self.control.send(&ServerMessage::Interval { streams });
-                }
-                Event::Side(SideEvent::SendersDone(packets)) => {
-                    let _ = self.control.send(&ServerMessage::SendersDone { packets });
-                }
-                Event::Side(SideEvent::AllDone) => {
-                    if let Some(s) = side.take() {
-                        let result = s.finish();
-                        let _ = self.control.send(&ServerMessage::Finished {
-                            result: result.clone(),
-                        });
-                        local_result = Some(result);
-                    }
-                }
-                Event::Client(Incoming::Message(ClientMessage::SendersDone { packets })) => {
-                    if let Some(s) = &side {
-                        s.peer_senders_done(&packets);
-                    }
-                }
-                Event::Client(Incoming::Message(ClientMessage::Cancel { .. })) => {
-                    if let Some(s) = &side {
-                        s.stop_senders();
-                    }
-                }
-                Event::Client(Incoming::Message(ClientMessage::Finished { .. })) => {
-                    peer_finished = true
-                }
-                Event::Client(Incoming::Message(_)) => {}
-                Event::Client(Incoming::Lost(why)) => {
-                    if let Some(s) = side.take() {
-                        s.abort();
-                        let _ = s.finish();
-                    }
-                    if local_result.is_some() && peer_finished {
-                        break;
-                    }
-                    return Err(format!("test aborted: {why}"));
-                }
-                Event::Data(..) => {}
-            }
-        }
-        let result = local_result.unwrap_or_default();
-        let received = result.bytes(Role::Receiver);
-        let sent = result.bytes(Role::Sender);
-        Ok(format!(
-            "client {}: {} {:?} x{} {:.2} s: received {}, sent {}",
-            self.peer,
-            if config.protocol == Protocol::Udp {
-                "UDP"
-            } else {
-                "TCP"
-            },
-            config.direction,
-            config.parallel,
-            result.seconds,
-            linkperf_units::format_bytes(received as f64),
-            linkperf_units::format_bytes(sent as f64),
-        ))
     }
 }

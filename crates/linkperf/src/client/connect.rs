@@ -1,0 +1,135 @@
+//! Reaching the server: the options of one run, the error a run fails with,
+//! resolving the server's address and making sockets bound as the user
+//! asked. Must not speak the control protocol or run a test.
+
+use socket2::{Domain, Socket, Type};
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+
+#[derive(Debug, Clone, Default)]
+pub struct ClientOptions {
+    pub host: String,
+    pub port: u16,
+    pub bind: Option<IpAddr>,
+    /// First local port of the data connections (stream i uses cport + i).
+    pub cport: Option<u16>,
+    /// 4 or 6 to force an address family.
+    pub family: Option<u8>,
+    pub config: linkperf_proto::TestConfig,
+    /// The user says both clocks are synchronised (PTP, NTP): report one-way delay.
+    pub clocks_synchronised: bool,
+}
+
+impl ClientOptions {
+    /// The resolved input of one test run: the spec's server and its
+    /// configuration with every default filled in.
+    pub fn from_spec(spec: &crate::spec::TestSpec) -> ClientOptions {
+        ClientOptions {
+            host: spec.host.clone(),
+            port: spec.port,
+            bind: spec.bind,
+            cport: spec.cport,
+            family: spec.family,
+            config: spec.config(),
+            clocks_synchronised: spec.clock_sync,
+        }
+    }
+}
+
+/// A failed run: one line for the user and the exit code (2 usage, 1 run).
+#[derive(Debug, Clone)]
+pub struct ClientError {
+    pub message: String,
+    pub exit_code: i32,
+}
+
+pub(super) fn fail(message: impl Into<String>) -> ClientError {
+    ClientError {
+        message: message.into(),
+        exit_code: 1,
+    }
+}
+
+/// A usage error (exit 2): the configuration cannot run as given.
+pub(super) fn usage(message: String) -> ClientError {
+    ClientError {
+        message,
+        exit_code: 2,
+    }
+}
+
+/// Resolves the server address, honouring -4/-6.
+pub fn resolve(host: &str, port: u16, family: Option<u8>) -> Result<SocketAddr, ClientError> {
+    let addrs: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .map_err(|_| fail(format!("cannot resolve host '{host}'")))?
+        .collect();
+    addrs
+        .iter()
+        .find(|a| match family {
+            Some(4) => a.is_ipv4(),
+            Some(6) => a.is_ipv6(),
+            _ => true,
+        })
+        .copied()
+        .ok_or_else(|| {
+            fail(format!(
+                "host '{host}' has no IPv{} address",
+                family.unwrap_or(4)
+            ))
+        })
+}
+
+pub(super) fn connect_error(addr: SocketAddr, e: std::io::Error) -> ClientError {
+    match e.kind() {
+        std::io::ErrorKind::ConnectionRefused => fail(format!(
+            "connection refused by {addr}: is `linkperf server` running there (port {})?",
+            addr.port()
+        )),
+        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => fail(format!(
+            "no answer from {addr} within 5 s: host down or port filtered"
+        )),
+        _ => fail(format!("cannot connect to {addr}: {e}")),
+    }
+}
+
+/// A TCP socket for `server`'s address family, bound to `bind` if given.
+pub(crate) fn tcp_socket(
+    server: SocketAddr,
+    bind: Option<SocketAddr>,
+) -> Result<Socket, ClientError> {
+    let domain = if server.is_ipv6() {
+        Domain::IPV6
+    } else {
+        Domain::IPV4
+    };
+    let sock = Socket::new(domain, Type::STREAM, None).map_err(|e| fail(format!("socket: {e}")))?;
+    if let Some(b) = bind {
+        sock.set_reuse_address(true).ok();
+        sock.bind(&b.into())
+            .map_err(|e| fail(format!("cannot bind to {b}: {e}")))?;
+    }
+    Ok(sock)
+}
+
+/// The local address to bind to: the user's address (-B) and `port`, or
+/// none when neither is asked for.
+pub(super) fn local_bind(
+    options: &ClientOptions,
+    server: SocketAddr,
+    port: u16,
+) -> Option<SocketAddr> {
+    if options.bind.is_none() && port == 0 {
+        return None;
+    }
+    let ip = options.bind.unwrap_or(unspecified(server));
+    Some(SocketAddr::new(ip, port))
+}
+
+/// The wildcard address of `server`'s family.
+pub(super) fn unspecified(server: SocketAddr) -> IpAddr {
+    if server.is_ipv6() {
+        IpAddr::from([0u16; 8])
+    } else {
+        IpAddr::from([0u8; 4])
+    }
+}

@@ -1,0 +1,97 @@
+//! Turns what both ends measured into the test's [`Report`]: summaries and
+//! their verdicts, each stream's sockets at both ends, warnings and errors.
+//! Must not do I/O with the server.
+
+use super::connect::ClientOptions;
+use super::session::Outcome;
+use crate::data;
+use crate::diagnose;
+use crate::report::{self, Report, Sides, StartInfo, StreamSockets, TestInfo};
+use linkperf_engine::facts;
+use linkperf_proto::results::{HostFacts, Role, SocketFacts};
+use linkperf_proto::Direction;
+
+/// What the client learnt while setting the test up.
+pub(super) struct Setup {
+    /// The server's port (the control connection's).
+    pub port: u16,
+    pub started_ms: u64,
+    pub remote_facts: HostFacts,
+    /// "shared", "synchronised" or "independent".
+    pub clock: &'static str,
+    /// This end's sockets, one per stream in id order.
+    pub local_sockets: Vec<SocketFacts>,
+    /// Set-up warnings, the server's and this end's.
+    pub warnings: Vec<String>,
+}
+
+pub(super) fn report(options: &ClientOptions, setup: Setup, outcome: Outcome) -> Report {
+    let config = &options.config;
+    let Outcome {
+        local,
+        remote,
+        intervals,
+        interrupted,
+        mut errors,
+    } = outcome;
+    let mut warnings = setup.warnings;
+    for s in local.streams.iter().chain(remote.streams.iter()) {
+        if let Some(e) = &s.error {
+            errors.push(format!("stream {} ({:?}): {e}", s.id, s.role));
+        }
+    }
+    warnings.extend(local.warnings.iter().cloned());
+    warnings.extend(remote.warnings.iter().map(|w| format!("server: {w}")));
+    let sides = Sides {
+        config,
+        local: &local,
+        remote: &remote,
+    };
+    let forward = config.direction != Direction::Reverse;
+    let mut summary = sides.summarise(forward);
+    diagnose::explain(&mut summary, &sides, forward);
+    let summary_reverse = (config.direction == Direction::Bidir).then(|| {
+        let mut s = sides.summarise(false);
+        diagnose::explain(&mut s, &sides, false);
+        s
+    });
+    let remote_sockets = |id: u32| {
+        remote
+            .streams
+            .iter()
+            .find(|s| s.id == id)
+            .map(|s| s.socket.clone())
+    };
+    let streams = data::stream_roles(config, false)
+        .iter()
+        .zip(setup.local_sockets)
+        .map(|((id, role), local)| StreamSockets {
+            id: *id,
+            direction: report::direction_name(*role == Role::Sender),
+            local,
+            remote: remote_sockets(*id),
+        })
+        .collect();
+    Report {
+        schema: report::SCHEMA,
+        software: crate::report::SOFTWARE.into(),
+        test: TestInfo {
+            server: options.host.clone(),
+            port: setup.port,
+            config: config.clone(),
+        },
+        start: StartInfo {
+            timestamp_unix_ms: setup.started_ms,
+            local: facts::collect(crate::report::SOFTWARE),
+            remote: setup.remote_facts,
+            clock: setup.clock.into(),
+            streams,
+        },
+        intervals,
+        summary,
+        summary_reverse,
+        warnings,
+        errors,
+        interrupted,
+    }
+}

@@ -1,0 +1,407 @@
+//! Runs one throughput test for a control session: its data sockets and
+//! listener, collecting the data connections and the client's Start, the
+//! running test with its interval and result exchange, and the log line.
+//! Must not greet clients or serve other kinds of session.
+
+use super::session::{ControlSession, Event, SETUP_TIMEOUT};
+use crate::control::Incoming;
+use crate::data;
+use linkperf_engine::{facts, DataSocket, EventSink, LocalSide, SideEvent, StreamPlan};
+use linkperf_proto::messages::StreamEndpoint;
+use linkperf_proto::results::{Role, SideResult};
+use linkperf_proto::{ClientMessage, DataHello, Preamble, Protocol, ServerMessage, TestConfig};
+use std::io::Read;
+use std::net::{SocketAddr, TcpListener, UdpSocket};
+use std::ops::RangeInclusive;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Why a test ends before it starts.
+enum NoStart {
+    /// The client is told why (an Error message) before the session ends.
+    Refuse(String),
+    /// The session just ends: the client is gone, cancelled or misbehaved.
+    End(String),
+}
+
+impl From<String> for NoStart {
+    fn from(why: String) -> Self {
+        NoStart::End(why)
+    }
+}
+
+/// The test's data sockets as announced to the client, before they connect.
+struct Announced {
+    cookie: u64,
+    /// The UDP sockets, in id order: the client opens its flows in that order.
+    udp_sockets: Vec<(u32, UdpSocket)>,
+    /// The data listener's buffer warnings.
+    warnings: Vec<String>,
+    /// When every data connection and the Start must have arrived.
+    deadline: Instant,
+}
+
+impl ControlSession {
+    /// Runs the test the client set up and returns the log line.
+    pub(super) fn run_test(
+        &mut self,
+        config: TestConfig,
+        local: SocketAddr,
+        data_ports: Option<&RangeInclusive<u16>>,
+    ) -> Result<String, String> {
+        if let Err(why) = acceptable(&config) {
+            return self.refuse(why);
+        }
+        let roles = data::stream_roles(&config, true);
+        let collected =
+            self.announce(&config, local, data_ports, &roles)
+                .and_then(|mut announced| {
+                    let (plans, start_at) = self.collect(&config, local, &roles, &mut announced)?;
+                    Ok((plans, start_at, announced.warnings))
+                });
+        let (plans, start_at, warnings) = match collected {
+            Ok(collected) => collected,
+            Err(NoStart::Refuse(why)) => return self.refuse(why),
+            Err(NoStart::End(why)) => return Err(why),
+        };
+        self.unregister();
+        let side = self.start(&config, local, plans, warnings, start_at)?;
+        let result = self.serve_test(&config, side)?;
+        Ok(log_line(self.peer, &config, &result))
+    }
+
+    /// Registers the test's cookie, opens its UDP sockets or the data
+    /// listener for handshake options, and sends Ready.
+    fn announce(
+        &mut self,
+        config: &TestConfig,
+        local: SocketAddr,
+        data_ports: Option<&RangeInclusive<u16>>,
+        roles: &[(u32, Role)],
+    ) -> Result<Announced, NoStart> {
+        let cookie = new_cookie();
+        self.register(cookie);
+        let mut endpoints = Vec::new();
+        let mut udp_sockets = Vec::new();
+        for (id, _) in roles {
+            let udp_port = if config.protocol == Protocol::Udp {
+                let sock =
+                    data::bind_udp(SocketAddr::new(local.ip(), 0), config).inspect_err(|e| {
+                        let _ = self
+                            .control
+                            .send(&ServerMessage::Error { message: e.clone() });
+                    })?;
+                let port = sock.local_addr().map_err(|e| e.to_string())?.port();
+                udp_sockets.push((*id, sock));
+                Some(port)
+            } else {
+                None
+            };
+            endpoints.push(StreamEndpoint { id: *id, udp_port });
+        }
+        // Collect the data connections and the Start message, in any order.
+        let deadline = Instant::now() + SETUP_TIMEOUT;
+        let mut warnings = Vec::new();
+        let mut data_port = None;
+        if config.protocol == Protocol::Tcp && data::handshake_options_set(config) {
+            let streams = roles.len();
+            let (listener, w) =
+                match data::data_listener(local.ip(), data_ports, config, streams as i32) {
+                    Ok(made) => made,
+                    Err(e) => return Err(NoStart::Refuse(e)),
+                };
+            warnings = w;
+            data_port = Some(listener.local_addr().map_err(|e| e.to_string())?.port());
+            spawn_data_acceptor(listener, cookie, streams, deadline, self.tx.clone());
+        }
+        self.control.send(&ServerMessage::Ready {
+            cookie,
+            streams: endpoints,
+            warnings: vec![],
+            data_port,
+        })?;
+        Ok(Announced {
+            cookie,
+            udp_sockets,
+            warnings,
+            deadline,
+        })
+    }
+
+    /// Waits for every data connection (UDP hellos first, then TCP
+    /// connections in any order) and the client's Start, whose start time
+    /// it returns with the streams.
+    fn collect(
+        &self,
+        config: &TestConfig,
+        local: SocketAddr,
+        roles: &[(u32, Role)],
+        announced: &mut Announced,
+    ) -> Result<(Vec<StreamPlan>, Option<u64>), NoStart> {
+        let (cookie, deadline) = (announced.cookie, announced.deadline);
+        let role_of = |id: u32| {
+            roles
+                .iter()
+                .find(|r| r.0 == id)
+                .map(|r| r.1)
+                .unwrap_or(Role::Receiver)
+        };
+        let mut plans = Vec::new();
+        let mut start_at: Option<Option<u64>> = None;
+        let mut tcp_pending: Vec<u32> = if config.protocol == Protocol::Tcp {
+            roles.iter().map(|r| r.0).collect()
+        } else {
+            vec![]
+        };
+        for (id, sock) in std::mem::take(&mut announced.udp_sockets) {
+            match data::accept_udp(&sock, cookie, id, deadline) {
+                Ok(()) => plans.push(StreamPlan {
+                    id,
+                    role: role_of(id),
+                    socket: DataSocket::Udp(sock),
+                }),
+                Err(e) => return Err(NoStart::Refuse(e)),
+            }
+        }
+        while !tcp_pending.is_empty() || start_at.is_none() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.events.recv_timeout(left) {
+                Ok(Event::Data(id, stream)) if tcp_pending.contains(&id) => {
+                    tcp_pending.retain(|&p| p != id);
+                    if let Err(e) = data::prepare_accepted(&stream, config) {
+                        return Err(NoStart::Refuse(e));
+                    }
+                    plans.push(StreamPlan {
+                        id,
+                        role: role_of(id),
+                        socket: DataSocket::Tcp(stream),
+                    });
+                }
+                Ok(Event::Data(..)) => {}
+                Ok(Event::Client(Incoming::Message(ClientMessage::Start { start_at_unix_ms }))) => {
+                    start_at = Some(start_at_unix_ms)
+                }
+                Ok(Event::Client(Incoming::Message(ClientMessage::Cancel { .. }))) => {
+                    return Err(NoStart::End("client cancelled before the start".into()))
+                }
+                Ok(Event::Client(Incoming::Message(_))) => {
+                    return Err(NoStart::End("unexpected message before start".into()))
+                }
+                Ok(Event::Client(Incoming::Lost(why))) => return Err(NoStart::End(why)),
+                Ok(Event::Side(_)) => {}
+                Err(RecvTimeoutError::Timeout) => {
+                    return Err(NoStart::Refuse(format!(
+                        "{} data connection(s) never arrived; is a firewall blocking port {}?",
+                        tcp_pending.len(),
+                        local.port()
+                    )))
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(NoStart::End("internal channel closed".into()))
+                }
+            }
+        }
+        Ok((plans, start_at.flatten()))
+    }
+
+    /// Starts the local streams at the agreed time and tells the client when.
+    fn start(
+        &self,
+        config: &TestConfig,
+        local: SocketAddr,
+        mut plans: Vec<StreamPlan>,
+        warnings: Vec<String>,
+        start_at: Option<u64>,
+    ) -> Result<LocalSide, String> {
+        plans.sort_by_key(|p| p.id);
+        let same_clock = data::same_host(self.peer.ip(), local.ip());
+        let mut side = LocalSide::new(config.clone(), plans, same_clock, warnings);
+        let (at, start_unix_ms) = data::start_instant(start_at);
+        let tx = self.tx.clone();
+        let sink: EventSink = Arc::new(move |e| {
+            let _ = tx.send(Event::Side(e));
+        });
+        side.start(at, sink);
+        self.control
+            .send(&ServerMessage::Started { start_unix_ms })?;
+        Ok(side)
+    }
+
+    /// Runs the started test: relays intervals and end-of-sending to the
+    /// client, exchanges the results, and stops on Cancel. A test that
+    /// overruns its duration by two minutes is aborted.
+    fn serve_test(&self, config: &TestConfig, side: LocalSide) -> Result<SideResult, String> {
+        let mut side = Some(side);
+        let mut local_result = None;
+        let mut peer_finished = false;
+        let watchdog =
+            Duration::from_secs_f64(config.duration_s.min(86_400.0)) + Duration::from_secs(120);
+        let started = Instant::now();
+        while local_result.is_none() || !peer_finished {
+            let event = match self.events.recv_timeout(Duration::from_secs(1)) {
+                Ok(e) => e,
+                Err(RecvTimeoutError::Timeout) => {
+                    if config.bytes.is_none() && started.elapsed() > watchdog {
+                        if let Some(s) = &side {
+                            s.abort();
+                        }
+                        return Err("test overran its duration by two minutes; aborted".into());
+                    }
+                    continue;
+                }
+                Err(RecvTimeoutError::Disconnected) => break,
+            };
+            match event {
+                Event::Side(SideEvent::Interval(streams)) => {
+                    let _ = self.control.send(&ServerMessage::Interval { streams });
+                }
+                Event::Side(SideEvent::SendersDone(packets)) => {
+                    let _ = self.control.send(&ServerMessage::SendersDone { packets });
+                }
+                Event::Side(SideEvent::AllDone) => {
+                    if let Some(s) = side.take() {
+                        let result = s.finish();
+                        let _ = self.control.send(&ServerMessage::Finished {
+                            result: result.clone(),
+                        });
+                        local_result = Some(result);
+                    }
+                }
+                Event::Client(Incoming::Message(ClientMessage::SendersDone { packets })) => {
+                    if let Some(s) = &side {
+                        s.peer_senders_done(&packets);
+                    }
+                }
+                Event::Client(Incoming::Message(ClientMessage::Cancel { .. })) => {
+                    if let Some(s) = &side {
+                        s.stop_senders();
+                    }
+                }
+                Event::Client(Incoming::Message(ClientMessage::Finished { .. })) => {
+                    peer_finished = true
+                }
+                Event::Client(Incoming::Message(_)) => {}
+                Event::Client(Incoming::Lost(why)) => {
+                    if let Some(s) = side.take() {
+                        s.abort();
+                        let _ = s.finish();
+                    }
+                    if local_result.is_some() && peer_finished {
+                        break;
+                    }
+                    return Err(format!("test aborted: {why}"));
+                }
+                Event::Data(..) => {}
+            }
+        }
+        Ok(local_result.unwrap_or_default())
+    }
+}
+
+/// Accepts one test's data connections on the listener made for it, until
+/// every stream has arrived or the set-up deadline passes. Connections that
+/// do not carry the test's cookie are closed; each waits at most until the
+/// deadline for its hello, so a silent connection cannot hold the test.
+fn spawn_data_acceptor(
+    listener: TcpListener,
+    cookie: u64,
+    streams: usize,
+    deadline: Instant,
+    tx: Sender<Event>,
+) {
+    let accept = move || {
+        let mut matched = 0;
+        while matched < streams {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            // SO_RCVTIMEO bounds accept(2) as well as reads.
+            let _ = socket2::SockRef::from(&listener).set_read_timeout(Some(left));
+            let mut stream = match listener.accept() {
+                Ok((stream, _)) => stream,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                Err(_) => {
+                    std::thread::sleep(Duration::from_millis(10));
+                    continue;
+                }
+            };
+            let _ = stream.set_read_timeout(Some(left.min(Duration::from_secs(5))));
+            let (mut preamble, mut hello) = ([0u8; Preamble::LEN], [0u8; DataHello::LEN]);
+            if stream.read_exact(&mut preamble).is_err()
+                || Preamble::parse(&preamble) != Some(Preamble::Data)
+                || stream.read_exact(&mut hello).is_err()
+            {
+                continue;
+            }
+            let hello = DataHello::decode(&hello);
+            if hello.cookie != cookie {
+                continue;
+            }
+            let _ = stream.set_read_timeout(None);
+            if tx.send(Event::Data(hello.stream_id, stream)).is_err() {
+                return;
+            }
+            matched += 1;
+        }
+    };
+    let _ = std::thread::Builder::new()
+        .name("lp-data-accept".into())
+        .spawn(accept);
+}
+
+/// A random-enough session cookie: it only has to be unguessable in practice
+/// for a data connection to find its session, not cryptographically strong.
+fn new_cookie() -> u64 {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let t = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let mut x = t
+        ^ (std::process::id() as u64).rotate_left(32)
+        ^ COUNTER.fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    x
+}
+
+/// Why this server cannot run `config`, if it cannot.
+fn acceptable(config: &TestConfig) -> Result<(), String> {
+    config.validate()?;
+    if let Some(cc) = &config.congestion {
+        if !facts::available_congestion_controls()
+            .iter()
+            .any(|c| c == cc)
+        {
+            return Err(format!(
+                "server: {}",
+                linkperf_engine::sockopt::congestion_unavailable(cc)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The server's one line for a finished test.
+fn log_line(peer: SocketAddr, config: &TestConfig, result: &SideResult) -> String {
+    let received = result.bytes(Role::Receiver);
+    let sent = result.bytes(Role::Sender);
+    format!(
+        "client {}: {} {:?} x{} {:.2} s: received {}, sent {}",
+        peer,
+        if config.protocol == Protocol::Udp {
+            "UDP"
+        } else {
+            "TCP"
+        },
+        config.direction,
+        config.parallel,
+        result.seconds,
+        linkperf_units::format_bytes(received as f64),
+        linkperf_units::format_bytes(sent as f64),
+    )
+}
