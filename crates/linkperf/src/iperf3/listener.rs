@@ -181,21 +181,23 @@ fn listeners_of(local: SocketAddr) -> Vec<OwnedFd> {
     let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
         return Vec::new();
     };
+    // Listed whole before any duplicate is made: a duplicate made while the
+    // directory is read may show up in it, and one socket configured twice
+    // would record the first setting as "before" and restore that.
+    let mut sockets: Vec<(RawFd, String)> = dir
+        .flatten()
+        .filter_map(|entry| {
+            let fd = entry.file_name().to_str()?.parse::<RawFd>().ok()?;
+            let target = std::fs::read_link(entry.path()).ok()?;
+            let target = target.to_string_lossy().into_owned();
+            target.starts_with("socket:").then_some((fd, target))
+        })
+        .collect();
+    // One descriptor per socket ("socket:[inode]").
+    sockets.sort_by(|a, b| a.1.cmp(&b.1));
+    sockets.dedup_by(|a, b| a.1 == b.1);
     let mut found = Vec::new();
-    for entry in dir.flatten() {
-        let Some(fd) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<RawFd>().ok())
-        else {
-            continue;
-        };
-        let is_socket = std::fs::read_link(entry.path())
-            .map(|t| t.to_string_lossy().starts_with("socket:"))
-            .unwrap_or(false);
-        if !is_socket {
-            continue;
-        }
+    for (fd, _) in sockets {
         // SAFETY: F_DUPFD_CLOEXEC returns a new descriptor we then own.
         let dup = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
         if dup < 0 {
@@ -288,6 +290,27 @@ mod tests {
         drop(setup);
         assert_eq!(get_int(raw, libc::TCP_WINDOW_CLAMP), Some(NO_CLAMP));
         assert_ne!(get_int(raw, libc::TCP_MAXSEG), Some(1000));
+    }
+
+    #[test]
+    fn a_listener_with_several_descriptors_is_configured_once() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let _second = listener.try_clone().unwrap();
+        let wanted = Handshake {
+            window: Some(8192),
+            mss: None,
+        };
+        let (setup, _) = enter(addr, wanted);
+        let Setup::Alone { configured, .. } = &setup else {
+            panic!("options given, yet a shared set-up")
+        };
+        assert_eq!(configured.len(), 1);
+        drop(setup);
+        assert_eq!(
+            get_int(listener.as_raw_fd(), libc::TCP_WINDOW_CLAMP),
+            Some(NO_CLAMP)
+        );
     }
 
     #[test]
