@@ -13,10 +13,7 @@ use std::collections::HashSet;
 
 #[test]
 fn sweep_json_is_stored_and_matches_the_runs() {
-    let server = Server::start();
-    let dir = scratch("json");
-    let db = db_arg(&dir);
-    let port = server.port.to_string();
+    let (_server, dir, db, port) = loopback_sweep("json");
     let run = long(&sweep_args(
         &port,
         &db,
@@ -282,10 +279,7 @@ fn client_runs_are_stored_unless_told_not_to() {
 /// On loopback a 4 KiB socket buffer clearly limits TCP; 64 KiB and 1 MiB do not.
 #[test]
 fn window_sweep_small_window_limits_throughput_on_loopback() {
-    let server = Server::start();
-    let dir = scratch("window");
-    let db = db_arg(&dir);
-    let port = server.port.to_string();
+    let (_server, dir, db, port) = loopback_sweep("window");
     let run = long(&sweep_args(
         &port,
         &db,
@@ -357,10 +351,7 @@ fn window_sweep_rises_with_the_window_on_a_delayed_link() {
 
 #[test]
 fn confidence_mode_iterates_until_the_interval_is_narrow_or_gives_up() {
-    let server = Server::start();
-    let dir = scratch("confidence");
-    let db = db_arg(&dir);
-    let port = server.port.to_string();
+    let (_server, dir, db, port) = loopback_sweep("confidence");
     // A paced flow (-b) gives steady rates, yet never steady to a few parts
     // per million: that interval is out of reach and the sweep must say so.
     let run = long(&sweep_args(

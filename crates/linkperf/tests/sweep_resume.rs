@@ -25,10 +25,7 @@ fn killed_sweep_resumes_without_duplicates() {
 
 #[test]
 fn interrupted_sweep_keeps_its_runs_and_says_how_to_resume() {
-    let server = Server::start();
-    let dir = scratch("sigint");
-    let db = db_arg(&dir);
-    let port = server.port.to_string();
+    let (_server, dir, db, port) = loopback_sweep("sigint");
     let child = spawn(&sweep_args(
         &port,
         &db,
@@ -64,10 +61,7 @@ fn interrupted_sweep_keeps_its_runs_and_says_how_to_resume() {
 #[test]
 fn sqlite_and_postgres_return_identical_results() {
     let Some(base) = pg_url() else { return };
-    let server = Server::start();
-    let dir = scratch("pg-same");
-    let db = db_arg(&dir);
-    let port = server.port.to_string();
+    let (server, _dir, db, port) = loopback_sweep("pg-same");
     let run = long(&sweep_args(
         &port,
         &db,

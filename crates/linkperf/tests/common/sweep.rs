@@ -189,3 +189,13 @@ pub fn kill_and_resume(db: &str, port: u16, shuffle: bool) {
     assert_eq!(again.code(), Some(0), "{}", again.stderr);
     assert_eq!(s.sweep_runs(id, false).unwrap().len(), 9);
 }
+
+/// A loopback server and a fresh archive for one sweep test: the server, the
+/// scratch directory, the archive's path and the server's port as text.
+pub fn loopback_sweep(name: &str) -> (Server, PathBuf, String, String) {
+    let server = Server::start();
+    let dir = scratch(name);
+    let db = db_arg(&dir);
+    let port = server.port.to_string();
+    (server, dir, db, port)
+}
