@@ -22,8 +22,9 @@ macro_rules! require_root {
 fn gran_sasso_shape_is_bounded_by_the_shared_link_and_loss_matches_the_emulator() {
     require_root!();
     let flow = "udp = true\nbitrate = \"40M\"\nlength = 1400\n";
+    // The file keeps its original name, gs.campaign.toml (and its archive gs.campaign.db).
     let (bed, file) = bed_with_campaign(
-        "gs",
+        "gs.campaign",
         "cgs",
         4,
         "rate = \"100M\"\ndelay = \"2ms\"\nqueue = \"100K\"",
