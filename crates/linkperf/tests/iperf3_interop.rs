@@ -5,6 +5,7 @@
 
 mod common;
 use common::*;
+use linkperf_testsupport::bed::{two_hosts, CliBed as Bed};
 use serde_json::Value;
 use std::process::{Child, Command, Stdio};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -36,18 +37,18 @@ fn iperf3_installed() -> bool {
     false
 }
 
+/// Spawns `iperf3 -c 127.0.0.1 -p PORT ARGS...`.
+fn spawn_iperf3(port: u16, args: &[&str]) -> Child {
+    spawn_piped(
+        Command::new(IPERF3)
+            .args(["-c", "127.0.0.1", "-p", &port.to_string()])
+            .args(args),
+    )
+}
+
 /// Runs `iperf3 -c 127.0.0.1 -p PORT ARGS...` to completion.
 fn iperf3_client(port: u16, args: &[&str]) -> Run {
-    let port = port.to_string();
-    let child = Command::new(IPERF3)
-        .args(["-c", "127.0.0.1", "-p", &port])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn iperf3");
-    wait_child(child, CLIENT_WATCHDOG)
+    wait_child(spawn_iperf3(port, args), CLIENT_WATCHDOG)
 }
 
 fn iperf3_json(port: u16, args: &[&str]) -> Value {
@@ -241,17 +242,7 @@ fn two_iperf3_clients_at_once_and_exclusive_mode() {
         return;
     };
     let server = Server::start();
-    let port = server.port.to_string();
-    let spawn = |args: &[&str]| {
-        Command::new(IPERF3)
-            .args(["-c", "127.0.0.1", "-p", &port])
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn iperf3")
-    };
+    let spawn = |args: &[&str]| spawn_iperf3(server.port, args);
     let a = spawn(&["-t", "2", "-b", "500M"]);
     std::thread::sleep(Duration::from_millis(300));
     let b = iperf3_client(server.port, &["-t", "1", "-b", "500M"]);
@@ -261,17 +252,7 @@ fn two_iperf3_clients_at_once_and_exclusive_mode() {
     drop(server);
 
     let server = Server::start_with(&["--exclusive"]);
-    let port = server.port.to_string();
-    let spawn = |args: &[&str]| {
-        Command::new(IPERF3)
-            .args(["-c", "127.0.0.1", "-p", &port])
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn iperf3")
-    };
+    let spawn = |args: &[&str]| spawn_iperf3(server.port, args);
     let a = spawn(&["-t", "2", "-b", "200M"]);
     std::thread::sleep(Duration::from_millis(400));
     let busy = iperf3_client(server.port, &["-t", "1"]);
@@ -319,16 +300,6 @@ fn iperf3_port_serves_iperf3_clients() {
     assert_eq!(u64_at(&j, "/end/sum_received/bytes"), 10 << 20);
     let (received, _) = only_counts(&server);
     assert_eq!(received, 10 << 20);
-}
-
-/// A child killed when dropped (a persistent `iperf3 -s`).
-struct KillOnDrop(Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// What `ss -tin` says of one established socket.
@@ -460,95 +431,23 @@ fn iperf3_client_window_and_mss_are_negotiated_like_iperf3s_server() {
 const BED_SERVER: &str = "10.78.0.2";
 
 /// A two-host testbed (`linkperf testbed`): `a` the client, `b` the servers.
-struct Bed {
-    name: String,
-    file: std::path::PathBuf,
-    servers: Vec<KillOnDrop>,
+/// None (with a SKIPPED line) without root.
+fn bed_up(name: &str, link: &str, test: &str) -> Option<Bed> {
+    if linkperf_testbed::require_root().is_err() {
+        linkperf_testsupport::skip_named(
+            test,
+            "needs root for the testbed (namespaces, TAP devices)",
+        );
+        return None;
+    }
+    let topology = two_hosts(name, "10.78.0.1", BED_SERVER, link);
+    Some(Bed::up(bin(), &std::env::temp_dir(), name, &topology))
 }
 
-impl Bed {
-    /// None (with a SKIPPED line) without root.
-    fn up(name: &str, link: &str, test: &str) -> Option<Bed> {
-        if linkperf_testbed::require_root().is_err() {
-            linkperf_testsupport::skip_named(
-                test,
-                "needs root for the testbed (namespaces, TAP devices)",
-            );
-            return None;
-        }
-        let _ = Command::new(bin()).args(["testbed", "down", name]).output();
-        let file = std::env::temp_dir().join(format!("{name}.toml"));
-        let topology = format!(
-            "name = \"{name}\"\nseed = 1\n[[host]]\nname = \"a\"\naddress = \"10.78.0.1/24\"\n\
-             [[host]]\nname = \"b\"\naddress = \"{BED_SERVER}/24\"\n[[link]]\nends = [\"a\", \"b\"]\n{link}\n"
-        );
-        std::fs::write(&file, topology).unwrap();
-        let out = Command::new(bin())
-            .arg("testbed")
-            .arg("up")
-            .arg(&file)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Some(Bed {
-            name: name.into(),
-            file,
-            servers: Vec::new(),
-        })
-    }
-
-    fn exec(&self, host: &str, program: &str) -> Command {
-        let mut c = Command::new(bin());
-        c.args([
-            "testbed",
-            "exec",
-            "--testbed",
-            &self.name,
-            host,
-            "--",
-            program,
-        ]);
-        c
-    }
-
-    /// Starts a server in host `b` (killed with the testbed) listening on `port`.
-    fn serve(&mut self, program: &str, args: &[&str], port: u16) {
-        let server = self
-            .exec("b", program)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start a server in host b");
-        self.servers.push(KillOnDrop(server));
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            let listening = self
-                .exec("b", "ss")
-                .args(["-Htln", "sport", "=", &format!(":{port}")])
-                .output()
-                .unwrap();
-            if !String::from_utf8_lossy(&listening.stdout).trim().is_empty() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        panic!("{program} did not listen on {port} in host b");
-    }
-}
-
-impl Drop for Bed {
-    fn drop(&mut self) {
-        let _ = Command::new(bin())
-            .args(["testbed", "down", &self.name])
-            .output();
-        let _ = std::fs::remove_file(&self.file);
-    }
+/// Starts a server in host `b` (killed with the testbed) listening on `port`.
+fn serve_in_b(bed: &mut Bed, program: &str, args: &[&str], port: u16) {
+    let mut server = bed.exec("b", program);
+    bed.serve("b", server.args(args), port);
 }
 
 /// Item 1 of issue 10, the rate: through a 10 ms round trip the window, not
@@ -566,12 +465,17 @@ fn iperf3_client_window_limits_the_rate_as_with_iperf3s_server() {
         return;
     };
     let rtt = 10e-3;
-    let Some(mut bed) = Bed::up("lpi3-window", "delay = \"5ms\"\nqueue = \"1M\"", test) else {
+    let Some(mut bed) = bed_up("lpi3-window", "delay = \"5ms\"\nqueue = \"1M\"", test) else {
         return;
     };
     let (ours, theirs) = (5211, 5201);
-    bed.serve(bin(), &["server", "-q", "-p", &ours.to_string()], ours);
-    bed.serve(IPERF3, &["-s", "-p", &theirs.to_string()], theirs);
+    serve_in_b(
+        &mut bed,
+        bin(),
+        &["server", "-q", "-p", &ours.to_string()],
+        ours,
+    );
+    serve_in_b(&mut bed, IPERF3, &["-s", "-p", &theirs.to_string()], theirs);
     let (mut our_rates, mut their_rates) = (Vec::new(), Vec::new());
     for _ in 0..3 {
         for (port, rates) in [(theirs, &mut their_rates), (ours, &mut our_rates)] {

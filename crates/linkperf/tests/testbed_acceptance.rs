@@ -7,11 +7,14 @@
 //! one at a time (a lock), since two tests sharing the CPUs would disturb each other's rates.
 
 use linkperf_testbed::{CounterValues, Testbed};
+use linkperf_testsupport::bed::{two_hosts, CliBed};
+use linkperf_testsupport::json::f64_at;
+use linkperf_testsupport::process::{spawn_quiet, KillOnDrop};
 use serde_json::Value;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+
+use std::process::Command;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
@@ -33,70 +36,29 @@ fn start(test: &str) -> Option<std::sync::MutexGuard<'static, ()>> {
 
 /// A testbed built by `linkperf testbed up` from a topology text, with a `linkperf server`
 /// in host `b`; both are removed when dropped.
-struct Bed {
-    name: String,
-    file: PathBuf,
-    server: Option<Child>,
+struct Bed(CliBed);
+
+impl std::ops::Deref for Bed {
+    type Target = CliBed;
+    fn deref(&self) -> &CliBed {
+        &self.0
+    }
 }
 
 impl Bed {
     fn up(name: &str, links: &str) -> Bed {
-        let _ = Command::new(bin()).args(["testbed", "down", name]).output();
-        let file = std::env::temp_dir().join(format!("{name}.toml"));
-        let topology = format!(
-            "name = \"{name}\"\nseed = 1\n[[host]]\nname = \"a\"\naddress = \"10.77.0.1/24\"\n\
-             [[host]]\nname = \"b\"\naddress = \"10.77.0.2/24\"\n[[link]]\nends = [\"a\", \"b\"]\n{links}\n"
-        );
-        std::fs::write(&file, topology).unwrap();
-        let out = Command::new(bin())
-            .args(["testbed", "up"])
-            .arg(&file)
-            .output()
-            .expect("run linkperf testbed up");
-        assert!(
-            out.status.success(),
-            "testbed up failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let mut bed = Bed {
-            name: name.to_string(),
-            file,
-            server: None,
-        };
-        let server = Command::new(bin())
-            .args(["testbed", "exec", "--testbed", name, "b", "--"])
-            .args([bin(), "server", "-q"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start linkperf server in host b");
-        bed.server = Some(server);
-        bed.wait_for_server();
-        bed
-    }
-
-    fn wait_for_server(&self) {
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            let out = Command::new("ip")
-                .args(["netns", "exec", &format!("lp-{}-b", self.name)])
-                .args(["ss", "-Htln", "sport", "= :5211"])
-                .output()
-                .expect("run ss");
-            if !String::from_utf8_lossy(&out.stdout).trim().is_empty() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        panic!("linkperf server did not start listening in host b");
+        let topology = two_hosts(name, "10.77.0.1", "10.77.0.2", links);
+        let mut bed = CliBed::up(bin(), &std::env::temp_dir(), name, &topology);
+        let mut server = bed.exec("b", bin());
+        bed.serve("b", server.args(["server", "-q"]), 5211);
+        Bed(bed)
     }
 
     /// Runs `linkperf client 10.77.0.2 -J ARGS...` in host a and returns its JSON document.
     fn client(&self, args: &[&str]) -> Value {
-        let out = Command::new(bin())
-            .args(["testbed", "exec", "--testbed", &self.name, "a", "--"])
-            .args([bin(), "client", "10.77.0.2", "-J", "-i", "0"])
+        let out = self
+            .exec("a", bin())
+            .args(["client", "10.77.0.2", "-J", "-i", "0"])
             .args(args)
             .output()
             .expect("run linkperf client in host a");
@@ -111,7 +73,7 @@ impl Bed {
 
     /// Counters of link 0, direction a -> b.
     fn a_to_b(&self) -> CounterValues {
-        Testbed::attach(&self.name)
+        Testbed::attach(self.name())
             .unwrap()
             .counters()
             .unwrap()
@@ -120,25 +82,6 @@ impl Bed {
             .unwrap()
             .values
     }
-}
-
-impl Drop for Bed {
-    fn drop(&mut self) {
-        if let Some(mut s) = self.server.take() {
-            let _ = s.kill();
-            let _ = s.wait();
-        }
-        let _ = Command::new(bin())
-            .args(["testbed", "down", &self.name])
-            .output();
-        let _ = std::fs::remove_file(&self.file);
-    }
-}
-
-fn f64_at(doc: &Value, path: &str) -> f64 {
-    doc.pointer(path)
-        .and_then(Value::as_f64)
-        .unwrap_or_else(|| panic!("{path} missing in {doc}"))
 }
 
 /// Receiver-side TCP goodput in bits/s.
@@ -290,39 +233,25 @@ fn udp_loss_matches_the_configured_probability_and_the_emulator() {
 }
 
 /// A stock iperf3 server in host `b` on port 5201, killed when dropped.
-struct Iperf3Server(Child);
+struct Iperf3Server(#[allow(dead_code)] KillOnDrop);
 
 impl Iperf3Server {
     fn start(bed: &Bed) -> Iperf3Server {
-        let child = Command::new(bin())
-            .args(["testbed", "exec", "--testbed", &bed.name, "b", "--"])
-            .args(["iperf3", "-s", "-p", "5201"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start iperf3 -s in host b");
+        let child = spawn_quiet(bed.exec("b", "iperf3").args(["-s", "-p", "5201"]));
         std::thread::sleep(Duration::from_millis(500));
-        Iperf3Server(child)
+        Iperf3Server(KillOnDrop(child))
     }
 
     /// Runs `iperf3 -c 10.77.0.2 -J ARGS` in host a; the receiver's bits/s.
     fn received(bed: &Bed, args: &[&str]) -> f64 {
-        let out = Command::new(bin())
-            .args(["testbed", "exec", "--testbed", &bed.name, "a", "--"])
-            .args(["iperf3", "-c", "10.77.0.2", "-p", "5201", "-J"])
+        let out = bed
+            .exec("a", "iperf3")
+            .args(["-c", "10.77.0.2", "-p", "5201", "-J"])
             .args(args)
             .output()
             .expect("run iperf3 -c in host a");
         let doc: Value = serde_json::from_slice(&out.stdout).expect("iperf3 JSON");
         f64_at(&doc, "/end/sum_received/bits_per_second")
-    }
-}
-
-impl Drop for Iperf3Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
     }
 }
 

@@ -1,9 +1,17 @@
-//! What every test crate of the workspace shares: a skip that cannot go unseen.
+//! What every test crate of the workspace shares: a skip that cannot go unseen,
+//! child processes with a time limit ([`process`]), JSON pointer getters
+//! ([`json`]) and a testbed driven through the `linkperf` binary ([`bed`]).
+//! It depends on no linkperf crate, so that every crate's tests can use it;
+//! whatever needs the binary takes its path.
 //!
 //! cargo shows a passing test's output only with `--nocapture`, so a test that
 //! returns early because a dependency is missing would pass silently. [`skip`]
 //! prints the reason and also appends it to a log that `scripts/test` prints at
 //! the end of the run (and fails on under CI). It holds no test logic.
+
+pub mod bed;
+pub mod json;
+pub mod process;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -48,4 +56,23 @@ pub fn skip_named(test: &str, reason: &str) {
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() == 0 }
+}
+
+/// Returns from the test (with a recorded skip) unless it runs as root.
+#[macro_export]
+macro_rules! require_root {
+    ($why:expr) => {
+        if !$crate::is_root() {
+            $crate::skip($why);
+            return;
+        }
+    };
+}
+
+/// A fresh, empty directory under the system temp dir, unique to this process.
+pub fn scratch(prefix: &str, name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("{prefix}-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
 }

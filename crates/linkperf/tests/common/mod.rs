@@ -1,14 +1,23 @@
-//! Shared helpers for the integration tests: a real `linkperf server` child
-//! process on loopback, a client runner with a watchdog, JSON parsing and
-//! validation against the schema files in `schema/`.
+//! Shared helpers for linkperf's integration tests: a real `linkperf server`
+//! child process on loopback, a client runner with a watchdog, validation
+//! against the schema files in `schema/`. What other crates' tests share too
+//! (processes with a time limit, JSON getters, testbeds) lives in
+//! `linkperf-testsupport` and is re-exported here.
 
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
+pub mod campaign;
+pub mod sweep;
+
+pub use linkperf_testsupport::json::{array_at, f64_at, u64_at};
+pub use linkperf_testsupport::process::{
+    free_port, poll, send_signal, spawn_piped, wait_child, KillOnDrop, Run,
+};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -18,12 +27,6 @@ pub const CLIENT_WATCHDOG: Duration = Duration::from_secs(40);
 
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_linkperf")
-}
-
-/// A loopback port nobody listens on right now.
-pub fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind port 0");
-    l.local_addr().unwrap().port()
 }
 
 /// A `linkperf server` child process; killed when dropped.
@@ -104,16 +107,9 @@ impl Server {
 
     /// Waits until a stdout line satisfies `pred`, returning it.
     pub fn wait_stdout(&self, timeout: Duration, pred: impl Fn(&str) -> bool) -> Option<String> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(l) = self.stdout_lines().into_iter().find(|l| pred(l)) {
-                return Some(l);
-            }
-            if Instant::now() >= deadline {
-                return None;
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
+        poll(timeout, Duration::from_millis(20), || {
+            self.stdout_lines().into_iter().find(|l| pred(l))
+        })
     }
 
     pub fn is_running(&mut self) -> bool {
@@ -134,133 +130,6 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-/// What a finished process left behind.
-#[derive(Debug)]
-pub struct Run {
-    pub status: ExitStatus,
-    pub stdout: String,
-    pub stderr: String,
-}
-
-impl Run {
-    pub fn code(&self) -> Option<i32> {
-        self.status.code()
-    }
-
-    /// Parses stdout as one JSON document, failing with the whole context.
-    pub fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
-            panic!(
-                "stdout is not JSON ({e}); status {:?}\nstdout: {}\nstderr: {}",
-                self.status, self.stdout, self.stderr
-            )
-        })
-    }
-
-    /// Parses stdout as a successful report: exit 0 and no errors.
-    pub fn report(&self) -> Value {
-        assert_eq!(
-            self.code(),
-            Some(0),
-            "client failed\nstdout: {}\nstderr: {}",
-            self.stdout,
-            self.stderr
-        );
-        let v = self.json();
-        assert_eq!(v["schema"], "linkperf/1");
-        assert_eq!(v["errors"], serde_json::json!([]), "errors in {v:#}");
-        v
-    }
-
-    pub fn stderr_lines(&self) -> Vec<&str> {
-        self.stderr.lines().collect()
-    }
-
-    /// The usage/run error contract: exit code `code`, exactly one line on
-    /// stderr, no panic.
-    pub fn assert_one_line_failure(&self, code: i32) -> &str {
-        let lines = self.stderr_lines();
-        assert_eq!(
-            self.code(),
-            Some(code),
-            "exit code; stderr: {}\nstdout: {}",
-            self.stderr,
-            self.stdout
-        );
-        assert_eq!(
-            lines.len(),
-            1,
-            "want one stderr line, got: {:?}",
-            self.stderr
-        );
-        assert!(!self.stderr.contains("panicked"), "panic: {}", self.stderr);
-        assert!(!lines[0].trim().is_empty());
-        lines[0]
-    }
-
-    /// The error contract for a sweep that ran some points first: its
-    /// progress lines ("sweep: run k of n ...", printed off a terminal), then
-    /// exactly one error line, exit code `code`, no panic.
-    pub fn assert_failure_after_progress(&self, code: i32) -> &str {
-        assert_eq!(
-            self.code(),
-            Some(code),
-            "exit code; stderr: {}",
-            self.stderr
-        );
-        assert!(!self.stderr.contains("panicked"), "panic: {}", self.stderr);
-        let (progress, rest): (Vec<&str>, Vec<&str>) = self
-            .stderr_lines()
-            .into_iter()
-            .partition(|l| l.starts_with("sweep: run "));
-        assert!(!progress.is_empty(), "no progress lines: {:?}", self.stderr);
-        assert_eq!(rest.len(), 1, "want one error line, got: {:?}", self.stderr);
-        assert!(
-            self.stderr.trim_end().ends_with(rest[0]),
-            "the error line is not last: {:?}",
-            self.stderr
-        );
-        rest[0]
-    }
-}
-
-/// Waits for a spawned child with piped stdout/stderr, killing it after `limit`.
-pub fn wait_child(mut child: Child, limit: Duration) -> Run {
-    let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
-    let out_t = thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    let err_t = thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
-    let deadline = Instant::now() + limit;
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("try_wait") {
-            break s;
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let status = child.wait().unwrap();
-            let stdout = out_t.join().unwrap();
-            let stderr = err_t.join().unwrap();
-            panic!(
-                "process still running after {limit:?} (killed: {status:?})\nstdout: {stdout}\nstderr: {stderr}"
-            );
-        }
-        thread::sleep(Duration::from_millis(10));
-    };
-    Run {
-        status,
-        stdout: out_t.join().unwrap(),
-        stderr: err_t.join().unwrap(),
     }
 }
 
@@ -306,24 +175,6 @@ pub fn client_json(port: u16, args: &[&str]) -> Value {
     let mut all = args.to_vec();
     all.push("-J");
     client(port, &all).report()
-}
-
-pub fn u64_at(v: &Value, pointer: &str) -> u64 {
-    v.pointer(pointer)
-        .and_then(Value::as_u64)
-        .unwrap_or_else(|| panic!("{pointer} is not an unsigned integer in {v:#}"))
-}
-
-pub fn f64_at(v: &Value, pointer: &str) -> f64 {
-    v.pointer(pointer)
-        .and_then(Value::as_f64)
-        .unwrap_or_else(|| panic!("{pointer} is not a number in {v:#}"))
-}
-
-pub fn array_at<'a>(v: &'a Value, pointer: &str) -> &'a Vec<Value> {
-    v.pointer(pointer)
-        .and_then(Value::as_array)
-        .unwrap_or_else(|| panic!("{pointer} is not an array in {v:#}"))
 }
 
 pub fn schema_dir() -> PathBuf {
@@ -388,10 +239,4 @@ pub fn available_congestion_controls() -> Vec<String> {
     read_proc("/proc/sys/net/ipv4/tcp_available_congestion_control")
         .map(|s| s.split_whitespace().map(String::from).collect())
         .unwrap_or_default()
-}
-
-pub fn send_signal(child: &Child, signal: i32) {
-    // SAFETY: plain kill(2) on our own child's pid.
-    let rc = unsafe { libc::kill(child.id() as libc::pid_t, signal) };
-    assert_eq!(rc, 0, "kill({}, {signal})", child.id());
 }

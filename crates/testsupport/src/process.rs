@@ -1,0 +1,201 @@
+//! Child processes under a time limit: a finished process's exit status and
+//! output ([`Run`]), the error-output contracts every command shares, free
+//! loopback ports, and polling with a deadline.
+
+use serde_json::Value;
+use std::io::Read;
+use std::net::TcpListener;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// A loopback port nobody listens on right now.
+pub fn free_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind port 0");
+    l.local_addr().unwrap().port()
+}
+
+/// Calls `f` until it returns something or `limit` has passed (then None).
+pub fn poll<T>(limit: Duration, step: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(t) = f() {
+            return Some(t);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        thread::sleep(step);
+    }
+}
+
+/// A child that is killed and reaped when dropped, however the test ends.
+pub struct KillOnDrop(pub Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// What a finished process left behind.
+#[derive(Debug)]
+pub struct Run {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn code(&self) -> Option<i32> {
+        self.status.code()
+    }
+
+    /// Parses stdout as one JSON document, failing with the whole context.
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}); status {:?}\nstdout: {}\nstderr: {}",
+                self.status, self.stdout, self.stderr
+            )
+        })
+    }
+
+    /// Parses stdout as a successful linkperf report: exit 0 and no errors.
+    pub fn report(&self) -> Value {
+        self.assert_success("client failed");
+        let v = self.json();
+        assert_eq!(v["schema"], "linkperf/1");
+        assert_eq!(v["errors"], serde_json::json!([]), "errors in {v:#}");
+        v
+    }
+
+    /// Asserts exit 0, showing `what` and both outputs otherwise.
+    pub fn assert_success(&self, what: &str) -> &Run {
+        assert_eq!(
+            self.code(),
+            Some(0),
+            "{what}\nstdout: {}\nstderr: {}",
+            self.stdout,
+            self.stderr
+        );
+        self
+    }
+
+    pub fn stderr_lines(&self) -> Vec<&str> {
+        self.stderr.lines().collect()
+    }
+
+    /// The usage/run error contract: exit code `code`, exactly one line on
+    /// stderr, no panic.
+    pub fn assert_one_line_failure(&self, code: i32) -> &str {
+        let lines = self.stderr_lines();
+        assert_eq!(
+            self.code(),
+            Some(code),
+            "exit code; stderr: {}\nstdout: {}",
+            self.stderr,
+            self.stdout
+        );
+        assert_eq!(
+            lines.len(),
+            1,
+            "want one stderr line, got: {:?}",
+            self.stderr
+        );
+        assert!(!self.stderr.contains("panicked"), "panic: {}", self.stderr);
+        assert!(!lines[0].trim().is_empty());
+        lines[0]
+    }
+
+    /// The error contract for a sweep that ran some points first: its
+    /// progress lines ("sweep: run k of n ...", printed off a terminal), then
+    /// exactly one error line, exit code `code`, no panic.
+    pub fn assert_failure_after_progress(&self, code: i32) -> &str {
+        assert_eq!(
+            self.code(),
+            Some(code),
+            "exit code; stderr: {}",
+            self.stderr
+        );
+        assert!(!self.stderr.contains("panicked"), "panic: {}", self.stderr);
+        let (progress, rest): (Vec<&str>, Vec<&str>) = self
+            .stderr_lines()
+            .into_iter()
+            .partition(|l| l.starts_with("sweep: run "));
+        assert!(!progress.is_empty(), "no progress lines: {:?}", self.stderr);
+        assert_eq!(rest.len(), 1, "want one error line, got: {:?}", self.stderr);
+        assert!(
+            self.stderr.trim_end().ends_with(rest[0]),
+            "the error line is not last: {:?}",
+            self.stderr
+        );
+        rest[0]
+    }
+}
+
+fn read_all(mut pipe: impl Read + Send + 'static) -> thread::JoinHandle<String> {
+    thread::spawn(move || {
+        let mut s = String::new();
+        let _ = pipe.read_to_string(&mut s);
+        s
+    })
+}
+
+/// Waits for a spawned child with piped stdout/stderr, killing it after `limit`.
+pub fn wait_child(mut child: Child, limit: Duration) -> Run {
+    let out_t = read_all(child.stdout.take().unwrap());
+    let err_t = read_all(child.stderr.take().unwrap());
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("try_wait") {
+            break s;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let status = child.wait().unwrap();
+            let stdout = out_t.join().unwrap();
+            let stderr = err_t.join().unwrap();
+            panic!(
+                "process still running after {limit:?} (killed: {status:?})\nstdout: {stdout}\nstderr: {stderr}"
+            );
+        }
+        thread::sleep(Duration::from_millis(10));
+    };
+    Run {
+        status,
+        stdout: out_t.join().unwrap(),
+        stderr: err_t.join().unwrap(),
+    }
+}
+
+/// Spawns `cmd` with no stdin and piped stdout/stderr.
+pub fn spawn_piped(cmd: &mut Command) -> Child {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {:?}: {e}", cmd.get_program()))
+}
+
+/// Runs `cmd` to completion (killed after `limit`).
+pub fn run(cmd: &mut Command, limit: Duration) -> Run {
+    wait_child(spawn_piped(cmd), limit)
+}
+
+/// Spawns `cmd` in the background with all output discarded.
+pub fn spawn_quiet(cmd: &mut Command) -> Child {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {:?}: {e}", cmd.get_program()))
+}
+
+/// Sends `signal` to a child.
+pub fn send_signal(child: &Child, signal: i32) {
+    // SAFETY: plain kill(2) on our own child's pid.
+    let rc = unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+    assert_eq!(rc, 0, "kill({}, {signal})", child.id());
+}
