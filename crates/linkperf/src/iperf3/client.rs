@@ -11,7 +11,7 @@ use linkperf_engine::{
     facts, sockopt, DataSocket, EventSink, LocalSide, SideEvent, StreamPlan, UdpFormat,
 };
 use linkperf_proto::iperf3::{self, Decoder, Item, Peer, State};
-use linkperf_proto::results::{CpuUsage, HostFacts, Role, SideResult, StreamResult};
+use linkperf_proto::results::{CpuUsage, HostFacts, Role, SideResult, SocketFacts, StreamResult};
 use linkperf_proto::{Direction, Protocol, TestConfig};
 use serde_json::json;
 use std::io::Write;
@@ -93,89 +93,19 @@ pub fn run(
     cancel: Option<&AtomicBool>,
 ) -> Result<Report, ClientError> {
     let config = &options.config;
-    config.validate().map_err(usage)?;
-    if config.start_at_unix_ms.is_some() {
-        return Err(usage(
-            "--start-at is not available against an iperf3 server",
-        ));
-    }
-    if config.bytes.is_none() && config.duration_s.fract() != 0.0 {
-        return Err(usage(
-            "iperf3 servers take whole seconds: use an integer -t against iperf3",
-        ));
-    }
-    if let Some(cc) = &config.congestion {
-        if !facts::available_congestion_controls()
-            .iter()
-            .any(|c| c == cc)
-        {
-            return Err(usage(sockopt::congestion_unavailable(cc)));
-        }
-    }
+    check_for_iperf3(config)?;
     let server = resolve(&options.host, options.port, options.family)?;
-    let bind_ip = options.bind.unwrap_or(if server.is_ipv6() {
-        IpAddr::from([0u16; 8])
-    } else {
-        IpAddr::from([0u8; 4])
-    });
-    let control_sock =
-        crate::client::tcp_socket(server, options.bind.map(|ip| SocketAddr::new(ip, 0)))?;
-    control_sock
-        .connect_timeout(&server.into(), Duration::from_secs(5))
-        .map_err(|e| connect_error(server, e))?;
-    let mut control: TcpStream = control_sock.into();
-    sockopt::apply_liveness(&socket2::SockRef::from(&control));
-    control.set_nodelay(true).ok();
-    let local_ip = control.local_addr().map_err(|e| fail(e.to_string()))?.ip();
-    let cookie = new_cookie();
-    control
-        .write_all(&cookie)
-        .map_err(|e| fail(format!("iperf3 control connection: {e}")))?;
-    let mut decoder = Decoder::new(Peer::Server, false);
-    expect_state(&mut control, &mut decoder, State::ParamExchange, server)?;
-    let params = params_from_config(config, false);
-    control
-        .write_all(&iperf3::encode_json(&params.to_json()))
-        .map_err(|e| fail(format!("iperf3 control connection: {e}")))?;
-    expect_state(&mut control, &mut decoder, State::CreateStreams, server)?;
+    let Control {
+        stream: mut control,
+        mut decoder,
+        cookie,
+        local_ip,
+    } = open_control(options, server)?;
 
     // Streams in iperf3's order: the client's sending ones first.
     let roles = super::roles(config, false);
-    let mut plans = Vec::new();
     let mut warnings = Vec::new();
-    for (index, role) in roles.iter().enumerate() {
-        let port = options
-            .cport
-            .map(|p| p.saturating_add(index as u16))
-            .unwrap_or(0);
-        let socket = match config.protocol {
-            Protocol::Tcp => {
-                let bind =
-                    (options.bind.is_some() || port != 0).then(|| SocketAddr::new(bind_ip, port));
-                let sock = crate::client::tcp_socket(server, bind)?;
-                warnings.extend(sockopt::apply_buffers(&sock, config));
-                sockopt::apply_tcp(&sock, config).map_err(usage)?;
-                sock.connect_timeout(&server.into(), Duration::from_secs(5))
-                    .map_err(|e| connect_error(server, e))?;
-                let mut stream: TcpStream = sock.into();
-                stream
-                    .write_all(&cookie)
-                    .map_err(|e| fail(format!("data connection {}: {e}", index + 1)))?;
-                DataSocket::Tcp(stream)
-            }
-            Protocol::Udp => {
-                let sock =
-                    crate::data::bind_udp(SocketAddr::new(bind_ip, port), config).map_err(fail)?;
-                udp_connect(&sock, server)?;
-                DataSocket::Udp(sock)
-            }
-        };
-        plans.push(StreamPlan {
-            id: index as u32,
-            role: *role,
-            socket,
-        });
-    }
+    let plans = open_streams(options, server, &cookie, &roles, &mut warnings)?;
     let tcp_handles: Vec<Option<TcpStream>> = plans
         .iter()
         .map(|p| match &p.socket {
@@ -206,20 +136,183 @@ pub fn run(
     });
     side.start(start, sink);
 
-    let outcome = drive(
-        &mut control,
-        side,
+    let outcome = Drive {
+        control: &mut control,
+        side: Some(side),
         config,
-        &tcp_handles,
-        &events,
+        events: &events,
         start,
         server,
         on_interval,
-        cancel,
-    );
+        intervals: Vec::new(),
+        all_done: false,
+        interrupted: false,
+    }
+    .run(&tcp_handles, cancel);
     let _ = control.shutdown(std::net::Shutdown::Both);
     let (local, remote_results, intervals, interrupted) = outcome?;
     let remote = remote_side(config, &remote_results, &roles);
+    Ok(report(
+        options,
+        server,
+        Finished {
+            roles,
+            local,
+            remote,
+            local_sockets,
+            intervals,
+            warnings,
+            interrupted,
+            started_ms,
+            same_clock,
+        },
+    ))
+}
+
+/// Refuses, as a usage error, what an iperf3 server cannot be asked for.
+fn check_for_iperf3(config: &TestConfig) -> Result<(), ClientError> {
+    config.validate().map_err(usage)?;
+    if config.start_at_unix_ms.is_some() {
+        return Err(usage(
+            "--start-at is not available against an iperf3 server",
+        ));
+    }
+    if config.bytes.is_none() && config.duration_s.fract() != 0.0 {
+        return Err(usage(
+            "iperf3 servers take whole seconds: use an integer -t against iperf3",
+        ));
+    }
+    if let Some(cc) = &config.congestion {
+        if !facts::available_congestion_controls()
+            .iter()
+            .any(|c| c == cc)
+        {
+            return Err(usage(sockopt::congestion_unavailable(cc)));
+        }
+    }
+    Ok(())
+}
+
+/// A control connection past the parameter exchange, told to create streams.
+struct Control {
+    stream: TcpStream,
+    decoder: Decoder,
+    cookie: [u8; iperf3::COOKIE_LEN],
+    local_ip: IpAddr,
+}
+
+/// Connects the control connection, sends the cookie and the parameters, and
+/// waits for CREATE_STREAMS.
+fn open_control(options: &ClientOptions, server: SocketAddr) -> Result<Control, ClientError> {
+    let config = &options.config;
+    let control_sock =
+        crate::client::tcp_socket(server, options.bind.map(|ip| SocketAddr::new(ip, 0)))?;
+    control_sock
+        .connect_timeout(&server.into(), Duration::from_secs(5))
+        .map_err(|e| connect_error(server, e))?;
+    let mut control: TcpStream = control_sock.into();
+    sockopt::apply_liveness(&socket2::SockRef::from(&control));
+    control.set_nodelay(true).ok();
+    let local_ip = control.local_addr().map_err(|e| fail(e.to_string()))?.ip();
+    let cookie = new_cookie();
+    control
+        .write_all(&cookie)
+        .map_err(|e| fail(format!("iperf3 control connection: {e}")))?;
+    let mut decoder = Decoder::new(Peer::Server, false);
+    expect_state(&mut control, &mut decoder, State::ParamExchange, server)?;
+    let params = params_from_config(config, false);
+    control
+        .write_all(&iperf3::encode_json(&params.to_json()))
+        .map_err(|e| fail(format!("iperf3 control connection: {e}")))?;
+    expect_state(&mut control, &mut decoder, State::CreateStreams, server)?;
+    Ok(Control {
+        stream: control,
+        decoder,
+        cookie,
+        local_ip,
+    })
+}
+
+/// One data connection per role, in that order: TCP ones with the handshake
+/// options set before connecting and the cookie sent, UDP ones through
+/// iperf3's connect exchange.
+fn open_streams(
+    options: &ClientOptions,
+    server: SocketAddr,
+    cookie: &[u8; iperf3::COOKIE_LEN],
+    roles: &[Role],
+    warnings: &mut Vec<String>,
+) -> Result<Vec<StreamPlan>, ClientError> {
+    let config = &options.config;
+    let bind_ip = options.bind.unwrap_or(if server.is_ipv6() {
+        IpAddr::from([0u16; 8])
+    } else {
+        IpAddr::from([0u8; 4])
+    });
+    let mut plans = Vec::new();
+    for (index, role) in roles.iter().enumerate() {
+        let port = options
+            .cport
+            .map(|p| p.saturating_add(index as u16))
+            .unwrap_or(0);
+        let socket = match config.protocol {
+            Protocol::Tcp => {
+                let bind =
+                    (options.bind.is_some() || port != 0).then(|| SocketAddr::new(bind_ip, port));
+                let sock = crate::client::tcp_socket(server, bind)?;
+                warnings.extend(sockopt::apply_buffers(&sock, config));
+                sockopt::apply_tcp(&sock, config).map_err(usage)?;
+                sock.connect_timeout(&server.into(), Duration::from_secs(5))
+                    .map_err(|e| connect_error(server, e))?;
+                let mut stream: TcpStream = sock.into();
+                stream
+                    .write_all(cookie)
+                    .map_err(|e| fail(format!("data connection {}: {e}", index + 1)))?;
+                DataSocket::Tcp(stream)
+            }
+            Protocol::Udp => {
+                let sock =
+                    crate::data::bind_udp(SocketAddr::new(bind_ip, port), config).map_err(fail)?;
+                udp_connect(&sock, server)?;
+                DataSocket::Udp(sock)
+            }
+        };
+        plans.push(StreamPlan {
+            id: index as u32,
+            role: *role,
+            socket,
+        });
+    }
+    Ok(plans)
+}
+
+/// What a finished test leaves for its report.
+struct Finished {
+    roles: Vec<Role>,
+    local: SideResult,
+    remote: SideResult,
+    local_sockets: Vec<SocketFacts>,
+    intervals: Vec<IntervalReport>,
+    warnings: Vec<String>,
+    interrupted: bool,
+    started_ms: u64,
+    same_clock: bool,
+}
+
+/// linkperf's report of a test against an iperf3 server.
+fn report(options: &ClientOptions, server: SocketAddr, done: Finished) -> Report {
+    let config = &options.config;
+    let Finished {
+        roles,
+        local,
+        remote,
+        local_sockets,
+        intervals,
+        mut warnings,
+        interrupted,
+        started_ms,
+        same_clock,
+    } = done;
     let sides = Sides {
         config,
         local: &local,
@@ -254,7 +347,7 @@ pub fn run(
             remote: None,
         })
         .collect();
-    Ok(Report {
+    Report {
         schema: report::SCHEMA,
         software: crate::report::SOFTWARE.into(),
         test: TestInfo {
@@ -285,80 +378,123 @@ pub fn run(
         warnings,
         errors,
         interrupted,
-    })
+    }
 }
 
 type Outcome = (SideResult, iperf3::Results, Vec<IntervalReport>, bool);
 
-/// Runs the test from TEST_START to IPERF_DONE.
-#[allow(clippy::too_many_arguments)]
-fn drive(
-    control: &mut TcpStream,
-    side: LocalSide,
-    config: &TestConfig,
-    tcp_handles: &[Option<TcpStream>],
-    events: &Receiver<Event>,
+/// The test from TEST_START to IPERF_DONE: this end's streams run on the
+/// engine while the server's states arrive through `events`.
+struct Drive<'a> {
+    control: &'a mut TcpStream,
+    /// Taken when the streams are finished (or abandoned).
+    side: Option<LocalSide>,
+    config: &'a TestConfig,
+    events: &'a Receiver<Event>,
     start: Instant,
     server: SocketAddr,
-    on_interval: &mut dyn FnMut(&IntervalReport),
-    cancel: Option<&AtomicBool>,
-) -> Result<Outcome, ClientError> {
-    let udp = config.protocol == Protocol::Udp;
-    let mut side = Some(side);
-    let mut intervals = Vec::new();
-    let mut push_interval = |v: Vec<linkperf_proto::results::StreamInterval>,
-                             intervals: &mut Vec<IntervalReport>| {
-        let line = report::merge_interval(config, Some(&v), None);
-        on_interval(&line);
-        intervals.push(line);
-    };
-    let duration = Duration::from_secs_f64(config.duration_s);
-    let has_senders = config.direction.client_sends();
-    let has_receivers = config.direction.server_sends();
-    let mut udp_senders_done = false;
-    let mut interrupted = false;
-    let mut all_done = false;
-    let send = |control: &mut TcpStream, bytes: &[u8]| {
-        control
+    on_interval: &'a mut dyn FnMut(&IntervalReport),
+    intervals: Vec<IntervalReport>,
+    all_done: bool,
+    interrupted: bool,
+}
+
+impl Drive<'_> {
+    fn run(
+        mut self,
+        tcp_handles: &[Option<TcpStream>],
+        cancel: Option<&AtomicBool>,
+    ) -> Result<Outcome, ClientError> {
+        self.until_test_end(tcp_handles, cancel)?;
+        self.send(&[State::TestEnd.byte()])?;
+        let (local, remote) = self.exchange_results()?;
+        Ok((local, remote, self.intervals, self.interrupted))
+    }
+
+    fn push_interval(&mut self, v: Vec<linkperf_proto::results::StreamInterval>) {
+        let line = report::merge_interval(self.config, Some(&v), None);
+        (self.on_interval)(&line);
+        self.intervals.push(line);
+    }
+
+    fn send(&mut self, bytes: &[u8]) -> Result<(), ClientError> {
+        self.control
             .write_all(bytes)
             .map_err(|e| fail(format!("iperf3 control connection: {e}")))
-    };
-    let lost = |side: &mut Option<LocalSide>, why: String| {
-        if let Some(s) = side.take() {
+    }
+
+    /// Stops this end's streams; the error says the server went away.
+    fn lost(&mut self, why: String) -> ClientError {
+        if let Some(s) = self.side.take() {
             s.abort();
             let _ = s.finish();
         }
         fail(format!(
-            "the iperf3 server at {server} went away mid-test: {why}"
+            "the iperf3 server at {} went away mid-test: {why}",
+            self.server
         ))
-    };
-    // Phase 1: run until this end's part is over, then TEST_END.
-    let mut drained_at: Option<Instant> = None;
-    loop {
-        match events.recv_timeout(Duration::from_millis(5)) {
-            Ok(Event::Side(SideEvent::Interval(v))) => push_interval(v, &mut intervals),
-            Ok(Event::Side(SideEvent::SendersDone(_))) => udp_senders_done = true,
-            Ok(Event::Side(SideEvent::AllDone)) => all_done = true,
-            Ok(Event::Control(item)) => {
-                if let Some(e) = server_refusal(&item, server) {
-                    lost(&mut side, e.message.clone());
-                    return Err(e);
+    }
+
+    /// Stops this end's streams when `item` is the server refusing or ending the test.
+    fn check_refusal(&mut self, item: &Item) -> Result<(), ClientError> {
+        match server_refusal(item, self.server) {
+            Some(e) => {
+                self.lost(e.message.clone());
+                Err(e)
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Phase 1: runs until this end's part is over (or Ctrl-C).
+    fn until_test_end(
+        &mut self,
+        tcp_handles: &[Option<TcpStream>],
+        cancel: Option<&AtomicBool>,
+    ) -> Result<(), ClientError> {
+        let events = self.events;
+        let mut udp_senders_done = false;
+        let mut drained_at: Option<Instant> = None;
+        loop {
+            match events.recv_timeout(Duration::from_millis(5)) {
+                Ok(Event::Side(SideEvent::Interval(v))) => self.push_interval(v),
+                Ok(Event::Side(SideEvent::SendersDone(_))) => udp_senders_done = true,
+                Ok(Event::Side(SideEvent::AllDone)) => self.all_done = true,
+                Ok(Event::Control(item)) => self.check_refusal(&item)?,
+                Ok(Event::Lost(why)) => return Err(self.lost(why)),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return Err(fail("internal channel closed")),
+            }
+            let s = self.side.as_ref().expect("side runs until TEST_END");
+            if let (Some(flag), false) = (cancel, self.interrupted) {
+                if flag.load(Ordering::Relaxed) {
+                    self.interrupted = true;
+                    s.stop_senders();
                 }
             }
-            Ok(Event::Lost(why)) => return Err(lost(&mut side, why)),
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => return Err(fail("internal channel closed")),
-        }
-        let s = side.as_ref().expect("side runs until TEST_END");
-        if let (Some(flag), false) = (cancel, interrupted) {
-            if flag.load(Ordering::Relaxed) {
-                interrupted = true;
-                s.stop_senders();
+            if self.this_end_done(s, tcp_handles, udp_senders_done) || self.interrupted {
+                // Give the server a moment to read what just arrived: it stops
+                // counting at TEST_END.
+                let at = *drained_at.get_or_insert_with(Instant::now);
+                if at.elapsed() >= Duration::from_millis(20) || self.interrupted {
+                    return Ok(());
+                }
             }
         }
+    }
+
+    /// True when this end's senders have delivered everything and its
+    /// receivers have the bytes (or the time) the test asked for.
+    fn this_end_done(
+        &self,
+        s: &LocalSide,
+        tcp_handles: &[Option<TcpStream>],
+        udp_senders_done: bool,
+    ) -> bool {
+        let config = self.config;
         let progress = s.progress();
-        let senders_done = !has_senders
-            || if udp {
+        let senders_done = !config.direction.client_sends()
+            || if config.protocol == Protocol::Udp {
                 udp_senders_done
             } else {
                 progress.iter().zip(tcp_handles).all(|(p, h)| {
@@ -367,7 +503,7 @@ fn drive(
                         || h.as_ref().is_some_and(super::tcp_sender_drained)
                 })
             };
-        let receivers_done = !has_receivers
+        let receivers_done = !config.direction.server_sends()
             || match config.bytes {
                 Some(n) => {
                     progress
@@ -377,102 +513,124 @@ fn drive(
                         .sum::<u64>()
                         >= n
                 }
-                None => start.elapsed() >= duration,
+                None => self.start.elapsed() >= Duration::from_secs_f64(config.duration_s),
             };
-        if (senders_done && receivers_done) || interrupted {
-            // Give the server a moment to read what just arrived: it stops
-            // counting at TEST_END.
-            let at = *drained_at.get_or_insert_with(Instant::now);
-            if at.elapsed() >= Duration::from_millis(20) || interrupted {
-                break;
-            }
-        }
+        senders_done && receivers_done
     }
-    send(control, &[State::TestEnd.byte()])?;
 
-    // Phase 2: the server stops and closes its streams, then asks for results.
-    let mut asked_at: Option<Instant> = None;
-    let mut server_results: Option<iperf3::Results> = None;
-    let mut local: Option<SideResult> = None;
-    let mut aborted = false;
-    let mut last_total = 0u64;
-    let mut quiet_since = Instant::now();
-    loop {
-        match events.recv_timeout(Duration::from_millis(5)) {
-            Ok(Event::Side(SideEvent::Interval(v))) => push_interval(v, &mut intervals),
-            Ok(Event::Side(SideEvent::AllDone)) => all_done = true,
-            Ok(Event::Side(_)) => {}
-            Ok(Event::Control(Item::State(State::ExchangeResults))) => {
-                asked_at = Some(Instant::now())
-            }
-            Ok(Event::Control(Item::Json(v))) => {
-                server_results = Some(iperf3::Results::from_json(&v).map_err(|e| {
-                    fail(format!(
-                        "bad results from the iperf3 server at {server}: {e}"
-                    ))
-                })?)
-            }
-            Ok(Event::Control(Item::State(State::DisplayResults))) => {
-                let _ = send(control, &[State::IperfDone.byte()]);
-                break;
-            }
-            Ok(Event::Control(item)) => {
-                if let Some(e) = server_refusal(&item, server) {
-                    lost(&mut side, e.message.clone());
-                    return Err(e);
+    /// Phase 2: the server stops and closes its streams, then asks for
+    /// results; this end sends its own once its streams are done.
+    fn exchange_results(&mut self) -> Result<(SideResult, iperf3::Results), ClientError> {
+        let events = self.events;
+        let server = self.server;
+        let mut asked_at: Option<Instant> = None;
+        let mut server_results: Option<iperf3::Results> = None;
+        let mut local: Option<SideResult> = None;
+        let mut wind_down = WindDown::new();
+        loop {
+            match events.recv_timeout(Duration::from_millis(5)) {
+                Ok(Event::Side(SideEvent::Interval(v))) => self.push_interval(v),
+                Ok(Event::Side(SideEvent::AllDone)) => self.all_done = true,
+                Ok(Event::Side(_)) => {}
+                Ok(Event::Control(Item::State(State::ExchangeResults))) => {
+                    asked_at = Some(Instant::now())
                 }
-            }
-            Ok(Event::Lost(why)) => {
-                if server_results.is_some() {
-                    break; // some servers close right after their results
+                Ok(Event::Control(Item::Json(v))) => {
+                    server_results = Some(iperf3::Results::from_json(&v).map_err(|e| {
+                        fail(format!(
+                            "bad results from the iperf3 server at {server}: {e}"
+                        ))
+                    })?)
                 }
-                return Err(lost(&mut side, why));
-            }
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => return Err(fail("internal channel closed")),
-        }
-        if let (Some(asked), None) = (asked_at, &local) {
-            if let Some(s) = &side {
-                // TCP streams end when the server closes them; UDP ones when quiet.
-                let total: u64 = s.progress().iter().map(|p| p.bytes).sum();
-                if total != last_total {
-                    last_total = total;
-                    quiet_since = Instant::now();
+                Ok(Event::Control(Item::State(State::DisplayResults))) => {
+                    let _ = self.send(&[State::IperfDone.byte()]);
+                    break;
                 }
-                let udp_quiet = udp && quiet_since.elapsed() > Duration::from_millis(100);
-                if !all_done && !aborted && (udp_quiet || asked.elapsed() > Duration::from_secs(3))
+                Ok(Event::Control(item)) => self.check_refusal(&item)?,
+                Ok(Event::Lost(why)) => {
+                    if server_results.is_some() {
+                        break; // some servers close right after their results
+                    }
+                    return Err(self.lost(why));
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return Err(fail("internal channel closed")),
+            }
+            if let (Some(asked), None) = (asked_at, &local) {
+                local = self.send_results_when_done(asked, &mut wind_down)?;
+            }
+            if asked_at.is_none() && self.side.is_some() {
+                // A server that never asks for results: give up after a while.
+                let duration = Duration::from_secs_f64(self.config.duration_s);
+                if self.start.elapsed() > duration + Duration::from_secs(60)
+                    && self.config.bytes.is_none()
                 {
-                    s.abort();
-                    aborted = true;
-                }
-            }
-            if all_done {
-                if let Some(s) = side.take() {
-                    let result = s.finish();
-                    let ours = results_from_side(&result, udp);
-                    send(control, &iperf3::encode_json(&ours.to_json()))?;
-                    local = Some(result);
+                    return Err(self.lost("no results exchange".into()));
                 }
             }
         }
-        if asked_at.is_none() && side.is_some() {
-            // A server that never asks for results: give up after a while.
-            if start.elapsed() > duration + Duration::from_secs(60) && config.bytes.is_none() {
-                return Err(lost(&mut side, "no results exchange".into()));
+        let local = local.ok_or_else(|| {
+            fail(format!(
+                "the iperf3 server at {server} ended without a results exchange"
+            ))
+        })?;
+        let remote = server_results
+            .ok_or_else(|| fail(format!("the iperf3 server at {server} sent no results")))?;
+        Ok((local, remote))
+    }
+
+    /// After the server asked for results: stops this end's streams once
+    /// they are quiet (or after 3 s), and when they are done sends their
+    /// results, returning them.
+    fn send_results_when_done(
+        &mut self,
+        asked: Instant,
+        wind_down: &mut WindDown,
+    ) -> Result<Option<SideResult>, ClientError> {
+        let udp = self.config.protocol == Protocol::Udp;
+        if let Some(s) = &self.side {
+            // TCP streams end when the server closes them; UDP ones when quiet.
+            let total: u64 = s.progress().iter().map(|p| p.bytes).sum();
+            if total != wind_down.last_total {
+                wind_down.last_total = total;
+                wind_down.quiet_since = Instant::now();
             }
+            let udp_quiet = udp && wind_down.quiet_since.elapsed() > Duration::from_millis(100);
+            if !self.all_done
+                && !wind_down.aborted
+                && (udp_quiet || asked.elapsed() > Duration::from_secs(3))
+            {
+                s.abort();
+                wind_down.aborted = true;
+            }
+        }
+        if self.all_done {
+            if let Some(s) = self.side.take() {
+                let result = s.finish();
+                let ours = results_from_side(&result, udp);
+                self.send(&iperf3::encode_json(&ours.to_json()))?;
+                return Ok(Some(result));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// How this end's streams wind down after the server asked for results.
+struct WindDown {
+    last_total: u64,
+    quiet_since: Instant,
+    aborted: bool,
+}
+
+impl WindDown {
+    fn new() -> WindDown {
+        WindDown {
+            last_total: 0,
+            quiet_since: Instant::now(),
+            aborted: false,
         }
     }
-    let local = match local {
-        Some(l) => l,
-        None => {
-            return Err(fail(format!(
-                "the iperf3 server at {server} ended without a results exchange"
-            )))
-        }
-    };
-    let remote = server_results
-        .ok_or_else(|| fail(format!("the iperf3 server at {server} sent no results")))?;
-    Ok((local, remote, intervals, interrupted))
 }
 
 /// The iperf3 server's results as linkperf's view of the remote end.

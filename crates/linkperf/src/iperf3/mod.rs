@@ -41,6 +41,35 @@ fn refuse(i_errno: i32, why: impl Into<String>) -> Refusal {
 
 /// linkperf's test for an iperf3 client's parameters, or why it is refused.
 pub fn config_from_params(p: &Params) -> Result<(TestConfig, Extras), Refusal> {
+    refuse_unsupported(p)?;
+    let config = config_of(p);
+    if let Err(why) = config.validate() {
+        return Err(refuse(errno_of_invalid(&why), why));
+    }
+    if let Some(cc) = &config.congestion {
+        if !linkperf_engine::facts::available_congestion_controls()
+            .iter()
+            .any(|c| c == cc)
+        {
+            return Err(refuse(
+                errno::SET_CONGESTION,
+                linkperf_engine::sockopt::congestion_unavailable(cc),
+            ));
+        }
+    }
+    Ok((
+        config,
+        Extras {
+            tos: p.tos,
+            udp_counters_64bit: p.udp_counters_64bit,
+            get_server_output: p.get_server_output,
+            repeating_payload: p.repeating_payload,
+        },
+    ))
+}
+
+/// Refuses what linkperf does not do at all, before looking at the test.
+fn refuse_unsupported(p: &Params) -> Result<(), Refusal> {
     if p.sctp {
         return Err(refuse(errno::NO_SCTP, "SCTP (--sctp) is not supported"));
     }
@@ -56,6 +85,11 @@ pub fn config_from_params(p: &Params) -> Result<(TestConfig, Extras), Refusal> {
             format!("TOS {} is out of range", p.tos),
         ));
     }
+    Ok(())
+}
+
+/// The iperf3 parameters as linkperf's test (not yet validated).
+fn config_of(p: &Params) -> TestConfig {
     let udp = p.udp;
     let length = if p.len > 0 {
         p.len
@@ -77,7 +111,7 @@ pub fn config_from_params(p: &Params) -> Result<(TestConfig, Extras), Refusal> {
     } else {
         86_400.0 - p.omit as f64
     };
-    let config = TestConfig {
+    TestConfig {
         protocol: if udp { Protocol::Udp } else { Protocol::Tcp },
         direction: if p.bidirectional {
             Direction::Bidir
@@ -104,43 +138,25 @@ pub fn config_from_params(p: &Params) -> Result<(TestConfig, Extras), Refusal> {
         dont_fragment: p.dont_fragment && udp,
         zerocopy: false,
         ..Default::default()
-    };
-    if let Err(why) = config.validate() {
-        let code = if why.starts_with("-P") {
-            errno::NUM_STREAMS
-        } else if why.starts_with("UDP datagram") {
-            errno::UDP_BLOCKSIZE
-        } else if why.starts_with("-l") {
-            errno::BLOCKSIZE
-        } else if why.starts_with("-M") {
-            errno::MSS
-        } else if why.starts_with("-C") {
-            errno::SET_CONGESTION
-        } else {
-            errno::UNIMPLEMENTED
-        };
-        return Err(refuse(code, why));
     }
-    if let Some(cc) = &config.congestion {
-        if !linkperf_engine::facts::available_congestion_controls()
-            .iter()
-            .any(|c| c == cc)
-        {
-            return Err(refuse(
-                errno::SET_CONGESTION,
-                linkperf_engine::sockopt::congestion_unavailable(cc),
-            ));
-        }
+}
+
+/// iperf3's error number for a test linkperf's validation refused, by the
+/// option its message starts with.
+fn errno_of_invalid(why: &str) -> i32 {
+    if why.starts_with("-P") {
+        errno::NUM_STREAMS
+    } else if why.starts_with("UDP datagram") {
+        errno::UDP_BLOCKSIZE
+    } else if why.starts_with("-l") {
+        errno::BLOCKSIZE
+    } else if why.starts_with("-M") {
+        errno::MSS
+    } else if why.starts_with("-C") {
+        errno::SET_CONGESTION
+    } else {
+        errno::UNIMPLEMENTED
     }
-    Ok((
-        config,
-        Extras {
-            tos: p.tos,
-            udp_counters_64bit: p.udp_counters_64bit,
-            get_server_output: p.get_server_output,
-            repeating_payload: p.repeating_payload,
-        },
-    ))
 }
 
 /// The parameters an iperf3 client would send for `config`.

@@ -204,6 +204,8 @@ impl Session {
         session.test(config, extras, params, cookie, decoder, peer, local)
     }
 
+    /// From CREATE_STREAMS to the client's IPERF_DONE: the test's log line
+    /// and its warnings, or why it failed.
     #[allow(clippy::too_many_arguments)]
     fn test(
         &mut self,
@@ -218,80 +220,24 @@ impl Session {
         let udp = config.protocol == Protocol::Udp;
         let roles = super::roles(&config, true);
         let (data_tx, data_rx) = mpsc::channel();
-        let _waiting = WaitingGuard(cookie);
+        let waiting = WaitingGuard(cookie);
         if let Ok(mut w) = hub().waiting.lock() {
             w.insert(cookie, data_tx);
         }
-        let local_ip = canonical(local.ip());
         let mut warnings = Vec::new();
-        let mut sockets = Vec::new();
-        if udp {
-            let _one_at_a_time = hub().udp_accept.lock().unwrap_or_else(|p| p.into_inner());
-            let addr = SocketAddr::new(local_ip, local.port());
-            let mut listener = match bind_udp_listener(addr, &config) {
-                Ok(s) => s,
-                Err(e) => return self.refuse(iperf3::errno::STREAM_ACCEPT, e),
-            };
-            self.state(State::CreateStreams)?;
-            let deadline = Instant::now() + SETUP_TIMEOUT;
-            for index in 0..roles.len() {
-                let from = wait_udp_connect(&listener, deadline).inspect_err(|_| {
-                    let _ = self.send(&iperf3::server_error(iperf3::errno::STREAM_ACCEPT, 0));
-                })?;
-                listener
-                    .connect(from)
-                    .map_err(|e| format!("UDP connect to {from}: {e}"))?;
-                let stream_socket = listener;
-                // The next stream's listener exists before the reply, so the
-                // client's next connect datagram finds it.
-                listener = if index + 1 < roles.len() {
-                    bind_udp_listener(addr, &config)?
-                } else {
-                    stream_socket.try_clone().map_err(|e| e.to_string())?
-                };
-                let _ = stream_socket.send(&iperf3::UDP_REPLY);
-                let _ = super::set_tos(&stream_socket, extras.tos, addr.is_ipv6());
-                sockets.push(DataSocket::Udp(stream_socket));
-            }
+        let sockets = if udp {
+            self.accept_udp_streams(local, &config, &extras, roles.len())?
         } else {
-            // The handshake options are on the listener before the client
-            // connects (it does so after CREATE_STREAMS), until all arrived.
-            let (setup, warning) = listener::enter(local, Handshake::of(&config));
-            warnings.extend(warning);
-            self.state(State::CreateStreams)?;
-            let deadline = Instant::now() + SETUP_TIMEOUT;
-            let mut arrived = Vec::with_capacity(roles.len());
-            while arrived.len() < roles.len() {
-                let left = deadline.saturating_duration_since(Instant::now());
-                match data_rx.recv_timeout(left) {
-                    Ok(s) => arrived.push(s),
-                    Err(_) => {
-                        return self.refuse(
-                            iperf3::errno::STREAM_ACCEPT,
-                            format!(
-                                "{} of {} data connections arrived",
-                                arrived.len(),
-                                roles.len()
-                            ),
-                        )
-                    }
-                }
-            }
-            drop(setup);
-            // Stream i (and so its role: with --bidir the client's senders come
-            // first) is the i-th connection accepted, not the i-th to get here.
-            arrived.sort_by_key(|(ticket, _)| *ticket);
-            for (_, stream) in arrived {
-                let _ = stream.set_read_timeout(None);
-                match data::prepare_tcp(&stream, &config) {
-                    Ok(w) => warnings.extend(w),
-                    Err(e) => return self.refuse(iperf3::errno::UNIMPLEMENTED, e),
-                }
-                let _ = super::set_tos(&stream, extras.tos, local.is_ipv6() && !local_ip.is_ipv4());
-                sockets.push(DataSocket::Tcp(stream));
-            }
-        }
-        drop(_waiting);
+            self.accept_tcp_streams(
+                local,
+                &config,
+                &extras,
+                &data_rx,
+                roles.len(),
+                &mut warnings,
+            )?
+        };
+        drop(waiting);
         for key in &params.other {
             warnings.push(format!("iperf3 parameter '{key}' ignored"));
         }
@@ -299,40 +245,8 @@ impl Session {
             warnings.push("--repeating-payload: linkperf's payload is not repeated".into());
         }
 
-        let tcp_handles: Vec<Option<TcpStream>> = sockets
-            .iter()
-            .map(|s| match s {
-                DataSocket::Tcp(t) => t.try_clone().ok(),
-                DataSocket::Udp(_) => None,
-            })
-            .collect();
-        let plans: Vec<StreamPlan> = sockets
-            .into_iter()
-            .zip(&roles)
-            .enumerate()
-            .map(|(i, (socket, role))| StreamPlan {
-                id: i as u32,
-                role: *role,
-                socket,
-            })
-            .collect();
-        let connected: Vec<String> = plans
-            .iter()
-            .map(|p| {
-                let (l, r) = match &p.socket {
-                    DataSocket::Tcp(s) => (s.local_addr().ok(), s.peer_addr().ok()),
-                    DataSocket::Udp(s) => (s.local_addr().ok(), s.peer_addr().ok()),
-                };
-                format!(
-                    "[{:>3}] local {} port {} connected to {} port {}\n",
-                    p.id + 5,
-                    l.map(|a| canonical(a.ip()).to_string()).unwrap_or_default(),
-                    l.map(|a| a.port()).unwrap_or(0),
-                    r.map(|a| canonical(a.ip()).to_string()).unwrap_or_default(),
-                    r.map(|a| a.port()).unwrap_or(0)
-                )
-            })
-            .collect();
+        let (plans, tcp_handles) = plans_of(sockets, &roles);
+        let connected = connected_lines(&plans);
         // iperf3 stamps datagrams with a monotonic clock: no one-way delay.
         let mut side = LocalSide::new(config.clone(), plans, false, warnings);
         if udp {
@@ -350,69 +264,10 @@ impl Session {
         self.state(State::TestRunning)?;
 
         let mut intervals: Vec<Vec<StreamInterval>> = Vec::new();
-        let watchdog = Duration::from_secs_f64(config.duration_s) + Duration::from_secs(60);
-        let started = Instant::now();
-        // Wait for the client's TEST_END (or its end).
-        loop {
-            match self.events.recv_timeout(Duration::from_secs(1)) {
-                Ok(Event::Side(SideEvent::Interval(v))) => intervals.push(v),
-                Ok(Event::Side(_)) => {}
-                Ok(Event::Control(Item::State(State::TestEnd))) => break,
-                Ok(Event::Control(Item::State(State::ClientTerminate))) => {
-                    side.abort();
-                    let _ = side.finish();
-                    return Err("the iperf3 client ended the test early".into());
-                }
-                Ok(Event::Control(other)) => {
-                    side.abort();
-                    let _ = side.finish();
-                    return Err(format!(
-                        "unexpected iperf3 message during the test: {other:?}"
-                    ));
-                }
-                Ok(Event::Lost(why)) => {
-                    side.abort();
-                    let _ = side.finish();
-                    return Err(format!("test aborted: {why}"));
-                }
-                Err(RecvTimeoutError::Timeout) => {
-                    if config.bytes.is_none() && started.elapsed() > watchdog {
-                        side.abort();
-                        let _ = side.finish();
-                        return Err("the iperf3 client never ended the test; aborted".into());
-                    }
-                }
-                Err(RecvTimeoutError::Disconnected) => return Err("internal channel closed".into()),
-            }
-        }
+        let side = self.until_test_end(side, &config, &mut intervals)?;
         side.stop_senders();
         self.state(State::ExchangeResults)?;
-        let client_results = loop {
-            match self.events.recv_timeout(SETUP_TIMEOUT) {
-                Ok(Event::Side(SideEvent::Interval(v))) => intervals.push(v),
-                Ok(Event::Side(_)) => {}
-                Ok(Event::Control(Item::Json(v))) => {
-                    break iperf3::Results::from_json(&v).map_err(|e| e.to_string())?
-                }
-                Ok(Event::Control(other)) => {
-                    side.abort();
-                    let _ = side.finish();
-                    return Err(format!(
-                        "expected the iperf3 client's results, got {other:?}"
-                    ));
-                }
-                Ok(Event::Lost(why)) => {
-                    side.abort();
-                    let _ = side.finish();
-                    return Err(format!("no results from the iperf3 client: {why}"));
-                }
-                Err(_) => {
-                    side.abort();
-                    let _ = side.finish();
-                    return Err("the iperf3 client sent no results".into());
-                }
-            }
-        };
+        let (side, client_results) = self.client_results(side, &mut intervals)?;
         let result = settle(
             side,
             &client_results,
@@ -429,7 +284,171 @@ impl Session {
         }
         self.send(&iperf3::encode_json(&results.to_json()))?;
         self.state(State::DisplayResults)?;
-        // The client answers IPERF_DONE (or just closes).
+        self.await_done();
+        let line = log_line(&peer, &params, &config, &result);
+        Ok((line, result.warnings))
+    }
+
+    /// UDP streams, one at a time on the server's own port: each client's
+    /// connect datagram gets its socket connected back, then the reply.
+    fn accept_udp_streams(
+        &mut self,
+        local: SocketAddr,
+        config: &TestConfig,
+        extras: &Extras,
+        count: usize,
+    ) -> Result<Vec<DataSocket>, String> {
+        let mut sockets = Vec::new();
+        let _one_at_a_time = hub().udp_accept.lock().unwrap_or_else(|p| p.into_inner());
+        let addr = SocketAddr::new(canonical(local.ip()), local.port());
+        let mut listener = match bind_udp_listener(addr, config) {
+            Ok(s) => s,
+            Err(e) => return self.refuse(iperf3::errno::STREAM_ACCEPT, e),
+        };
+        self.state(State::CreateStreams)?;
+        let deadline = Instant::now() + SETUP_TIMEOUT;
+        for index in 0..count {
+            let from = wait_udp_connect(&listener, deadline).inspect_err(|_| {
+                let _ = self.send(&iperf3::server_error(iperf3::errno::STREAM_ACCEPT, 0));
+            })?;
+            listener
+                .connect(from)
+                .map_err(|e| format!("UDP connect to {from}: {e}"))?;
+            let stream_socket = listener;
+            // The next stream's listener exists before the reply, so the
+            // client's next connect datagram finds it.
+            listener = if index + 1 < count {
+                bind_udp_listener(addr, config)?
+            } else {
+                stream_socket.try_clone().map_err(|e| e.to_string())?
+            };
+            let _ = stream_socket.send(&iperf3::UDP_REPLY);
+            let _ = super::set_tos(&stream_socket, extras.tos, addr.is_ipv6());
+            sockets.push(DataSocket::Udp(stream_socket));
+        }
+        Ok(sockets)
+    }
+
+    /// TCP streams: the data connections the accept loop hands over by
+    /// cookie, in the order they were accepted.
+    fn accept_tcp_streams(
+        &mut self,
+        local: SocketAddr,
+        config: &TestConfig,
+        extras: &Extras,
+        data_rx: &Receiver<Arrived>,
+        count: usize,
+        warnings: &mut Vec<String>,
+    ) -> Result<Vec<DataSocket>, String> {
+        let local_ip = canonical(local.ip());
+        let mut sockets = Vec::new();
+        // The handshake options are on the listener before the client
+        // connects (it does so after CREATE_STREAMS), until all arrived.
+        let (setup, warning) = listener::enter(local, Handshake::of(config));
+        warnings.extend(warning);
+        self.state(State::CreateStreams)?;
+        let deadline = Instant::now() + SETUP_TIMEOUT;
+        let mut arrived = Vec::with_capacity(count);
+        while arrived.len() < count {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match data_rx.recv_timeout(left) {
+                Ok(s) => arrived.push(s),
+                Err(_) => {
+                    return self.refuse(
+                        iperf3::errno::STREAM_ACCEPT,
+                        format!("{} of {} data connections arrived", arrived.len(), count),
+                    )
+                }
+            }
+        }
+        drop(setup);
+        // Stream i (and so its role: with --bidir the client's senders come
+        // first) is the i-th connection accepted, not the i-th to get here.
+        arrived.sort_by_key(|(ticket, _)| *ticket);
+        for (_, stream) in arrived {
+            let _ = stream.set_read_timeout(None);
+            match data::prepare_tcp(&stream, config) {
+                Ok(w) => warnings.extend(w),
+                Err(e) => return self.refuse(iperf3::errno::UNIMPLEMENTED, e),
+            }
+            let _ = super::set_tos(&stream, extras.tos, local.is_ipv6() && !local_ip.is_ipv4());
+            sockets.push(DataSocket::Tcp(stream));
+        }
+        Ok(sockets)
+    }
+
+    /// Waits for the client's TEST_END (or its end), keeping the intervals.
+    fn until_test_end(
+        &mut self,
+        side: LocalSide,
+        config: &TestConfig,
+        intervals: &mut Vec<Vec<StreamInterval>>,
+    ) -> Result<LocalSide, String> {
+        let watchdog = Duration::from_secs_f64(config.duration_s) + Duration::from_secs(60);
+        let started = Instant::now();
+        loop {
+            match self.events.recv_timeout(Duration::from_secs(1)) {
+                Ok(Event::Side(SideEvent::Interval(v))) => intervals.push(v),
+                Ok(Event::Side(_)) => {}
+                Ok(Event::Control(Item::State(State::TestEnd))) => return Ok(side),
+                Ok(Event::Control(Item::State(State::ClientTerminate))) => {
+                    return Err(abandon(side, "the iperf3 client ended the test early"));
+                }
+                Ok(Event::Control(other)) => {
+                    return Err(abandon(
+                        side,
+                        format!("unexpected iperf3 message during the test: {other:?}"),
+                    ));
+                }
+                Ok(Event::Lost(why)) => {
+                    return Err(abandon(side, format!("test aborted: {why}")));
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    if config.bytes.is_none() && started.elapsed() > watchdog {
+                        return Err(abandon(
+                            side,
+                            "the iperf3 client never ended the test; aborted",
+                        ));
+                    }
+                }
+                Err(RecvTimeoutError::Disconnected) => return Err("internal channel closed".into()),
+            }
+        }
+    }
+
+    /// The client's results, sent after EXCHANGE_RESULTS.
+    fn client_results(
+        &mut self,
+        side: LocalSide,
+        intervals: &mut Vec<Vec<StreamInterval>>,
+    ) -> Result<(LocalSide, iperf3::Results), String> {
+        loop {
+            match self.events.recv_timeout(SETUP_TIMEOUT) {
+                Ok(Event::Side(SideEvent::Interval(v))) => intervals.push(v),
+                Ok(Event::Side(_)) => {}
+                Ok(Event::Control(Item::Json(v))) => {
+                    let results = iperf3::Results::from_json(&v).map_err(|e| e.to_string())?;
+                    return Ok((side, results));
+                }
+                Ok(Event::Control(other)) => {
+                    return Err(abandon(
+                        side,
+                        format!("expected the iperf3 client's results, got {other:?}"),
+                    ));
+                }
+                Ok(Event::Lost(why)) => {
+                    return Err(abandon(
+                        side,
+                        format!("no results from the iperf3 client: {why}"),
+                    ));
+                }
+                Err(_) => return Err(abandon(side, "the iperf3 client sent no results")),
+            }
+        }
+    }
+
+    /// Waits a while for the client's IPERF_DONE (or for it to just close).
+    fn await_done(&mut self) {
         let deadline = Instant::now() + Duration::from_secs(5);
         while Instant::now() < deadline {
             match self.events.recv_timeout(Duration::from_millis(200)) {
@@ -437,27 +456,6 @@ impl Session {
                 _ => {}
             }
         }
-        let received: u64 = result
-            .streams
-            .iter()
-            .filter(|s| s.role == Role::Receiver)
-            .map(|s| s.bytes)
-            .sum();
-        let sent: u64 = result
-            .streams
-            .iter()
-            .filter(|s| s.role == Role::Sender)
-            .map(|s| s.bytes)
-            .sum();
-        let line = format!(
-            "iperf3 client {peer} ({}): {} {:?} x{} {:.2} s: received {received} bytes, sent {sent} bytes",
-            params.client_version.as_deref().unwrap_or("iperf3"),
-            if udp { "UDP" } else { "TCP" },
-            config.direction,
-            config.parallel,
-            result.seconds,
-        );
-        Ok((line, result.warnings))
     }
 
     /// Reads the client's control items on their own thread.
@@ -470,6 +468,87 @@ impl Session {
             "iperf3 client",
         )
     }
+}
+
+/// Stops the streams of a test that cannot go on; returns `why`.
+fn abandon(side: LocalSide, why: impl Into<String>) -> String {
+    side.abort();
+    let _ = side.finish();
+    why.into()
+}
+
+/// The streams' plans (stream i has role i), and a handle on each TCP one
+/// to see when its sender has drained.
+fn plans_of(sockets: Vec<DataSocket>, roles: &[Role]) -> (Vec<StreamPlan>, Vec<Option<TcpStream>>) {
+    let tcp_handles: Vec<Option<TcpStream>> = sockets
+        .iter()
+        .map(|s| match s {
+            DataSocket::Tcp(t) => t.try_clone().ok(),
+            DataSocket::Udp(_) => None,
+        })
+        .collect();
+    let plans: Vec<StreamPlan> = sockets
+        .into_iter()
+        .zip(roles)
+        .enumerate()
+        .map(|(i, (socket, role))| StreamPlan {
+            id: i as u32,
+            role: *role,
+            socket,
+        })
+        .collect();
+    (plans, tcp_handles)
+}
+
+/// iperf3's "connected" lines for --get-server-output, one per stream.
+fn connected_lines(plans: &[StreamPlan]) -> Vec<String> {
+    plans
+        .iter()
+        .map(|p| {
+            let (l, r) = match &p.socket {
+                DataSocket::Tcp(s) => (s.local_addr().ok(), s.peer_addr().ok()),
+                DataSocket::Udp(s) => (s.local_addr().ok(), s.peer_addr().ok()),
+            };
+            format!(
+                "[{:>3}] local {} port {} connected to {} port {}\n",
+                p.id + 5,
+                l.map(|a| canonical(a.ip()).to_string()).unwrap_or_default(),
+                l.map(|a| a.port()).unwrap_or(0),
+                r.map(|a| canonical(a.ip()).to_string()).unwrap_or_default(),
+                r.map(|a| a.port()).unwrap_or(0)
+            )
+        })
+        .collect()
+}
+
+/// The server's one line about a finished test.
+fn log_line(
+    peer: &SocketAddr,
+    params: &Params,
+    config: &TestConfig,
+    result: &SideResult,
+) -> String {
+    let udp = config.protocol == Protocol::Udp;
+    let received: u64 = result
+        .streams
+        .iter()
+        .filter(|s| s.role == Role::Receiver)
+        .map(|s| s.bytes)
+        .sum();
+    let sent: u64 = result
+        .streams
+        .iter()
+        .filter(|s| s.role == Role::Sender)
+        .map(|s| s.bytes)
+        .sum();
+    format!(
+        "iperf3 client {peer} ({}): {} {:?} x{} {:.2} s: received {received} bytes, sent {sent} bytes",
+        params.client_version.as_deref().unwrap_or("iperf3"),
+        if udp { "UDP" } else { "TCP" },
+        config.direction,
+        config.parallel,
+        result.seconds,
+    )
 }
 
 /// After TEST_END: lets this end's receivers take in everything the client
