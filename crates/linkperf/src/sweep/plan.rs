@@ -321,7 +321,7 @@ fn parse_link_vary(name: &str, values: &str) -> Result<Vary, String> {
         ));
     }
     let nums: Option<Vec<f64>> = out.iter().map(|v| link_number(key, v)).collect();
-    let geometric = nums.is_some_and(|n| looks_geometric_numbers(n));
+    let geometric = nums.is_some_and(looks_geometric_numbers);
     Ok(Vary {
         name: name.to_string(),
         values: out,
@@ -617,6 +617,31 @@ mod tests {
             .unwrap_err()
             .contains("ranges need numbers"));
         assert!(parse_vary("window=4K,4K").unwrap_err().contains("twice"));
+    }
+
+    #[test]
+    fn link_varies_keep_their_values_and_leave_the_test_alone() {
+        let v = parse_vary("link.wan.ber=1e-8,1e-7,1e-6,1e-5").unwrap();
+        assert_eq!((v.name.as_str(), v.geometric), ("link.wan.ber", true));
+        assert_eq!(v.values, ["1e-8", "1e-7", "1e-6", "1e-5"]);
+        assert!(!parse_vary("link.wan.rate=20M,50M").unwrap().geometric);
+        assert_eq!(
+            link_target("link.a-b.b_to_a.delay"),
+            Some(("a-b.b_to_a", "delay"))
+        );
+        assert!(parse_vary("link.wan=1")
+            .unwrap_err()
+            .contains("link.LINK.KEY"));
+        assert!(parse_vary("link.wan.Rate=1").is_err());
+        assert!(parse_vary("link.wan.rate=1M..8M*2")
+            .unwrap_err()
+            .contains("list"));
+        assert!(parse_vary("link.wan.rate=1M,1M")
+            .unwrap_err()
+            .contains("twice"));
+        let mut spec = TestSpec::new("h");
+        apply(&mut spec, "link.wan.rate", "20M").unwrap();
+        assert_eq!(spec, TestSpec::new("h"));
     }
 
     #[test]
