@@ -149,6 +149,12 @@ pub fn run(args: SweepArgs) -> ExitCode {
         Ok(p) => p,
         Err(e) => return usage(e),
     };
+    if plan.network.is_some() {
+        // Before the sweep is recorded: without the rights it could never run.
+        if let Err(e) = linkperf_testbed::require_root() {
+            return failed(format!("--testbed: {e}"));
+        }
+    }
     let mut store = match if no_store {
         Store::open_at(linkperf_store::Location::Memory)
     } else {
