@@ -43,6 +43,17 @@ pub struct SweepArgs {
     /// Most runs per point with --confidence (default 10).
     #[arg(long, value_name = "N", requires = "confidence")]
     pub max_runs: Option<u32>,
+    /// Run through the emulated testbed of this topology file (built unless it
+    /// is up, removed at the end if the sweep built it): the client in one
+    /// host, a server in another, and `--vary link.LINK.KEY=...` sets its links.
+    #[arg(long, value_name = "FILE.toml")]
+    pub testbed: Option<std::path::PathBuf>,
+    /// With --testbed: the host that runs the client (default: the first host).
+    #[arg(long, value_name = "HOST", requires = "testbed")]
+    pub client_host: Option<String>,
+    /// With --testbed: the host that runs the server (default: the second host).
+    #[arg(long, value_name = "HOST", requires = "testbed")]
+    pub server_host: Option<String>,
     /// Finish sweep ID from the archive (only --db and -J may be given with it).
     #[arg(long, value_name = "ID")]
     pub resume: Option<i64>,
@@ -68,6 +79,9 @@ impl SweepArgs {
             pause: self.pause,
             confidence: self.confidence.clone(),
             max_runs: self.max_runs,
+            testbed: self.testbed.clone(),
+            client_host: self.client_host.clone(),
+            server_host: self.server_host.clone(),
         }
     }
 
@@ -76,7 +90,15 @@ impl SweepArgs {
         if self.client.from.is_some() {
             return Err("--from (third-party tests) cannot be swept".into());
         }
-        Plan::new(self.client.spec()?, &self.options(), stored_seed)
+        let spec = if self.testbed.is_some() && self.client.host().is_err() {
+            // The testbed's server host is the server; the plan fills it in.
+            let mut client = self.client.clone();
+            client.host = Some(String::new());
+            client.spec()?
+        } else {
+            self.client.spec()?
+        };
+        Plan::new(spec, &self.options(), stored_seed)
     }
 }
 
@@ -101,7 +123,11 @@ pub fn run(args: SweepArgs) -> ExitCode {
     let db = args.client.db.clone();
     let no_store = args.client.no_store;
     if let Some(id) = args.resume {
-        if !args.vary.is_empty() || args.client.host.is_some() || args.client.client.is_some() {
+        if !args.vary.is_empty()
+            || args.client.host.is_some()
+            || args.client.client.is_some()
+            || args.testbed.is_some()
+        {
             return usage(format!(
                 "--resume {id} runs the sweep with its stored options; give only --db and -J with it"
             ));
@@ -118,11 +144,17 @@ pub fn run(args: SweepArgs) -> ExitCode {
         return usage("--json-stream is not available for sweeps; use -J");
     }
     // Stored so --resume rebuilds exactly this sweep.
-    let argv: Vec<String> = std::env::args().skip(2).collect();
+    let argv = absolute_testbed(std::env::args().skip(2).collect());
     let plan = match args.plan(None) {
         Ok(p) => p,
         Err(e) => return usage(e),
     };
+    if plan.network.is_some() {
+        // Before the sweep is recorded: without the rights it could never run.
+        if let Err(e) = linkperf_testbed::require_root() {
+            return failed(format!("--testbed: {e}"));
+        }
+    }
     let mut store = match if no_store {
         Store::open_at(linkperf_store::Location::Memory)
     } else {
@@ -137,6 +169,24 @@ pub fn run(args: SweepArgs) -> ExitCode {
         Err(e) => return failed(format!("cannot record the sweep: {e}")),
     };
     execute(&mut store, id, &plan, json_out, db.as_deref(), no_store)
+}
+
+/// The command line with `--testbed FILE` made absolute, so `--resume`
+/// finds the file from any directory.
+fn absolute_testbed(mut argv: Vec<String>) -> Vec<String> {
+    let absolute = |f: &str| {
+        std::path::absolute(f)
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| f.to_string())
+    };
+    for i in 0..argv.len() {
+        if let Some(f) = argv[i].strip_prefix("--testbed=") {
+            argv[i] = format!("--testbed={}", absolute(f));
+        } else if argv[i] == "--testbed" && i + 1 < argv.len() {
+            argv[i + 1] = absolute(&argv[i + 1]);
+        }
+    }
+    argv
 }
 
 fn resume(id: i64, db: Option<&str>, json_out: bool) -> ExitCode {

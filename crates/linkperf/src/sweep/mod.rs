@@ -4,6 +4,7 @@
 //! nothing and a resumed one finishes it), and per-point statistics with a
 //! Student-t confidence interval. Prints nothing and knows no command line.
 
+pub mod network;
 pub mod plan;
 pub mod run;
 pub mod stats;

@@ -1,5 +1,8 @@
 //! What a sweep runs: `--vary NAME=VALUES` parsed and checked, value ranges
 //! expanded, the cartesian product of the points, and the order of the runs.
+//! A name `link.LINK[.DIRECTION].KEY` varies an emulated link instead of a
+//! client option: its shape is checked here, its values against the testbed's
+//! topology by `network`.
 
 use crate::spec::TestSpec;
 use serde::Serialize;
@@ -192,9 +195,13 @@ pub fn parse_vary(spec: &str) -> Result<Vary, String> {
         format!("--vary '{spec}': expected NAME=VALUES, e.g. window=4K,8K,16K or window=4K..4M*2")
     })?;
     let name = name.trim().trim_start_matches('-');
+    if is_link(name) {
+        return parse_link_vary(name, values.trim());
+    }
     let def = find(name).ok_or_else(|| {
         format!(
-            "--vary: '{name}' is not a client option that can vary; use one of: {}",
+            "--vary: '{name}' is not a client option that can vary; use one of: {}, \
+             or link.LINK.KEY with --testbed",
             known_names()
         )
     })?;
@@ -251,6 +258,77 @@ pub fn parse_vary(spec: &str) -> Result<Vary, String> {
     })
 }
 
+/// Whether a `--vary` name sets an emulated link (`link.wan.rate`).
+pub fn is_link(name: &str) -> bool {
+    name.starts_with("link.")
+}
+
+/// `link.wan.a_to_b.rate` as (`wan.a_to_b`, `rate`): the link as `testbed set`
+/// names it, and the key.
+pub fn link_target(name: &str) -> Option<(&str, &str)> {
+    let rest = name.strip_prefix("link.")?;
+    let (link, key) = rest.rsplit_once('.')?;
+    let key_ok = !key.is_empty() && key.chars().all(|c| c.is_ascii_lowercase() || c == '_');
+    (!link.is_empty() && key_ok).then_some((link, key))
+}
+
+/// A link parameter's value as a number, for the axis: rates and sizes with
+/// their prefixes, durations in seconds, plain numbers (BER) as they are.
+fn link_number(key: &str, text: &str) -> Option<f64> {
+    let t = text.trim();
+    match key {
+        "rate" => linkperf_units::parse_rate(t).ok().map(|v| v as f64),
+        "delay" | "jitter" => linkperf_units::parse_duration(t)
+            .ok()
+            .map(|d| d.as_secs_f64()),
+        "queue" => linkperf_units::parse_size(t).ok().map(|v| v as f64),
+        _ => t.trim_end_matches('%').parse::<f64>().ok(),
+    }
+    .filter(|v| v.is_finite())
+}
+
+/// `link.LINK[.DIRECTION].KEY=V1,V2,...`: a list (the values are the ones
+/// `testbed set LINK KEY=VALUE` takes, checked later against the topology).
+fn parse_link_vary(name: &str, values: &str) -> Result<Vary, String> {
+    let (_, key) = link_target(name).ok_or_else(|| {
+        format!(
+            "--vary {name}: expected link.LINK.KEY or link.LINK.DIRECTION.KEY, \
+             e.g. link.wan.rate=10M,100M"
+        )
+    })?;
+    if values.is_empty() {
+        return Err(format!("--vary {name}: no values given"));
+    }
+    if values.contains("..") {
+        return Err(format!(
+            "--vary {name}: link values are a list (V1,V2,...), not a range"
+        ));
+    }
+    let mut out: Vec<String> = Vec::new();
+    for v in values.split(',').map(str::trim) {
+        if v.is_empty() {
+            return Err(format!("--vary {name}: empty value in '{values}'"));
+        }
+        if out.iter().any(|o| o == v) {
+            return Err(format!("--vary {name}: '{v}' is listed twice"));
+        }
+        out.push(v.to_string());
+    }
+    if out.len() > MAX_VALUES {
+        return Err(format!(
+            "--vary {name}: {} values; at most {MAX_VALUES}",
+            out.len()
+        ));
+    }
+    let nums: Option<Vec<f64>> = out.iter().map(|v| link_number(key, v)).collect();
+    let geometric = nums.is_some_and(looks_geometric_numbers);
+    Ok(Vary {
+        name: name.to_string(),
+        values: out,
+        geometric,
+    })
+}
+
 /// A list is plotted on a log axis when its values grow by a constant factor
 /// of at least 1.5, or span two decades.
 fn looks_geometric(kind: Kind, values: &[String]) -> bool {
@@ -258,6 +336,10 @@ fn looks_geometric(kind: Kind, values: &[String]) -> bool {
         .iter()
         .filter_map(|v| parse_number(kind, v).ok())
         .collect();
+    looks_geometric_numbers(nums)
+}
+
+fn looks_geometric_numbers(nums: Vec<f64>) -> bool {
     if nums.len() < 3 || nums.iter().any(|&x| x <= 0.0) {
         return false;
     }
@@ -394,8 +476,12 @@ pub fn expand(varies: &[Vary]) -> Result<Vec<Params>, String> {
     Ok(points)
 }
 
-/// Sets one varied option (by any of its names) on the test of a point.
+/// Sets one varied option (by any of its names) on the test of a point;
+/// link parameters are the testbed's, not the test's, and leave it as it is.
 pub fn apply(spec: &mut TestSpec, name: &str, value: &str) -> Result<(), String> {
+    if is_link(name) {
+        return Ok(());
+    }
     let def = find(name).ok_or_else(|| format!("'{name}' is not a client option"))?;
     spec.set(def.name, value)
 }
@@ -531,6 +617,31 @@ mod tests {
             .unwrap_err()
             .contains("ranges need numbers"));
         assert!(parse_vary("window=4K,4K").unwrap_err().contains("twice"));
+    }
+
+    #[test]
+    fn link_varies_keep_their_values_and_leave_the_test_alone() {
+        let v = parse_vary("link.wan.ber=1e-8,1e-7,1e-6,1e-5").unwrap();
+        assert_eq!((v.name.as_str(), v.geometric), ("link.wan.ber", true));
+        assert_eq!(v.values, ["1e-8", "1e-7", "1e-6", "1e-5"]);
+        assert!(!parse_vary("link.wan.rate=20M,50M").unwrap().geometric);
+        assert_eq!(
+            link_target("link.a-b.b_to_a.delay"),
+            Some(("a-b.b_to_a", "delay"))
+        );
+        assert!(parse_vary("link.wan=1")
+            .unwrap_err()
+            .contains("link.LINK.KEY"));
+        assert!(parse_vary("link.wan.Rate=1").is_err());
+        assert!(parse_vary("link.wan.rate=1M..8M*2")
+            .unwrap_err()
+            .contains("list"));
+        assert!(parse_vary("link.wan.rate=1M,1M")
+            .unwrap_err()
+            .contains("twice"));
+        let mut spec = TestSpec::new("h");
+        apply(&mut spec, "link.wan.rate", "20M").unwrap();
+        assert_eq!(spec, TestSpec::new("h"));
     }
 
     #[test]

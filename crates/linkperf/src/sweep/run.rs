@@ -1,8 +1,11 @@
 //! The sweep loop: a checked [`Plan`] recorded in the archive, then the runs
 //! still missing from it run one after the other, each stored as it ends;
 //! with a confidence target, points are repeated until their interval is
-//! narrow enough. Progress goes to an [`Observer`].
+//! narrow enough. Progress goes to an [`Observer`]. With a testbed, each
+//! point's links are set before its runs and the runs cross the testbed
+//! (see `network`).
 
+use super::network::{Network, Session};
 use super::plan::{self, Params, Vary};
 use super::{parse_confidence, Confidence};
 use crate::client::ClientError;
@@ -39,6 +42,11 @@ pub struct SweepOptions {
     pub confidence: Option<String>,
     /// Most runs per point with a confidence target.
     pub max_runs: Option<u32>,
+    /// Topology file: run through this testbed (built unless it is up).
+    pub testbed: Option<std::path::PathBuf>,
+    /// Testbed hosts of the client and the server (default: its first two).
+    pub client_host: Option<String>,
+    pub server_host: Option<String>,
 }
 
 /// A sweep ready to run: the base test and every point.
@@ -51,6 +59,8 @@ pub struct Plan {
     pub seed: Option<u64>,
     pub pause: f64,
     pub confidence: Option<(Confidence, u32)>,
+    /// The testbed the runs cross, when the sweep has one.
+    pub network: Option<Network>,
 }
 
 /// Why a sweep stopped before its end.
@@ -76,7 +86,7 @@ impl Plan {
     /// validated before anything runs, so a bad value fails at once.
     /// `stored_seed` is the seed of a sweep being resumed.
     pub fn new(
-        base: TestSpec,
+        mut base: TestSpec,
         options: &SweepOptions,
         stored_seed: Option<u64>,
     ) -> Result<Plan, String> {
@@ -85,6 +95,7 @@ impl Plan {
             .iter()
             .map(|v| plan::parse_vary(v))
             .collect::<Result<Vec<_>, _>>()?;
+        let network = network_of(&mut base, options, &varies)?;
         let points = plan::expand(&varies)?;
         let confidence = match &options.confidence {
             Some(c) => {
@@ -132,6 +143,7 @@ impl Plan {
             }),
             pause: options.pause,
             confidence,
+            network,
         };
         for p in &plan.points {
             plan.point(p)?
@@ -166,6 +178,7 @@ impl Plan {
                 "level": c.level, "width_percent": c.width_percent, "max_runs": max,
             })),
             "base_options": self.base.config(),
+            "testbed": self.network.as_ref().map(Network::describe),
         });
         NewSweep {
             host: self.base.host.clone(),
@@ -179,6 +192,41 @@ impl Plan {
             planned_runs: (self.points.len() * self.repeat as usize) as i64,
         }
     }
+}
+
+/// The testbed of `--testbed`, with the base test aimed at its server host;
+/// `link.*` varies need one, and their values must suit its links.
+fn network_of(
+    base: &mut TestSpec,
+    options: &SweepOptions,
+    varies: &[Vary],
+) -> Result<Option<Network>, String> {
+    let Some(file) = &options.testbed else {
+        if let Some(v) = varies.iter().find(|v| plan::is_link(&v.name)) {
+            return Err(format!(
+                "--vary {}: link parameters need the testbed: add --testbed FILE.toml",
+                v.name
+            ));
+        }
+        if options.client_host.is_some() || options.server_host.is_some() {
+            return Err("--client-host and --server-host need --testbed FILE.toml".into());
+        }
+        return Ok(None);
+    };
+    if !base.host.is_empty() {
+        return Err(format!(
+            "with --testbed the server is the --server-host's address; drop HOST ({})",
+            base.host
+        ));
+    }
+    let network = Network::load(
+        file,
+        options.client_host.as_deref(),
+        options.server_host.as_deref(),
+    )?;
+    network.check(varies)?;
+    base.host = network.server_address();
+    Ok(Some(network))
 }
 
 fn now_ms() -> i64 {
@@ -209,6 +257,7 @@ pub fn execute(
         sweep_id: id,
         interrupt,
         observer,
+        session: None,
         ran_here: 0,
         received: vec![Vec::new(); n],
         next_rep: vec![0i64; n],
@@ -231,12 +280,24 @@ pub fn execute(
         .filter(|k| !done.contains(k))
         .collect();
     runner.observer.planned(todo.len());
-    let outcome = runner.run_all(&todo).and_then(|()| {
+    let more_to_do = !todo.is_empty() || plan.confidence.is_some();
+    if let (Some(network), true) = (&plan.network, more_to_do) {
+        match Session::start(network, &plan.varies, plan.base.port) {
+            Ok(s) => runner.session = Some(s),
+            Err(e) => return (0, Err(Stop::RunFailed(e))),
+        }
+    }
+    let mut outcome = runner.run_all(&todo).and_then(|()| {
         runner
             .store
             .set_sweep_status(id, "complete")
             .map_err(|e| Stop::StoreFailed(format!("all runs stored, but: {e}")))
     });
+    if let Some(Err(e)) = runner.session.take().map(Session::finish) {
+        if outcome.is_ok() {
+            outcome = Err(Stop::RunFailed(e));
+        }
+    }
     (runner.ran_here, outcome)
 }
 
@@ -246,6 +307,8 @@ struct Runner<'a> {
     sweep_id: i64,
     interrupt: &'a AtomicBool,
     observer: &'a mut dyn Observer,
+    /// The testbed the runs cross, if any.
+    session: Option<Session>,
     ran_here: usize,
     /// Received bits/s of each point's stored runs.
     received: Vec<Vec<f64>>,
@@ -271,7 +334,10 @@ impl Runner<'_> {
     fn attempt(&self, spec: &TestSpec) -> Result<crate::report::Report, ClientError> {
         // A stock iperf3 server is swept through the iperf3 client; both give
         // the same report.
-        let once = || run_test(spec, &mut |_| {}, Some(self.interrupt));
+        let once = || match &self.session {
+            Some(s) => s.run(spec, self.interrupt),
+            None => run_test(spec, &mut |_| {}, Some(self.interrupt)),
+        };
         let mut result = once();
         for _ in 0..RETRIES {
             match &result {
@@ -299,6 +365,9 @@ impl Runner<'_> {
         let what = format!("{} #{}", plan::label(params), repetition + 1);
         self.observer.run_started(&what);
         let spec = self.plan.point(params).map_err(Stop::RunFailed)?;
+        if let Some(session) = &mut self.session {
+            session.set_point(params).map_err(Stop::RunFailed)?;
+        }
         let report = match self.attempt(&spec) {
             Ok(r) if r.interrupted => return Err(Stop::Interrupted),
             Ok(r) if !r.errors.is_empty() => {

@@ -17,8 +17,25 @@ pub(super) enum ParamKind {
     Category,
 }
 
+/// Kind and human name of an emulated link's parameter (`link.wan.rate`).
+fn link_param_info(name: &str) -> Option<(ParamKind, String)> {
+    let (link, key) = name.strip_prefix("link.")?.rsplit_once('.')?;
+    let kind = match key {
+        "rate" => ParamKind::Rate,
+        "delay" | "jitter" => ParamKind::Seconds,
+        "queue" => ParamKind::Bytes,
+        "gilbert" | "framing" | "jitter_distribution" | "reorder" | "trace" => ParamKind::Category,
+        _ => ParamKind::Count,
+    };
+    let unit = if key == "loss" { " (%)" } else { "" };
+    Some((kind, format!("Link {link}: {key}{unit} ({name})")))
+}
+
 /// Kind and human name of a sweep parameter, by its option name.
 pub(super) fn param_info(name: &str, udp: bool) -> (ParamKind, String) {
+    if let Some(info) = link_param_info(name) {
+        return info;
+    }
     let (kind, label) = match name.trim_start_matches('-') {
         "window" | "w" => (ParamKind::Bytes, "Socket buffer (-w)"),
         "sndbuf" => (ParamKind::Bytes, "Send buffer, SO_SNDBUF (--sndbuf)"),
@@ -51,7 +68,13 @@ pub(super) fn param_value(kind: ParamKind, text: &str) -> Option<f64> {
         ParamKind::Seconds => linkperf_units::parse_duration(text)
             .ok()
             .map(|d| d.as_secs_f64()),
-        ParamKind::Count => text.trim().parse::<f64>().ok().filter(|v| v.is_finite()),
+        // A trailing % is a link's loss; numbers otherwise.
+        ParamKind::Count => text
+            .trim()
+            .trim_end_matches('%')
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite()),
         ParamKind::Category => None,
     }
 }
@@ -257,6 +280,20 @@ pub(super) fn tip(label: &str, s: &Stat, q: Quantity) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn link_parameters_are_read_with_their_units() {
+        let (kind, label) = param_info("link.wan.rate", false);
+        assert_eq!(kind, ParamKind::Rate);
+        assert!(label.contains("wan") && label.contains("rate"), "{label}");
+        assert_eq!(param_value(kind, "20M"), Some(20e6));
+        let (kind, _) = param_info("link.a-b.b_to_a.delay", false);
+        assert_eq!(param_value(kind, "5ms"), Some(0.005));
+        let (kind, _) = param_info("link.wan.ber", false);
+        assert_eq!(param_value(kind, "1e-6"), Some(1e-6));
+        let (kind, _) = param_info("link.wan.loss", false);
+        assert_eq!(param_value(kind, "1.5%"), Some(1.5));
+    }
 
     #[test]
     fn geometric_detection() {

@@ -75,6 +75,8 @@ pub(super) fn self_labelled(axis: &Axis, v: f64, all: &[f64]) -> String {
         Quantity::Percent => format!("{}%", format::trim(v, 2)),
         Quantity::Millis => format!("{} ms", format::trim(v, 3)),
         Quantity::Seconds => format!("{} s", format::trim(v, 3)),
+        // Tiny values (a bit error rate) in exponent form, not rounded to 0.
+        Quantity::Count if v != 0.0 && v.abs() < 1e-3 => format!("{:e}", v),
         Quantity::Count => format::trim(v, 3),
         Quantity::Category => axis
             .categories
