@@ -220,7 +220,6 @@ pub(super) fn sizes_mode(
     let per_size = plan.duration.div_f64(sizes.len() as f64);
     let mut udp_flow: Option<Flow> = None;
     let mut seconds = 0.0;
-    let mut ignore = |_: &RrInterval| {};
     for &size in sizes {
         if run.cancel.load(Ordering::Relaxed) {
             break;
@@ -241,35 +240,8 @@ pub(super) fn sizes_mode(
                 &mut tcp_flow
             }
         };
-        let mut seq = run.next_seq;
-        let mut warm = run.recorder(false);
-        let warm_budget = Budget {
-            deadline: None,
-            count: Some(SIZE_WARMUP),
-            cancel: run.cancel,
-            until: None,
-        };
-        run_flow(
-            flow,
-            &mut warm,
-            run.pace(),
-            &warm_budget,
-            &mut seq,
-            &mut ignore,
-        )?;
-        run.warmup += warm.transactions;
-        let mut rec = run.recorder(false);
-        rec.max_rtt = warm.max_rtt;
-        let started = Instant::now();
-        let budget = Budget {
-            deadline: plan.count.is_none().then(|| started + per_size),
-            count: plan.count,
-            cancel: run.cancel,
-            until: None,
-        };
-        run_flow(flow, &mut rec, run.pace(), &budget, &mut seq, &mut ignore)?;
-        seconds += started.elapsed().as_secs_f64();
-        run.next_seq = seq;
+        let (rec, step_seconds) = size_step(run, flow, per_size)?;
+        seconds += step_seconds;
         if let Some(p) = stats::summarize(&rec.rtt) {
             points.push(SizePoint {
                 size,
@@ -300,4 +272,45 @@ pub(super) fn sizes_mode(
             ..Default::default()
         },
     ))
+}
+
+/// One `--sizes` step on `flow`: a few transactions not counted, then the
+/// measured ones for `per_size` (or -n); returns those and the seconds taken.
+fn size_step(
+    run: &mut Run,
+    flow: &mut Flow,
+    per_size: Duration,
+) -> Result<(Recorder, f64), ClientError> {
+    let plan = run.plan;
+    let mut ignore = |_: &RrInterval| {};
+    let mut seq = run.next_seq;
+    let mut warm = run.recorder(false);
+    let warm_budget = Budget {
+        deadline: None,
+        count: Some(SIZE_WARMUP),
+        cancel: run.cancel,
+        until: None,
+    };
+    run_flow(
+        flow,
+        &mut warm,
+        run.pace(),
+        &warm_budget,
+        &mut seq,
+        &mut ignore,
+    )?;
+    run.warmup += warm.transactions;
+    let mut rec = run.recorder(false);
+    rec.max_rtt = warm.max_rtt;
+    let started = Instant::now();
+    let budget = Budget {
+        deadline: plan.count.is_none().then(|| started + per_size),
+        count: plan.count,
+        cancel: run.cancel,
+        until: None,
+    };
+    run_flow(flow, &mut rec, run.pace(), &budget, &mut seq, &mut ignore)?;
+    let seconds = started.elapsed().as_secs_f64();
+    run.next_seq = seq;
+    Ok((rec, seconds))
 }
