@@ -219,49 +219,8 @@ impl RrSpec {
             self.response.unwrap_or(DEFAULT_SIZE as u64),
             protocol,
         )?;
-        let mode = if self.connect {
-            Mode::Connect
-        } else if self.cold {
-            Mode::Cold {
-                idle: positive_duration("--idle", self.idle.unwrap_or(DEFAULT_IDLE_S))?,
-            }
-        } else if let Some(list) = &self.sizes {
-            let mut sizes = Vec::new();
-            for item in list.split(',') {
-                let item = item.trim();
-                let v = size(item).map_err(|e| format!("--sizes: {e}"))?;
-                sizes.push(check_size("--sizes: a size", v, protocol)?);
-            }
-            let mut distinct = sizes.clone();
-            distinct.sort_unstable();
-            distinct.dedup();
-            if distinct.len() < 2 {
-                return Err("--sizes needs at least two different sizes to fit a line".into());
-            }
-            Mode::Sizes {
-                sizes,
-                echo: self.response.is_none(),
-            }
-        } else if let Some((text, spec)) = &self.load {
-            Mode::Load(Box::new(self.load_plan(text, spec)?))
-        } else {
-            Mode::Rr
-        };
-        if protocol == Protocol::Tcp && self.burst > 1 {
-            let largest = match &mode {
-                Mode::Sizes { sizes, .. } => *sizes.iter().max().unwrap_or(&request),
-                _ => request.min(response),
-            };
-            let bytes = self.burst as u64 * largest as u64;
-            if bytes > MAX_TCP_BURST_BYTES {
-                return Err(format!(
-                    "--burst {} x {} bytes in flight exceeds {} KiB: both ends could block on full socket buffers; lower --burst or the sizes",
-                    self.burst,
-                    largest,
-                    MAX_TCP_BURST_BYTES / 1024
-                ));
-            }
-        }
+        let mode = self.mode()?;
+        self.check_tcp_burst(&mode, request, response)?;
         let rate = match (&mode, rate) {
             (Mode::Load(_), None) => Some(DEFAULT_LOAD_RATE),
             (_, r) => r,
@@ -283,6 +242,64 @@ impl RrSpec {
             mode,
             clock_sync: self.clock_sync,
         })
+    }
+
+    /// What to measure besides plain request/response (flags checked).
+    fn mode(&self) -> Result<Mode, String> {
+        Ok(if self.connect {
+            Mode::Connect
+        } else if self.cold {
+            Mode::Cold {
+                idle: positive_duration("--idle", self.idle.unwrap_or(DEFAULT_IDLE_S))?,
+            }
+        } else if let Some(list) = &self.sizes {
+            Mode::Sizes {
+                sizes: self.sizes(list)?,
+                echo: self.response.is_none(),
+            }
+        } else if let Some((text, spec)) = &self.load {
+            Mode::Load(Box::new(self.load_plan(text, spec)?))
+        } else {
+            Mode::Rr
+        })
+    }
+
+    /// The `--sizes` list: at least two different sizes, each legal.
+    fn sizes(&self, list: &str) -> Result<Vec<u32>, String> {
+        let mut sizes = Vec::new();
+        for item in list.split(',') {
+            let item = item.trim();
+            let v = size(item).map_err(|e| format!("--sizes: {e}"))?;
+            sizes.push(check_size("--sizes: a size", v, self.protocol)?);
+        }
+        let mut distinct = sizes.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        if distinct.len() < 2 {
+            return Err("--sizes needs at least two different sizes to fit a line".into());
+        }
+        Ok(sizes)
+    }
+
+    /// TCP with several transactions in flight: a burst must fit the buffers.
+    fn check_tcp_burst(&self, mode: &Mode, request: u32, response: u32) -> Result<(), String> {
+        if self.protocol != Protocol::Tcp || self.burst <= 1 {
+            return Ok(());
+        }
+        let largest = match mode {
+            Mode::Sizes { sizes, .. } => *sizes.iter().max().unwrap_or(&request),
+            _ => request.min(response),
+        };
+        let bytes = self.burst as u64 * largest as u64;
+        if bytes > MAX_TCP_BURST_BYTES {
+            return Err(format!(
+                "--burst {} x {} bytes in flight exceeds {} KiB: both ends could block on full socket buffers; lower --burst or the sizes",
+                self.burst,
+                largest,
+                MAX_TCP_BURST_BYTES / 1024
+            ));
+        }
+        Ok(())
     }
 
     /// The bulk test runs towards the rr server, from the same address.

@@ -1,7 +1,7 @@
 //! Human output of `linkperf rr`, in the style of the throughput client's:
 //! a header, a compact interval table and a summary read at a glance.
 
-use super::report::{RrInterval, RrReport, SignedStats};
+use super::report::{RrInterval, RrReport, RrSummary, SignedStats};
 use super::stats::Percentiles;
 use super::{Mode, Plan};
 use linkperf_proto::Protocol;
@@ -153,12 +153,29 @@ fn signed_line(label: &str, s: &SignedStats) -> String {
     )
 }
 
+/// The summary printed after the run, section by section.
 pub fn summary(r: &RrReport) -> String {
-    let s = &r.summary;
     let mut out = String::new();
     if r.interrupted {
         out.push_str("interrupted: partial result\n");
     }
+    totals(&mut out, r);
+    mode_lines(&mut out, &r.summary);
+    load_lines(&mut out, &r.summary);
+    clock_lines(&mut out, r);
+    sizes_lines(&mut out, r);
+    for w in &r.warnings {
+        let _ = writeln!(out, "warning: {w}");
+    }
+    for e in &r.errors {
+        let _ = writeln!(out, "error: {e}");
+    }
+    out
+}
+
+/// Transactions, RTT, UDP loss and the rate reached.
+fn totals(out: &mut String, r: &RrReport) {
+    let s = &r.summary;
     let server = s
         .server
         .map(|c| {
@@ -194,6 +211,10 @@ pub fn summary(r: &RrReport) -> String {
             if rate.reached { "" } else { " (NOT reached)" }
         );
     }
+}
+
+/// What `--connect` and `--cold` measure besides the RTT.
+fn mode_lines(out: &mut String, s: &RrSummary) {
     if let Some(c) = &s.connect_ms {
         let _ = writeln!(out, "{}", line("connect", c));
     }
@@ -217,6 +238,10 @@ pub fn summary(r: &RrReport) -> String {
             d.count
         );
     }
+}
+
+/// `--load`: RTT idle and loaded, the bloat, and the load itself.
+fn load_lines(out: &mut String, s: &RrSummary) {
     if let Some(i) = &s.idle_rtt_ms {
         let _ = writeln!(out, "{}", line("idle", i));
     }
@@ -249,6 +274,11 @@ pub fn summary(r: &RrReport) -> String {
                 .unwrap_or_default()
         );
     }
+}
+
+/// One-way delays, and the clock assumption they rest on.
+fn clock_lines(out: &mut String, r: &RrReport) {
+    let s = &r.summary;
     if let Some(owd) = &s.one_way_ms {
         let _ = writeln!(out, "{}", signed_line("forward", &owd.forward_ms));
         let _ = writeln!(out, "{}", signed_line("reverse", &owd.reverse_ms));
@@ -258,6 +288,10 @@ pub fn summary(r: &RrReport) -> String {
         "  clock     {}: {}",
         r.start.clock, r.start.clock_reason
     );
+}
+
+/// `--sizes`: the table per size and the fitted line.
+fn sizes_lines(out: &mut String, r: &RrReport) {
     if let Some(points) = &r.sizes {
         let _ = writeln!(
             out,
@@ -288,11 +322,4 @@ pub fn summary(r: &RrReport) -> String {
                 .unwrap_or_else(|| "; no positive slope".into())
         );
     }
-    for w in &r.warnings {
-        let _ = writeln!(out, "warning: {w}");
-    }
-    for e in &r.errors {
-        let _ = writeln!(out, "error: {e}");
-    }
-    out
 }

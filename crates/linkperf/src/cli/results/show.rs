@@ -293,39 +293,7 @@ fn percentiles(label: &str, p: &Value) -> Option<String> {
 
 /// An rr run: what was measured, its distributions, `--sizes` and its fit.
 fn show_rr(store: &mut Store, run: &RunRow, doc: &Value) -> Result<(), Fail> {
-    let t = doc.get("test").cloned().unwrap_or(Value::Null);
-    let text = |k: &str| t.get(k).and_then(Value::as_str).unwrap_or("-").to_string();
-    let num = |k: &str| t.get(k).and_then(Value::as_u64);
-    let pace = match t.get("rate_per_second").and_then(Value::as_f64) {
-        Some(r) => format!("{r} transactions/s"),
-        None => "back to back".into(),
-    };
-    let sizes: Vec<String> = t
-        .get("sizes")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|v| v.to_string())
-        .collect();
-    let what = if sizes.is_empty() {
-        format!(
-            "request {} B, response {} B",
-            num("request").unwrap_or(0),
-            num("response").unwrap_or(0)
-        )
-    } else {
-        format!("sizes {} B", sizes.join(","))
-    };
-    say!(
-        "  {} {}, {what}, {} in flight, {pace}{}",
-        text("protocol").to_uppercase(),
-        text("mode"),
-        num("burst").unwrap_or(1),
-        t.get("load")
-            .and_then(Value::as_str)
-            .map(|l| format!(", load `{l}`"))
-            .unwrap_or_default()
-    );
+    say!("{}", rr_test_line(doc));
     let s = doc.get("summary").cloned().unwrap_or(Value::Null);
     if let Some(q) = &run.rr {
         say!(
@@ -361,6 +329,48 @@ fn show_rr(store: &mut Store, run: &RunRow, doc: &Value) -> Result<(), Fail> {
             l / i.max(1e-9)
         );
     }
+    show_rr_sizes(store, run, doc)
+}
+
+/// The test as run: protocol, mode, sizes, burst, pace and load.
+fn rr_test_line(doc: &Value) -> String {
+    let t = doc.get("test").cloned().unwrap_or(Value::Null);
+    let text = |k: &str| t.get(k).and_then(Value::as_str).unwrap_or("-").to_string();
+    let num = |k: &str| t.get(k).and_then(Value::as_u64);
+    let pace = match t.get("rate_per_second").and_then(Value::as_f64) {
+        Some(r) => format!("{r} transactions/s"),
+        None => "back to back".into(),
+    };
+    let sizes: Vec<String> = t
+        .get("sizes")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|v| v.to_string())
+        .collect();
+    let what = if sizes.is_empty() {
+        format!(
+            "request {} B, response {} B",
+            num("request").unwrap_or(0),
+            num("response").unwrap_or(0)
+        )
+    } else {
+        format!("sizes {} B", sizes.join(","))
+    };
+    format!(
+        "  {} {}, {what}, {} in flight, {pace}{}",
+        text("protocol").to_uppercase(),
+        text("mode"),
+        num("burst").unwrap_or(1),
+        t.get("load")
+            .and_then(Value::as_str)
+            .map(|l| format!(", load `{l}`"))
+            .unwrap_or_default()
+    )
+}
+
+/// `--sizes`: the stored table per size and the fitted line.
+fn show_rr_sizes(store: &mut Store, run: &RunRow, doc: &Value) -> Result<(), Fail> {
     let sizes = store.rr_sizes(run.id)?;
     if !sizes.is_empty() {
         say!(
