@@ -229,8 +229,8 @@ fn check_run_lines(html: &str, report: &Value) {
 }
 
 #[test]
-fn report_marks_an_interrupted_run_and_a_partial_sweep() {
-    let dir = scratch("interrupted");
+fn report_marks_an_interrupted_run() {
+    let dir = scratch("interrupted-run");
     let db = s(&dir.join("archive.db"));
     let server = Server::start();
     let port = server.port.to_string();
@@ -294,6 +294,16 @@ fn report_marks_an_interrupted_run_and_a_partial_sweep() {
     assert!(text.contains(" of 10 s)"), "{text}");
     let row = report_svg::row_text(&html, &format!("row-run-{id}")).expect("run row");
     assert!(row.contains("interrupted (stopped after"), "{row}");
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn report_marks_a_partial_sweep() {
+    let dir = scratch("interrupted-sweep");
+    let db = s(&dir.join("archive.db"));
+    let server = Server::start();
+    let port = server.port.to_string();
 
     // A sweep of 2 x 3 runs of 0.5 s stopped once its first run is stored.
     let child = spawn(&[
@@ -313,26 +323,7 @@ fn report_marks_an_interrupted_run_and_a_partial_sweep() {
         "3",
         "-J",
     ]);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        // The archive may be busy with the sweep's write: try again.
-        let list = linkperf(&["results", "--db", &db, "list", "--json"]);
-        let stored = serde_json::from_str::<Value>(&list.stdout)
-            .ok()
-            .and_then(|l| {
-                l["entries"]
-                    .as_array()?
-                    .iter()
-                    .find(|e| e["kind"] == "sweep")?["runs"]
-                    .as_u64()
-            })
-            .unwrap_or(0);
-        if stored >= 1 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "no sweep run stored within 60 s");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_for_a_stored_sweep_run(&db);
     send_signal(&child, libc::SIGINT);
     let sweep = wait_child(child, Duration::from_secs(60));
     assert_eq!(sweep.code(), Some(130), "{}", sweep.stderr);
@@ -354,6 +345,30 @@ fn report_marks_an_interrupted_run_and_a_partial_sweep() {
     assert_eq!(report_svg::dangling_links(&html), Vec::<String>::new());
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Waits (at most 60 s) until the archive holds a sweep with a run stored.
+fn wait_for_a_stored_sweep_run(db: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        // The archive may be busy with the sweep's write: try again.
+        let list = linkperf(&["results", "--db", db, "list", "--json"]);
+        let stored = serde_json::from_str::<Value>(&list.stdout)
+            .ok()
+            .and_then(|l| {
+                l["entries"]
+                    .as_array()?
+                    .iter()
+                    .find(|e| e["kind"] == "sweep")?["runs"]
+                    .as_u64()
+            })
+            .unwrap_or(0);
+        if stored >= 1 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no sweep run stored within 60 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 #[test]
