@@ -318,7 +318,7 @@ fn jitter_reorders_only_when_asked() {
         ),
     );
     for (from, to, reorder) in [("a", "b", false), ("c", "d", true)] {
-        let sink = start_udp_sink(
+        let sink = start_udp_sink::<Arrival>(
             &ns(&tb, to),
             9004,
             Duration::from_millis(300),
@@ -349,7 +349,7 @@ fn jitter_reorders_only_when_asked() {
 
 fn queue_limit_drops_a_burst_and_counts_it() {
     let tb = Guard::up("lpt-queue", &pair("rate = \"10M\"\nqueue = \"20K\""));
-    let sink = start_udp_sink(
+    let sink = start_udp_sink::<Arrival>(
         &ns(&tb, "b"),
         9005,
         Duration::from_millis(500),
