@@ -7,6 +7,7 @@
 
 mod common;
 
+use common::sweep::sweep_args;
 use common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -14,10 +15,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("lp-archive-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    linkperf_testsupport::scratch("lp-archive", name)
 }
 
 fn s(p: &Path) -> String {
@@ -187,19 +185,11 @@ fn compare_names_the_points_only_one_side_has() {
     let mut ids = vec![];
     for values in ["length=8K,64K", "length=64K,128K"] {
         let run = wait_child(
-            spawn(&[
-                "sweep",
-                "127.0.0.1",
-                "-p",
+            spawn(&sweep_args(
                 &port,
-                "--db",
                 &db,
-                "-t",
-                "0.3",
-                "--vary",
-                values,
-                "-J",
-            ]),
+                &["-t", "0.3", "--vary", values, "-J"],
+            )),
             Duration::from_secs(60),
         );
         ids.push(run.json()["id"].as_i64().expect("sweep id").to_string());

@@ -23,23 +23,22 @@ fn demo_runs_a_tcp_and_a_udp_test() {
     assert!(udp_part.contains("datagrams"), "{udp_part}");
 }
 
+/// Runs `linkperf client --from RELAY 127.0.0.1 -p TARGET ARGS... -J`.
+fn relayed_client(relay: &Server, target: &Server, args: &[&str]) -> Run {
+    let from = format!("127.0.0.1:{}", relay.port);
+    let target_port = target.port.to_string();
+    let mut all = vec!["client", "--from", &from, "127.0.0.1", "-p", &target_port];
+    all.extend_from_slice(args);
+    all.push("-J");
+    linkperf(&all)
+}
+
 #[test]
 fn third_party_test_is_relayed() {
     let relay = Server::start_with(&["--allow-third-party"]);
     let target = Server::start();
-    let from = format!("127.0.0.1:{}", relay.port);
     let target_port = target.port.to_string();
-    let run = linkperf(&[
-        "client",
-        "--from",
-        &from,
-        "127.0.0.1",
-        "-p",
-        &target_port,
-        "-n",
-        "4M",
-        "-J",
-    ]);
+    let run = relayed_client(&relay, &target, &["-n", "4M"]);
     let r = run.report();
     assert_valid(&r);
     assert_eq!(u64_at(&r, "/summary/received/bytes"), 4 * 1_048_576);
@@ -59,19 +58,7 @@ fn third_party_test_is_relayed() {
 fn third_party_timed_test_is_relayed() {
     let relay = Server::start_with(&["--allow-third-party"]);
     let target = Server::start();
-    let from = format!("127.0.0.1:{}", relay.port);
-    let target_port = target.port.to_string();
-    let run = linkperf(&[
-        "client",
-        "--from",
-        &from,
-        "127.0.0.1",
-        "-p",
-        &target_port,
-        "-t",
-        "1",
-        "-J",
-    ]);
+    let run = relayed_client(&relay, &target, &["-t", "1"]);
     let r = run.report();
     assert!(u64_at(&r, "/summary/received/bytes") > 0);
 }
@@ -80,19 +67,7 @@ fn third_party_timed_test_is_relayed() {
 fn third_party_is_refused_without_the_flag() {
     let plain = Server::start();
     let target = Server::start();
-    let from = format!("127.0.0.1:{}", plain.port);
-    let target_port = target.port.to_string();
-    let run = linkperf(&[
-        "client",
-        "--from",
-        &from,
-        "127.0.0.1",
-        "-p",
-        &target_port,
-        "-t",
-        "1",
-        "-J",
-    ]);
+    let run = relayed_client(&plain, &target, &["-t", "1"]);
     let line = run.assert_one_line_failure(1);
     assert!(line.contains("--allow-third-party"), "{line}");
 }
@@ -101,19 +76,7 @@ fn third_party_is_refused_without_the_flag() {
 fn third_party_failure_with_json_prints_an_error_document() {
     let plain = Server::start();
     let target = Server::start();
-    let from = format!("127.0.0.1:{}", plain.port);
-    let target_port = target.port.to_string();
-    let run = linkperf(&[
-        "client",
-        "--from",
-        &from,
-        "127.0.0.1",
-        "-p",
-        &target_port,
-        "-t",
-        "1",
-        "-J",
-    ]);
+    let run = relayed_client(&plain, &target, &["-t", "1"]);
     run.assert_one_line_failure(1);
     let doc = run.json();
     assert!(doc["error"]

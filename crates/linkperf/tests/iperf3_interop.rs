@@ -54,15 +54,9 @@ fn iperf3_client(port: u16, args: &[&str]) -> Run {
 fn iperf3_json(port: u16, args: &[&str]) -> Value {
     let mut all = args.to_vec();
     all.push("-J");
-    let run = iperf3_client(port, &all);
-    assert_eq!(
-        run.code(),
-        Some(0),
-        "iperf3 failed\nstdout: {}\nstderr: {}",
-        run.stdout,
-        run.stderr
-    );
-    run.json()
+    iperf3_client(port, &all)
+        .assert_success("iperf3 failed")
+        .json()
 }
 
 fn last_number(line: &str) -> u64 {
@@ -75,6 +69,15 @@ fn last_number(line: &str) -> u64 {
 
 fn within(a: f64, b: f64, tolerance: f64) -> bool {
     (a - b).abs() <= tolerance * a.abs().max(b.abs())
+}
+
+/// Asserts that the number at `pointer` in `v` is `expected` within `tolerance` (relative).
+fn assert_within(v: &Value, pointer: &str, expected: f64, tolerance: f64) {
+    let got = f64_at(v, pointer);
+    assert!(
+        within(got, expected, tolerance),
+        "{pointer} = {got}, expected {expected} ± {tolerance}"
+    );
 }
 
 /// The only server line (tests that run one client per server).
@@ -205,11 +208,7 @@ fn iperf3_client_udp_both_ways() {
     assert_eq!(u64_at(end, "/sum_received/bytes"), received);
     let sent_packets = u64_at(end, "/streams/0/udp/packets");
     assert!(sent_packets > 1000, "{end:#}");
-    assert!(within(
-        f64_at(end, "/sum_received/bits_per_second"),
-        20e6,
-        0.05
-    ));
+    assert_within(end, "/sum_received/bits_per_second", 20e6, 0.05);
     // Reverse with 64-bit counters: iperf3 parses linkperf's datagrams.
     let j = iperf3_json(
         server.port,
@@ -229,11 +228,7 @@ fn iperf3_client_udp_both_ways() {
     let got = u64_at(end, "/sum_received/packets");
     let lost = u64_at(end, "/sum_received/lost_packets");
     assert!(got > 1000 && lost * 100 <= got, "{end:#}");
-    assert!(within(
-        f64_at(end, "/sum_received/bits_per_second"),
-        20e6,
-        0.05
-    ));
+    assert_within(end, "/sum_received/bits_per_second", 20e6, 0.05);
 }
 
 #[test]
@@ -360,14 +355,7 @@ fn run_watching_server_socket(bed: Option<&Bed>, port: u16, args: &[&str]) -> (f
         Some(b) => b.exec("a", IPERF3),
         None => Command::new(IPERF3),
     };
-    let child = cmd
-        .args(["-c", host, "-p", &port_text, "-J"])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn iperf3");
+    let child = spawn_piped(cmd.args(["-c", host, "-p", &port_text, "-J"]).args(args));
     std::thread::sleep(Duration::from_secs(1));
     let data = server_side_sockets(bed, port)
         .into_iter()
@@ -634,26 +622,14 @@ fn linkperf_client_against_iperf3_udp() {
         u64_at(&r, "/summary/received/bytes"),
         u64_at(&s, "/end/sum_received/bytes")
     );
-    assert!(within(
-        f64_at(&r, "/summary/sent/bits_per_second"),
-        20e6,
-        0.05
-    ));
-    assert!(within(
-        f64_at(&s, "/end/sum_received/bits_per_second"),
-        20e6,
-        0.05
-    ));
+    assert_within(&r, "/summary/sent/bits_per_second", 20e6, 0.05);
+    assert_within(&s, "/end/sum_received/bits_per_second", 20e6, 0.05);
     let (r, s) = against_iperf3(&["-u", "-b", "20M", "-l", "1400", "-t", "1", "-R"]);
     assert_eq!(
         u64_at(&r, "/summary/sent/packets"),
         u64_at(&s, "/end/streams/0/udp/packets")
     );
-    assert!(within(
-        f64_at(&r, "/summary/received/bits_per_second"),
-        20e6,
-        0.05
-    ));
+    assert_within(&r, "/summary/received/bits_per_second", 20e6, 0.05);
 }
 
 #[test]

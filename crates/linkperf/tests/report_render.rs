@@ -6,16 +6,14 @@ mod common;
 #[path = "../../report/tests/common/svg.rs"]
 mod report_svg;
 
+use common::sweep::sweep_args;
 use common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("lp-report-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    linkperf_testsupport::scratch("lp-report", name)
 }
 
 fn s(p: &Path) -> String {
@@ -29,23 +27,21 @@ fn report_of_a_stored_sweep_and_of_one_run() {
     let server = Server::start();
     let port = server.port.to_string();
     let sweep = wait_child(
-        spawn(&[
-            "sweep",
-            "127.0.0.1",
-            "-p",
+        spawn(&sweep_args(
             &port,
-            "--db",
             &db,
-            "-t",
-            "0.3",
-            "-i",
-            "0.1",
-            "--vary",
-            "window=32K,128K,512K",
-            "--repeat",
-            "2",
-            "-J",
-        ]),
+            &[
+                "-t",
+                "0.3",
+                "-i",
+                "0.1",
+                "--vary",
+                "window=32K,128K,512K",
+                "--repeat",
+                "2",
+                "-J",
+            ],
+        )),
         Duration::from_secs(120),
     );
     assert_eq!(sweep.code(), Some(0), "sweep failed: {}", sweep.stderr);
@@ -306,23 +302,21 @@ fn report_marks_a_partial_sweep() {
     let port = server.port.to_string();
 
     // A sweep of 2 x 3 runs of 0.5 s stopped once its first run is stored.
-    let child = spawn(&[
-        "sweep",
-        "127.0.0.1",
-        "-p",
+    let child = spawn(&sweep_args(
         &port,
-        "--db",
         &db,
-        "-t",
-        "0.5",
-        "-i",
-        "0.25",
-        "--vary",
-        "window=64K,256K",
-        "--repeat",
-        "3",
-        "-J",
-    ]);
+        &[
+            "-t",
+            "0.5",
+            "-i",
+            "0.25",
+            "--vary",
+            "window=64K,256K",
+            "--repeat",
+            "3",
+            "-J",
+        ],
+    ));
     wait_for_a_stored_sweep_run(&db);
     send_signal(&child, libc::SIGINT);
     let sweep = wait_child(child, Duration::from_secs(60));

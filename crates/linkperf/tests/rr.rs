@@ -24,6 +24,11 @@ fn shared() -> RwLockReadGuard<'static, ()> {
     CPUS.read().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The shared CPU turn and a fresh loopback server.
+fn shared_server() -> (RwLockReadGuard<'static, ()>, Server) {
+    (shared(), Server::start())
+}
+
 fn rr_run(port: u16, args: &[&str]) -> Run {
     let port = port.to_string();
     let mut all = vec!["rr", "127.0.0.1", "-p", &port];
@@ -35,15 +40,7 @@ fn rr_run(port: u16, args: &[&str]) -> Run {
 fn rr_json(port: u16, args: &[&str]) -> Value {
     let mut all = args.to_vec();
     all.push("-J");
-    let run = rr_run(port, &all);
-    assert_eq!(
-        run.code(),
-        Some(0),
-        "rr failed\nstdout: {}\nstderr: {}",
-        run.stdout,
-        run.stderr
-    );
-    let v = run.json();
+    let v = rr_run(port, &all).assert_success("rr failed").json();
     assert_valid_rr(&v);
     assert_eq!(v["schema"], "linkperf/1");
     assert_eq!(v["errors"], serde_json::json!([]), "errors in {v:#}");
@@ -70,8 +67,7 @@ fn assert_ordered(v: &Value, pointer: &str) {
 
 #[test]
 fn tcp_counts_match_on_both_ends_and_one_way_delay_adds_up() {
-    let _cpus = shared();
-    let server = Server::start();
+    let (_cpus, server) = shared_server();
     let v = rr_json(server.port, &["-n", "3000"]);
     assert_eq!(u64_at(&v, "/summary/transactions"), 3000);
     assert_eq!(u64_at(&v, "/summary/attempted"), 3000);
@@ -106,8 +102,7 @@ fn tcp_counts_match_on_both_ends_and_one_way_delay_adds_up() {
 
 #[test]
 fn timed_run_has_intervals_that_add_up() {
-    let _cpus = shared();
-    let server = Server::start();
+    let (_cpus, server) = shared_server();
     let v = rr_json(server.port, &["-t", "1", "-i", "0.25"]);
     let intervals = array_at(&v, "/intervals");
     assert!(intervals.len() >= 4, "{} intervals", intervals.len());
@@ -130,8 +125,7 @@ fn timed_run_has_intervals_that_add_up() {
 
 #[test]
 fn udp_counts_match_without_loss() {
-    let _cpus = shared();
-    let server = Server::start();
+    let (_cpus, server) = shared_server();
     let v = rr_json(
         server.port,
         &["-u", "-n", "3000", "--request", "100", "--response", "1000"],
@@ -145,8 +139,7 @@ fn udp_counts_match_without_loss() {
 
 #[test]
 fn bursts_and_rate() {
-    let _cpus = shared();
-    let server = Server::start();
+    let (_cpus, server) = shared_server();
     let v = rr_json(
         server.port,
         &["-u", "--burst", "8", "-n", "5000", "-i", "0"],
@@ -311,8 +304,7 @@ fn clock_sync_is_the_users_word_for_one_way_delay() {
 
 #[test]
 fn rtt_grows_with_size_and_the_fit_says_so() {
-    let _cpus = shared();
-    let server = Server::start();
+    let (_cpus, server) = shared_server();
     for proto in [&[][..], &["-u"][..]] {
         let big = if proto.is_empty() { "256K" } else { "60000" };
         let sizes = format!("64,8K,{big}");
@@ -348,8 +340,7 @@ fn rtt_grows_with_size_and_the_fit_says_so() {
 
 #[test]
 fn cold_probe_reports_first_and_second_rtt() {
-    let _cpus = shared();
-    let server = Server::start();
+    let (_cpus, server) = shared_server();
     for proto in [&[][..], &["-u"][..]] {
         let mut args = proto.to_vec();
         args.extend_from_slice(&["--cold", "--idle", "150ms", "-n", "3"]);
@@ -374,8 +365,7 @@ fn cold_probe_reports_first_and_second_rtt() {
 
 #[test]
 fn connect_mode_reports_connect_time_apart() {
-    let _cpus = shared();
-    let server = Server::start();
+    let (_cpus, server) = shared_server();
     let v = rr_json(server.port, &["--connect", "-n", "300"]);
     assert_eq!(u64_at(&v, "/summary/transactions"), 300);
     assert_eq!(u64_at(&v, "/summary/connect_ms/count"), 300);
@@ -390,8 +380,7 @@ fn connect_mode_reports_connect_time_apart() {
 
 #[test]
 fn latency_under_load_reports_idle_and_loaded() {
-    let _cpus = shared();
-    let server = Server::start();
+    let (_cpus, server) = shared_server();
     let v = rr_json(
         server.port,
         &[
@@ -430,8 +419,7 @@ fn latency_under_load_reports_idle_and_loaded() {
 
 #[test]
 fn human_output_has_header_intervals_and_summary() {
-    let _cpus = shared();
-    let server = Server::start();
+    let (_cpus, server) = shared_server();
     let run = rr_run(server.port, &["-u", "-t", "0.5", "-i", "0.25"]);
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
     assert!(run.stdout.starts_with("linkperf "), "{}", run.stdout);
@@ -500,8 +488,7 @@ fn faults_are_one_line_and_exit_1() {
 
 #[test]
 fn a_killed_client_leaves_the_server_serving() {
-    let _cpus = shared();
-    let server = Server::start();
+    let (_cpus, server) = shared_server();
     for proto in [&[][..], &["-u"][..]] {
         let port = server.port.to_string();
         let mut args = vec!["rr", "127.0.0.1", "-p", &port, "-t", "30"];

@@ -352,25 +352,16 @@ fn window_sweep_rises_with_the_window_on_a_delayed_link() {
 #[test]
 fn confidence_mode_iterates_until_the_interval_is_narrow_or_gives_up() {
     let (_server, dir, db, port) = loopback_sweep("confidence");
+    // One 8K-length point of a 50 Mbit/s paced flow, run until `confidence` says.
+    let paced = |confidence: &[&str]| {
+        let mut args = vec!["-t", "0.3", "-b", "50M", "--vary", "length=8K"];
+        args.extend_from_slice(confidence);
+        args.push("-J");
+        long(&sweep_args(&port, &db, &args))
+    };
     // A paced flow (-b) gives steady rates, yet never steady to a few parts
     // per million: that interval is out of reach and the sweep must say so.
-    let run = long(&sweep_args(
-        &port,
-        &db,
-        &[
-            "-t",
-            "0.3",
-            "-b",
-            "50M",
-            "--vary",
-            "length=8K",
-            "--confidence",
-            "99,0.0002",
-            "--max-runs",
-            "4",
-            "-J",
-        ],
-    ));
+    let run = paced(&["--confidence", "99,0.0002", "--max-runs", "4"]);
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
     let v = run.json();
     let p = &array_at(&v, "/points")[0];
@@ -383,23 +374,7 @@ fn confidence_mode_iterates_until_the_interval_is_narrow_or_gives_up() {
         run.stderr
     );
     // A 10 % interval of a paced flow is reached with the minimum of runs.
-    let run = long(&sweep_args(
-        &port,
-        &db,
-        &[
-            "-t",
-            "0.3",
-            "-b",
-            "50M",
-            "--vary",
-            "length=8K",
-            "--confidence",
-            "95,10",
-            "--max-runs",
-            "6",
-            "-J",
-        ],
-    ));
+    let run = paced(&["--confidence", "95,10", "--max-runs", "6"]);
     let v = run.json();
     let p = &array_at(&v, "/points")[0];
     assert_eq!(p["runs"], 3, "netperf's minimum of 3 runs");

@@ -15,6 +15,7 @@ use linkperf_testbed::Testbed;
 use std::net::{SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use traffic::*;
 
@@ -121,19 +122,25 @@ fn udp_wire_ms(payload: usize, bps: f64) -> f64 {
     ((payload + 28).max(46) + 38) as f64 * 8.0 / bps * 1e3
 }
 
+/// A sink of timed datagrams on `port` in host b (stopping after `idle` without any, 10 s at
+/// most), and its address.
+fn timed_sink_in_b(
+    tb: &Testbed,
+    port: u16,
+    idle: Duration,
+) -> (SocketAddr, JoinHandle<Vec<Timed>>) {
+    let to: SocketAddr = (tb.ipv4("b").unwrap(), port).into();
+    let sink = start_udp_sink(&ns(tb, "b"), port, idle, Duration::from_secs(10));
+    (to, sink)
+}
+
 fn set_changes_the_delay_within_a_millisecond_and_loses_nothing() {
     let tb = Guard::up(
         "lpt12-set",
         &pair("name = \"wan\"\nrate = \"20M\"\ndelay = \"20ms\""),
     );
     let pid = tb.emulator_pid();
-    let to: SocketAddr = (tb.ipv4("b").unwrap(), 9121).into();
-    let sink = start_timed_sink(
-        &ns(&tb, "b"),
-        9121,
-        Duration::from_millis(500),
-        Duration::from_secs(10),
-    );
+    let (to, sink) = timed_sink_in_b(&tb, 9121, Duration::from_millis(500));
     // 1000-byte datagrams every 0.5 ms (16 Mbit/s of payload, 17 on the wire: no queue).
     let a = ns(&tb, "a");
     let sender =
@@ -186,13 +193,7 @@ fn set_changes_the_delay_within_a_millisecond_and_loses_nothing() {
 
 fn a_smaller_queue_drops_its_excess_and_counts_it() {
     let tb = Guard::up("lpt12-shrink", &pair("rate = \"1M\"\nqueue_packets = 500"));
-    let to: SocketAddr = (tb.ipv4("b").unwrap(), 9122).into();
-    let sink = start_timed_sink(
-        &ns(&tb, "b"),
-        9122,
-        Duration::from_millis(800),
-        Duration::from_secs(10),
-    );
+    let (to, sink) = timed_sink_in_b(&tb, 9122, Duration::from_millis(800));
     // 200 datagrams at once: at 1 Mbit/s each takes 8.5 ms, so most wait in the queue.
     let sent = send_timed(&ns(&tb, "a"), to, 1000, 200, Duration::ZERO);
     std::thread::sleep(Duration::from_millis(100));

@@ -10,6 +10,7 @@ mod traffic;
 
 use harness::*;
 use linkperf_testbed::{down, up, Testbed, TestbedCommand, Topology};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use traffic::*;
 
@@ -71,18 +72,7 @@ fn main() {
 fn delay_rtt_matches_configured_one_way_delays() {
     let tb = Guard::up(
         "lpt-delay",
-        r#"
-        [[host]]
-        name = "a"
-        [[host]]
-        name = "b"
-        [[link]]
-        ends = ["a", "b"]
-        [link.a_to_b]
-        delay = "5ms"
-        [link.b_to_a]
-        delay = "3ms"
-        "#,
+        &pair("[link.a_to_b]\ndelay = \"5ms\"\n[link.b_to_a]\ndelay = \"3ms\""),
     );
     let server = tb.ipv4("b").unwrap();
     let echo = start_udp_echo(&tb.netns("b").unwrap(), 7000);
@@ -110,6 +100,16 @@ fn delay_rtt_matches_configured_one_way_delays() {
     assert!(direction(&c, 0, "a_to_b").values.packets_forwarded >= 40);
 }
 
+/// A UDP sink on `port` in `host` that stops 300 ms after the last arrival (6 s at most).
+fn sink_in(tb: &Testbed, host: &str, port: u16) -> JoinHandle<Vec<Arrival>> {
+    start_udp_sink(
+        &ns(tb, host),
+        port,
+        Duration::from_millis(300),
+        Duration::from_secs(6),
+    )
+}
+
 /// Wire bytes of a UDP datagram of `payload` bytes with Ethernet framing (IP + 38).
 fn ethernet_wire(payload: usize) -> u64 {
     payload as u64 + 28 + 38
@@ -118,12 +118,7 @@ fn ethernet_wire(payload: usize) -> u64 {
 fn udp_above_the_rate_is_delivered_at_the_rate() {
     let tb = Guard::up("lpt-rate", &pair("rate = \"50M\"\ndelay = \"2ms\""));
     let to = (tb.ipv4("b").unwrap(), 9000).into();
-    let sink = start_udp_sink(
-        &ns(&tb, "b"),
-        9000,
-        Duration::from_millis(300),
-        Duration::from_secs(6),
-    );
+    let sink = sink_in(&tb, "b", 9000);
     // 60 Mbit/s of 1472-byte datagrams offered for 2.5 s into a 50 Mbit/s link.
     let sent = send_udp(
         &ns(&tb, "a"),
@@ -249,12 +244,7 @@ fn random_loss_within_binomial_interval() {
         &format!("seed = 11\n{}", pair("[link.a_to_b]\nloss = \"2%\"")),
     );
     let to = (tb.ipv4("b").unwrap(), 9002).into();
-    let sink = start_udp_sink(
-        &ns(&tb, "b"),
-        9002,
-        Duration::from_millis(300),
-        Duration::from_secs(6),
-    );
+    let sink = sink_in(&tb, "b", 9002);
     let n = 20_000;
     let sent = send_udp(&ns(&tb, "a"), to, 200, n, 16e6, 0);
     let arrivals = sink.join().unwrap();
@@ -284,12 +274,7 @@ fn ber_loss_follows_the_length_formula() {
     let tb = Guard::up("lpt-ber", &format!("seed = 12\n{}", pair("ber = 1e-5")));
     let to = (tb.ipv4("b").unwrap(), 9003).into();
     for payload in [100usize, 1400] {
-        let sink = start_udp_sink(
-            &ns(&tb, "b"),
-            9003,
-            Duration::from_millis(300),
-            Duration::from_secs(6),
-        );
+        let sink = sink_in(&tb, "b", 9003);
         let sent = send_udp(&ns(&tb, "a"), to, payload, 12_000, 60e6, 0);
         let received = sink.join().unwrap().len() as u64;
         // The frame as carried: payload + UDP 8 + IPv4 20 + Ethernet header 14.
@@ -316,16 +301,10 @@ fn ber_loss_follows_the_length_formula() {
 fn jitter_reorders_only_when_asked() {
     let tb = Guard::up(
         "lpt-jitter",
-        r#"
-        seed = 13
-        [[host]]
-        name = "a"
-        [[host]]
-        name = "b"
-        [[host]]
-        name = "c"
-        [[host]]
-        name = "d"
+        &format!(
+            "seed = 13\n{}{}",
+            hosts(&["a", "b", "c", "d"]),
+            r#"
         [[link]]
         ends = ["a", "b"]
         delay = "5ms"
@@ -335,10 +314,11 @@ fn jitter_reorders_only_when_asked() {
         delay = "5ms"
         jitter = "3ms"
         reorder = true
-        "#,
+        "#
+        ),
     );
     for (from, to, reorder) in [("a", "b", false), ("c", "d", true)] {
-        let sink = start_udp_sink(
+        let sink = start_udp_sink::<Arrival>(
             &ns(&tb, to),
             9004,
             Duration::from_millis(300),
@@ -369,7 +349,7 @@ fn jitter_reorders_only_when_asked() {
 
 fn queue_limit_drops_a_burst_and_counts_it() {
     let tb = Guard::up("lpt-queue", &pair("rate = \"10M\"\nqueue = \"20K\""));
-    let sink = start_udp_sink(
+    let sink = start_udp_sink::<Arrival>(
         &ns(&tb, "b"),
         9005,
         Duration::from_millis(500),
@@ -403,12 +383,7 @@ fn atm_framing_delivers_the_cell_tax_payload_rate() {
     let tb = Guard::up("lpt-atm", &pair("preset = \"oc3c-atm\""));
     let to = (tb.ipv4("b").unwrap(), 9006).into();
     for payload in [9152usize, 1472] {
-        let sink = start_udp_sink(
-            &ns(&tb, "b"),
-            9006,
-            Duration::from_millis(300),
-            Duration::from_secs(6),
-        );
+        let sink = sink_in(&tb, "b", 9006);
         let offered = 180e6;
         let count = (offered * 2.0 / (payload as f64 * 8.0)) as u64;
         send_udp(&ns(&tb, "a"), to, payload, count, offered, 0);
@@ -436,13 +411,10 @@ fn atm_framing_delivers_the_cell_tax_payload_rate() {
 fn switch_shares_one_bottleneck_and_ipv6_works() {
     let tb = Guard::up(
         "lpt-switch",
-        r#"
-        [[host]]
-        name = "h1"
-        [[host]]
-        name = "h2"
-        [[host]]
-        name = "h3"
+        &format!(
+            "{}{}",
+            hosts(&["h1", "h2", "h3"]),
+            r#"
         [[switch]]
         name = "s1"
         [[link]]
@@ -453,14 +425,10 @@ fn switch_shares_one_bottleneck_and_ipv6_works() {
         ends = ["s1", "h3"]
         rate = "20M"
         delay = "1ms"
-        "#,
+        "#
+        ),
     );
-    let sink = start_udp_sink(
-        &ns(&tb, "h3"),
-        9007,
-        Duration::from_millis(300),
-        Duration::from_secs(6),
-    );
+    let sink = sink_in(&tb, "h3", 9007);
     let to: std::net::SocketAddr = (tb.ipv4("h3").unwrap(), 9007).into();
     let count = (15e6 * 2.0 / (1472.0 * 8.0)) as u64;
     let (ns1, ns2) = (ns(&tb, "h1"), ns(&tb, "h2"));

@@ -180,14 +180,34 @@ pub struct Arrival {
     pub len: usize,
 }
 
-/// A UDP sink collecting arrivals until `idle` passes without traffic (after the first one)
-/// or `limit` passes in total.
-pub fn start_udp_sink(
+/// What a sink keeps of one datagram: [`Arrival`] or [`Timed`].
+pub trait Datagram: Send + 'static {
+    /// Shorter datagrams are not counted.
+    const MIN_LEN: usize;
+    /// Reads `datagram`, received now by a sink that started at `start`.
+    fn parse(datagram: &[u8], start: Instant) -> Self;
+}
+
+impl Datagram for Arrival {
+    const MIN_LEN: usize = 8;
+    fn parse(d: &[u8], start: Instant) -> Arrival {
+        Arrival {
+            seq: u64::from_be_bytes(d[..8].try_into().unwrap()),
+            at: Instant::now() - start,
+            len: d.len(),
+        }
+    }
+}
+
+/// A UDP sink on `port` in `ns` collecting datagrams ([`Arrival`]s, or [`Timed`] ones sent
+/// by [`send_timed`]) until `idle` passes without traffic (after the first one) or `limit`
+/// passes in total. Returns once the socket is bound.
+pub fn start_udp_sink<T: Datagram>(
     ns: &str,
     port: u16,
     idle: Duration,
     limit: Duration,
-) -> JoinHandle<Vec<Arrival>> {
+) -> JoinHandle<Vec<T>> {
     let (ready_tx, ready_rx) = mpsc::channel();
     let handle = spawn_in(ns, move || {
         let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::DGRAM, None).unwrap();
@@ -204,15 +224,9 @@ pub fn start_udp_sink(
         let mut buf = vec![0u8; 65536];
         loop {
             match sock.recv(&mut buf) {
-                Ok(n) if n >= 8 => {
-                    let now = Instant::now();
-                    last = Some(now);
-                    let seq = u64::from_be_bytes(buf[..8].try_into().unwrap());
-                    out.push(Arrival {
-                        seq,
-                        at: now - start,
-                        len: n,
-                    });
+                Ok(n) if n >= T::MIN_LEN => {
+                    out.push(T::parse(&buf[..n], start));
+                    last = Some(Instant::now());
                 }
                 _ => {}
             }
@@ -550,48 +564,15 @@ impl Timed {
     }
 }
 
-/// A sink of timed datagrams (see [`send_timed`]) until `idle` passes without any (after the
-/// first) or `limit` in total.
-pub fn start_timed_sink(
-    ns: &str,
-    port: u16,
-    idle: Duration,
-    limit: Duration,
-) -> JoinHandle<Vec<Timed>> {
-    let (ready_tx, ready_rx) = mpsc::channel();
-    let handle = spawn_in(ns, move || {
-        let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::DGRAM, None).unwrap();
-        sock.set_recv_buffer_size(8 << 20).unwrap();
-        sock.bind(&SocketAddr::from(([0, 0, 0, 0], port)).into())
-            .unwrap();
-        let sock: UdpSocket = sock.into();
-        sock.set_read_timeout(Some(Duration::from_millis(20)))
-            .unwrap();
-        ready_tx.send(()).unwrap();
-        let start = Instant::now();
-        let mut last = None::<Instant>;
-        let mut out = Vec::new();
-        let mut buf = vec![0u8; 65536];
-        loop {
-            if let Ok(n) = sock.recv(&mut buf) {
-                if n >= 16 {
-                    let received_ns = mono_ns();
-                    last = Some(Instant::now());
-                    out.push(Timed {
-                        seq: u64::from_be_bytes(buf[..8].try_into().unwrap()),
-                        sent_ns: u64::from_be_bytes(buf[8..16].try_into().unwrap()),
-                        received_ns,
-                    });
-                }
-            }
-            let now = Instant::now();
-            if last.is_some_and(|l| now - l > idle) || now - start > limit {
-                return out;
-            }
+impl Datagram for Timed {
+    const MIN_LEN: usize = 16;
+    fn parse(d: &[u8], _: Instant) -> Timed {
+        Timed {
+            received_ns: mono_ns(),
+            seq: u64::from_be_bytes(d[..8].try_into().unwrap()),
+            sent_ns: u64::from_be_bytes(d[8..16].try_into().unwrap()),
         }
-    });
-    ready_rx.recv().expect("sink ready");
-    handle
+    }
 }
 
 /// Sends `count` datagrams of `size` bytes carrying their sequence number and send time,

@@ -10,10 +10,7 @@ use std::time::Duration;
 
 /// A fresh directory for one test's archive.
 pub fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("lp-sweep-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    linkperf_testsupport::scratch("lp-sweep", name)
 }
 
 pub fn db_arg(dir: &std::path::Path) -> String {

@@ -122,6 +122,14 @@ pub fn pair(link_body: &str) -> String {
     format!("[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n[[link]]\nends = [\"a\", \"b\"]\n{link_body}\n")
 }
 
+/// `[[host]]` tables named `names`, with no other keys.
+pub fn hosts(names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|n| format!("[[host]]\nname = \"{n}\"\n"))
+        .collect()
+}
+
 pub fn ns(tb: &Testbed, host: &str) -> String {
     tb.netns(host).unwrap()
 }
