@@ -117,13 +117,7 @@ fn report_of_a_stored_sweep_and_of_one_run() {
 /// show, against the measured runs in the archive's export.
 fn check_sweep_page(html: &str, export: &Value) {
     // -w sets both socket buffers: neither is an option common to every run.
-    let common = html
-        .split("<h3>Options common to every run</h3>")
-        .nth(1)
-        .expect("common options")
-        .split("</table>")
-        .next()
-        .unwrap();
+    let common = report_svg::common_options_table(html);
     for key in ["sndbuf", "rcvbuf"] {
         assert!(
             !common.contains(&format!(">{key}<")),

@@ -6,28 +6,16 @@
 //!
 //! They need root (namespaces, TAP devices) and are skipped with a message otherwise.
 
+mod common;
+
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
-
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_linkperf")
-}
-
-fn start(test: &str) -> Option<std::sync::MutexGuard<'static, ()>> {
-    if linkperf_testbed::require_root().is_err() {
-        linkperf_testsupport::skip_named(
-            test,
-            "testbed tests need root (namespaces, TAP devices); CI runs them as root",
-        );
-        return None;
-    }
-    Some(ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
 /// A topology file for testbed `name` (hosts a and b, link `wan` at 100 Mbit/s) in a fresh
@@ -107,7 +95,7 @@ fn point_received(doc: &Value, param: &str, value: &str) -> Vec<f64> {
 /// with the stored command line, and each point's goodput follows the link rate it set.
 #[test]
 fn link_rate_sweep_follows_the_link_and_resumes() {
-    let Some(_lock) = start("link_rate_sweep_follows_the_link_and_resumes") else {
+    let Some(_lock) = common::testbed_turn("link_rate_sweep_follows_the_link_and_resumes") else {
         return;
     };
     let topo = Topo::new("lpswnet");
@@ -189,7 +177,7 @@ fn link_rate_sweep_follows_the_link_and_resumes() {
 /// A testbed that is up is used as it is and stays up; a delay point shows in the RTT.
 #[test]
 fn a_testbed_that_is_up_is_reused_and_kept() {
-    let Some(_lock) = start("a_testbed_that_is_up_is_reused_and_kept") else {
+    let Some(_lock) = common::testbed_turn("a_testbed_that_is_up_is_reused_and_kept") else {
         return;
     };
     let topo = Topo::new("lpswreuse");
@@ -238,7 +226,7 @@ fn a_testbed_that_is_up_is_reused_and_kept() {
 /// Bad link names and values: one line naming the problem, exit 2, no testbed built.
 #[test]
 fn bad_link_varies_fail_up_front() {
-    let Some(_lock) = start("bad_link_varies_fail_up_front") else {
+    let Some(_lock) = common::testbed_turn("bad_link_varies_fail_up_front") else {
         return;
     };
     let topo = Topo::new("lpswbad");

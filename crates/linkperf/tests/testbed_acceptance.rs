@@ -6,6 +6,8 @@
 //! They need root (namespaces, TAP devices) and are skipped with a message otherwise. They run
 //! one at a time (a lock), since two tests sharing the CPUs would disturb each other's rates.
 
+mod common;
+
 use linkperf_testbed::{CounterValues, Testbed};
 use linkperf_testsupport::bed::{two_hosts, CliBed};
 use linkperf_testsupport::json::f64_at;
@@ -13,25 +15,10 @@ use linkperf_testsupport::process::{spawn_quiet, KillOnDrop};
 use serde_json::Value;
 
 use std::process::Command;
-use std::sync::Mutex;
 use std::time::Duration;
-
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_linkperf")
-}
-
-/// Takes the test lock, or None (with a message) when not root.
-fn start(test: &str) -> Option<std::sync::MutexGuard<'static, ()>> {
-    if linkperf_testbed::require_root().is_err() {
-        linkperf_testsupport::skip_named(
-            test,
-            "testbed tests need root (namespaces, TAP devices); CI runs them as root",
-        );
-        return None;
-    }
-    Some(ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
 /// A testbed built by `linkperf testbed up` from a topology text, with a `linkperf server`
@@ -96,7 +83,8 @@ fn ethernet_wire_bytes(payload: f64) -> f64 {
 
 #[test]
 fn udp_above_the_link_rate_is_received_at_the_rate() {
-    let Some(_lock) = start("udp_above_the_link_rate_is_received_at_the_rate") else {
+    let Some(_lock) = common::testbed_turn("udp_above_the_link_rate_is_received_at_the_rate")
+    else {
         return;
     };
     let bed = Bed::up(
@@ -121,7 +109,9 @@ fn udp_above_the_link_rate_is_received_at_the_rate() {
 
 #[test]
 fn tcp_on_a_clean_link_reaches_90_percent_of_the_payload_rate() {
-    let Some(_lock) = start("tcp_on_a_clean_link_reaches_90_percent_of_the_payload_rate") else {
+    let Some(_lock) =
+        common::testbed_turn("tcp_on_a_clean_link_reaches_90_percent_of_the_payload_rate")
+    else {
         return;
     };
     let bed = Bed::up(
@@ -144,7 +134,8 @@ fn tcp_on_a_clean_link_reaches_90_percent_of_the_payload_rate() {
 
 #[test]
 fn tcp_over_oc3c_atm_tops_out_at_the_cell_tax_ceiling() {
-    let Some(_lock) = start("tcp_over_oc3c_atm_tops_out_at_the_cell_tax_ceiling") else {
+    let Some(_lock) = common::testbed_turn("tcp_over_oc3c_atm_tops_out_at_the_cell_tax_ceiling")
+    else {
         return;
     };
     let bed = Bed::up("lpacc-oc3", "preset = \"oc3c-atm\"\nqueue = \"1M\"");
@@ -162,7 +153,7 @@ fn tcp_over_oc3c_atm_tops_out_at_the_cell_tax_ceiling() {
 
 #[test]
 fn wan_600km_window_limited_against_tuned() {
-    let Some(_lock) = start("wan_600km_window_limited_against_tuned") else {
+    let Some(_lock) = common::testbed_turn("wan_600km_window_limited_against_tuned") else {
         return;
     };
     let bed = Bed::up("lpacc-wan", "preset = \"wan-600km\"");
@@ -188,7 +179,9 @@ fn wan_600km_window_limited_against_tuned() {
 
 #[test]
 fn udp_loss_matches_the_configured_probability_and_the_emulator() {
-    let Some(_lock) = start("udp_loss_matches_the_configured_probability_and_the_emulator") else {
+    let Some(_lock) =
+        common::testbed_turn("udp_loss_matches_the_configured_probability_and_the_emulator")
+    else {
         return;
     };
     let p = 0.02;
@@ -289,7 +282,7 @@ const WINDOW_LINK: &str = "rate = \"100M\"\ndelay = \"10ms\"\nqueue = \"1M\"";
 /// scale fits the window (set after accept, a 4K window collapsed to 0.5 Mbit/s).
 #[test]
 fn window_sweep_matches_iperf3_in_both_directions() {
-    let Some(_lock) = start("window_sweep_matches_iperf3_in_both_directions") else {
+    let Some(_lock) = common::testbed_turn("window_sweep_matches_iperf3_in_both_directions") else {
         return;
     };
     if Command::new("iperf3").arg("--version").output().is_err() {
@@ -330,7 +323,8 @@ fn window_sweep_matches_iperf3_in_both_directions() {
 /// configured delay plus one frame's serialisation), in both directions.
 #[test]
 fn receive_window_bounds_throughput_at_window_over_rtt() {
-    let Some(_lock) = start("receive_window_bounds_throughput_at_window_over_rtt") else {
+    let Some(_lock) = common::testbed_turn("receive_window_bounds_throughput_at_window_over_rtt")
+    else {
         return;
     };
     let bed = Bed::up("lpacc-rwin", WINDOW_LINK);

@@ -583,13 +583,7 @@ fn udp_jitter_is_summarised_from_the_intervals_plotted() {
 #[test]
 fn a_varied_option_is_never_listed_as_common() {
     let html = page(&two_run_sweep());
-    let common = html
-        .split("<h3>Options common to every run</h3>")
-        .nth(1)
-        .expect("common options")
-        .split("</table>")
-        .next()
-        .unwrap();
+    let common = svg::common_options_table(&html);
     // -w sets both socket buffers.
     for key in ["sndbuf", "rcvbuf", "window"] {
         assert!(

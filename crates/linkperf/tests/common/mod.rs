@@ -240,3 +240,17 @@ pub fn available_congestion_controls() -> Vec<String> {
         .map(|s| s.split_whitespace().map(String::from).collect())
         .unwrap_or_default()
 }
+
+/// Testbed tests of one binary run one at a time (they build namespaces and
+/// measure throughput): the turn, or None (with a skip line) when not root.
+pub fn testbed_turn(test: &str) -> Option<std::sync::MutexGuard<'static, ()>> {
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    if linkperf_testbed::require_root().is_err() {
+        linkperf_testsupport::skip_named(
+            test,
+            "testbed tests need root (namespaces, TAP devices); CI runs them as root",
+        );
+        return None;
+    }
+    Some(ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner()))
+}

@@ -303,3 +303,13 @@ pub fn strip_tags(s: &str) -> String {
     }
     unescape(&out)
 }
+
+/// The table under a sweep page's "Options common to every run" heading.
+pub fn common_options_table(html: &str) -> &str {
+    html.split("<h3>Options common to every run</h3>")
+        .nth(1)
+        .expect("common options")
+        .split("</table>")
+        .next()
+        .unwrap()
+}
