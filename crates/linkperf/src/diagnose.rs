@@ -3,7 +3,7 @@
 
 use crate::report::{DirectionSummary, Sides, Verdict};
 use linkperf_proto::results::{CpuUsage, Limited};
-use linkperf_proto::{Protocol, TestConfig};
+use linkperf_proto::{Direction, Protocol, TestConfig};
 use linkperf_units::format_rate;
 
 fn verdict(limited_by: &str, explanation: String, advice: Option<String>) -> Verdict {
@@ -60,14 +60,22 @@ fn busy(end: &CpuUsage, threads: impl Iterator<Item = Option<f64>>, streams: u32
     }
 }
 
-/// Fills in the verdict of one direction of a test from both ends' results.
-pub fn explain(summary: &mut DirectionSummary, sides: &Sides, client_sends: bool) {
-    let (sender_cpu, receiver_cpu) = sides.cpus(client_sends);
-    summary.verdict = diagnose(sides.config, summary, sender_cpu, receiver_cpu);
+/// The summary of each direction the test ran (the return direction only
+/// for a bidir test), each with its verdict from both ends' results.
+pub fn summaries(sides: &Sides) -> (DirectionSummary, Option<DirectionSummary>) {
+    let explained = |client_sends: bool| {
+        let mut summary = sides.summarise(client_sends);
+        let (sender_cpu, receiver_cpu) = sides.cpus(client_sends);
+        summary.verdict = diagnose(sides.config, &summary, sender_cpu, receiver_cpu);
+        summary
+    };
+    let direction = sides.config.direction;
+    (
+        explained(direction != Direction::Reverse),
+        (direction == Direction::Bidir).then(|| explained(false)),
+    )
 }
 
-/// The limit of one direction: the checks run in order of how directly
-/// each explains the rate, and the first that applies gives the verdict.
 pub fn diagnose(
     config: &TestConfig,
     s: &DirectionSummary,

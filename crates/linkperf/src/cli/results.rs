@@ -304,13 +304,7 @@ fn groups(store: &mut Store, id: i64) -> Result<Vec<Group>, Fail> {
                 .points
                 .iter()
                 .enumerate()
-                .map(|(k, p)| {
-                    let mine: Vec<&RunRow> = runs
-                        .iter()
-                        .filter(|r| r.slot.map(|s| s.point) == Some(k as i64))
-                        .collect();
-                    group_of(&mine, p.clone())
-                })
+                .map(|(k, p)| group_of(&sweep::point_runs(&runs, k), p.clone()))
                 .collect())
         }
         Some(EntryKind::Run(_)) => {

@@ -9,7 +9,6 @@ use crate::diagnose;
 use crate::report::{self, Report, Sides, StartInfo, StreamSockets, TestInfo};
 use linkperf_engine::facts;
 use linkperf_proto::results::{HostFacts, Role, SocketFacts};
-use linkperf_proto::Direction;
 
 /// What the client learnt while setting the test up.
 pub(super) struct Setup {
@@ -47,14 +46,7 @@ pub(super) fn report(options: &ClientOptions, setup: Setup, outcome: Outcome) ->
         local: &local,
         remote: &remote,
     };
-    let forward = config.direction != Direction::Reverse;
-    let mut summary = sides.summarise(forward);
-    diagnose::explain(&mut summary, &sides, forward);
-    let summary_reverse = (config.direction == Direction::Bidir).then(|| {
-        let mut s = sides.summarise(false);
-        diagnose::explain(&mut s, &sides, false);
-        s
-    });
+    let (summary, summary_reverse) = diagnose::summaries(&sides);
     let remote_sockets = |id: u32| {
         remote
             .streams

@@ -12,7 +12,7 @@ use linkperf_engine::{
 };
 use linkperf_proto::iperf3::{self, Decoder, Item, Peer, State};
 use linkperf_proto::results::{CpuUsage, HostFacts, Role, SideResult, SocketFacts, StreamResult};
-use linkperf_proto::{Direction, Protocol, TestConfig};
+use linkperf_proto::{Protocol, TestConfig};
 use serde_json::json;
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
@@ -328,14 +328,7 @@ fn report(options: &ClientOptions, server: SocketAddr, done: Finished) -> Report
     warnings.push(
         "the server is iperf3: its figures are bytes, time, retransmissions, UDP loss and jitter, and its process CPU (no tcp_info or host facts)".into(),
     );
-    let forward = config.direction != Direction::Reverse;
-    let mut summary = sides.summarise(forward);
-    diagnose::explain(&mut summary, &sides, forward);
-    let summary_reverse = (config.direction == Direction::Bidir).then(|| {
-        let mut s = sides.summarise(false);
-        diagnose::explain(&mut s, &sides, false);
-        s
-    });
+    let (summary, summary_reverse) = diagnose::summaries(&sides);
     let streams = roles
         .iter()
         .enumerate()

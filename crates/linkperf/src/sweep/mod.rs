@@ -89,6 +89,13 @@ impl PointSummary {
     }
 }
 
+/// The stored runs of point `k` of a sweep.
+pub fn point_runs(runs: &[RunRow], k: usize) -> Vec<&RunRow> {
+    runs.iter()
+        .filter(|r| r.slot.map(|s| s.point) == Some(k as i64))
+        .collect()
+}
+
 /// Per-point statistics of a stored sweep from its runs.
 pub fn summarise(sweep: &SweepRow, runs: &[RunRow]) -> Vec<PointSummary> {
     let level = level_of(&sweep.spec);
@@ -101,10 +108,7 @@ pub fn summarise(sweep: &SweepRow, runs: &[RunRow]) -> Vec<PointSummary> {
         .iter()
         .enumerate()
         .map(|(k, params)| {
-            let mine: Vec<&RunRow> = runs
-                .iter()
-                .filter(|r| r.slot.map(|s| s.point) == Some(k as i64))
-                .collect();
+            let mine = point_runs(runs, k);
             let col = |f: fn(&RunRow) -> Option<f64>| -> Option<Summary> {
                 let v: Vec<f64> = mine.iter().filter_map(|r| f(r)).collect();
                 Summary::of(&v, level)
