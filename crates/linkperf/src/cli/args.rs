@@ -55,6 +55,12 @@ pub enum Command {
     Results(crate::results::ResultsArgs),
     /// Write one self-contained HTML report (plots and tables) of a run or sweep.
     Report(crate::report_cmd::ReportArgs),
+
+    // Installing and configuring linkperf (issue 21).
+    /// Print the manual page of linkperf or of one subcommand (roff; `man -l -` reads it).
+    Man(crate::manual::ManArgs),
+    /// Print the shell completion script for bash, zsh, fish, elvish or powershell.
+    Completions(crate::manual::CompletionsArgs),
 }
 
 /// One line from a clap error, whole: its message, the missing arguments with

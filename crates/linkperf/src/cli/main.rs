@@ -25,6 +25,7 @@ mod campaign;
 mod campaign_progress;
 mod client;
 mod demo;
+mod manual;
 mod progress;
 mod report_cmd;
 mod results;
@@ -75,6 +76,8 @@ fn dispatch(command: Command) -> ExitCode {
         Command::Report(args) => report_cmd::run(args),
         Command::Campaign(cmd) => campaign::run(cmd),
         Command::Rr(args) => rr::main(args),
+        Command::Man(args) => manual::man(args),
+        Command::Completions(args) => manual::completions(args),
         Command::Testbed(cmd) => match linkperf_testbed::run(cmd) {
             Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
             Err(e) => {
