@@ -61,6 +61,10 @@ pub enum Command {
     Man(crate::manual::ManArgs),
     /// Print the shell completion script for bash, zsh, fish, elvish or powershell.
     Completions(crate::manual::CompletionsArgs),
+    /// Defaults from ~/.config/linkperf/config.toml (or $XDG_CONFIG_HOME/linkperf)
+    /// over /etc/linkperf/config.toml; flags override them.
+    #[command(subcommand)]
+    Config(crate::config::ConfigCommand),
 }
 
 /// One line from a clap error, whole: its message, the missing arguments with

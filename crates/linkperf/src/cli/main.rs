@@ -24,6 +24,7 @@ mod args;
 mod campaign;
 mod campaign_progress;
 mod client;
+mod config;
 mod demo;
 mod manual;
 mod progress;
@@ -33,37 +34,56 @@ mod rr;
 mod sweep;
 
 use args::{Cli, Command};
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use linkperf::{server, signals};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match parse() {
         Ok(c) => c,
-        Err(e) => {
-            use clap::error::ErrorKind;
-            match e.kind() {
-                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
-                    let _ = e.print();
-                    return ExitCode::SUCCESS;
-                }
-                // `linkperf` (or `linkperf results`) alone: the help, on
-                // stderr, and the usage error's exit code.
-                ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-                    let _ = e.print();
-                    return ExitCode::from(2);
-                }
-                _ => {
-                    eprintln!("linkperf: {}", args::one_line(&e));
-                    return ExitCode::from(2);
-                }
-            }
-        }
+        Err(code) => return code,
     };
     let code = dispatch(cli.command);
     // One convention for every command: interrupted means 128 + the signal,
     // after the command has printed (and stored) its partial result.
     signals::exit_code().unwrap_or(code)
+}
+
+/// The command line over the configuration files' defaults: parsed once to
+/// see which options it gives, then again with the files' values for the rest.
+fn parse() -> Result<Cli, ExitCode> {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let matches = Cli::command()
+        .try_get_matches_from(&argv)
+        .map_err(clap_exit)?;
+    let argv = config::with_defaults(argv, &matches).map_err(|e| {
+        eprintln!("linkperf: {e}");
+        ExitCode::from(2)
+    })?;
+    let matches = Cli::command()
+        .try_get_matches_from(&argv)
+        .map_err(clap_exit)?;
+    Cli::from_arg_matches(&matches).map_err(clap_exit)
+}
+
+fn clap_exit(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = e.print();
+            ExitCode::SUCCESS
+        }
+        // `linkperf` (or `linkperf results`) alone: the help, on stderr, and
+        // the usage error's exit code.
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            ExitCode::from(2)
+        }
+        _ => {
+            eprintln!("linkperf: {}", args::one_line(&e));
+            ExitCode::from(2)
+        }
+    }
 }
 
 fn dispatch(command: Command) -> ExitCode {
@@ -78,6 +98,7 @@ fn dispatch(command: Command) -> ExitCode {
         Command::Rr(args) => rr::main(args),
         Command::Man(args) => manual::man(args),
         Command::Completions(args) => manual::completions(args),
+        Command::Config(cmd) => config::run(cmd),
         Command::Testbed(cmd) => match linkperf_testbed::run(cmd) {
             Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
             Err(e) => {
