@@ -239,3 +239,20 @@ fn a_bad_file_is_refused_on_one_line_with_file_line_and_key() {
     let run = home.run(&["completions", "bash"]);
     run.assert_success("completions with a bad config file");
 }
+
+#[test]
+fn the_packaged_example_file_is_accepted_as_it_ships() {
+    let home = Home::new("example");
+    let example =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../dist/debian/config.toml");
+    std::fs::copy(&example, home.system_file()).unwrap();
+    let run = home.run(&["config", "show"]);
+    run.assert_success("config show with dist/debian/config.toml");
+    let system = home.system_file().display().to_string();
+    assert!(
+        run.stdout
+            .contains(&format!("format = \"text\"  # {system}:")),
+        "{}",
+        run.stdout
+    );
+}
