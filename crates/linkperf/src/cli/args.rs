@@ -171,6 +171,16 @@ pub struct ServerArgs {
     /// or the MSS (default: any free port); open them in a firewall.
     #[arg(long, value_name = "LOW-HIGH", value_parser = port_range)]
     pub data_ports: Option<std::ops::RangeInclusive<u16>>,
+
+    // iperf3's everyday flags (issue 21).
+    /// Run as a daemon: detach once listening (errors before that are printed).
+    #[arg(short = 'D', long)]
+    pub daemon: bool,
+    /// With -D: write the daemon's process id to FILE.
+    #[arg(short = 'I', long, value_name = "FILE", requires = "daemon")]
+    pub pidfile: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub output: crate::process_opts::OutputArgs,
 }
 
 fn port_range(s: &str) -> Result<std::ops::RangeInclusive<u16>, String> {
@@ -296,6 +306,21 @@ pub struct ClientArgs {
     /// Do not store the result in the archive.
     #[arg(long, conflicts_with = "db")]
     pub no_store: bool,
+
+    // iperf3's everyday flags (issue 21).
+    /// Send exactly N blocks of -l bytes each instead of running for -t.
+    #[arg(
+        short = 'k',
+        long = "blocks",
+        value_name = "N",
+        conflicts_with = "bytes"
+    )]
+    pub blocks: Option<u64>,
+    /// Prefix every output line with TITLE.
+    #[arg(short = 'T', long = "title")]
+    pub title: Option<String>,
+    #[command(flatten)]
+    pub output: crate::process_opts::OutputArgs,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -368,6 +393,14 @@ impl ClientArgs {
         spec.zerocopy = self.zerocopy;
         spec.clock_sync = self.clock_sync;
         spec.start_at = self.start_at;
+        if let Some(blocks) = self.blocks {
+            let length = u64::from(spec.config().length);
+            spec.bytes = Some(
+                blocks
+                    .checked_mul(length)
+                    .ok_or("-k N x -l: too many bytes")?,
+            );
+        }
         Ok(spec)
     }
 }
