@@ -62,6 +62,9 @@ pub struct TestSpec {
     pub clock_sync: bool,
     /// Start at this wall-clock time (ms since the Unix epoch).
     pub start_at: Option<u64>,
+    /// The emulated testbed the test crosses (`linkperf testbed exec` says so in
+    /// `LINKPERF_TESTBED`): its links' timing over the test goes into the result.
+    pub testbed: Option<String>,
 }
 
 impl TestSpec {
@@ -94,6 +97,7 @@ impl TestSpec {
             zerocopy: false,
             clock_sync: false,
             start_at: None,
+            testbed: None,
         }
     }
 

@@ -343,3 +343,44 @@ fn receive_window_bounds_throughput_at_window_over_rtt() {
         }
     }
 }
+
+#[test]
+fn a_test_inside_a_testbed_carries_the_emulators_timing() {
+    let Some(_lock) = common::testbed_turn("a_test_inside_a_testbed_carries_the_emulators_timing")
+    else {
+        return;
+    };
+    let bed = Bed::up("lpacc-timing", "rate = \"50M\"\ndelay = \"1500us\"");
+    // 20 Mbit/s into 50: nothing queues or drops, so every datagram the server received
+    // crossed a_to_b once, beside the control connection's few segments.
+    let doc = bed.client(&["-u", "-b", "20M", "-l", "1400", "-t", "1"]);
+    let received = f64_at(&doc, "/summary/received/packets");
+    let timing = &doc["testbed"];
+    assert_eq!(timing["name"], "lpacc-timing", "{timing}");
+    let links = timing["links"].as_array().unwrap();
+    assert_eq!(links.len(), 2, "{timing}");
+    let a_to_b = links.iter().find(|l| l["direction"] == "a_to_b").unwrap();
+    let packets = f64_at(a_to_b, "/packets");
+    eprintln!(
+        "  {received} datagrams received; the emulator released {packets} packets a -> b, \
+         {} over 100 us late, delay p50 {} ns",
+        a_to_b["late_over_100us"], a_to_b["measured_delay_p50_ns"]
+    );
+    assert!(
+        packets >= received && packets <= received + 100.0,
+        "the emulator's window holds {packets} packets for {received} datagrams"
+    );
+    assert_eq!(f64_at(a_to_b, "/configured_delay_ns"), 1.5e6);
+    // The delay measured from the emulator's own release times: the configured 1.5 ms
+    // within the 20 us exact-delay bound.
+    assert!((f64_at(a_to_b, "/measured_delay_p50_ns") - 1.5e6).abs() <= 20e3);
+    // Outside `testbed exec` (no LINKPERF_TESTBED) the same client says nothing about it.
+    let out = bed
+        .in_netns("a", bin())
+        .args(["client", "10.77.0.2", "-J", "-i", "0", "-t", "0.3"])
+        .env_remove("LINKPERF_TESTBED")
+        .output()
+        .unwrap();
+    let plain: Value = serde_json::from_slice(&out.stdout).expect("client JSON");
+    assert!(plain.get("testbed").is_none(), "{}", plain["testbed"]);
+}

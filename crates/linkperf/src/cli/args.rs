@@ -358,6 +358,10 @@ impl ClientArgs {
         spec.zerocopy = self.zerocopy;
         spec.clock_sync = self.clock_sync;
         spec.start_at = self.start_at;
+        // Set by `linkperf testbed exec` for what it runs inside a testbed host.
+        spec.testbed = std::env::var("LINKPERF_TESTBED")
+            .ok()
+            .filter(|name| !name.is_empty());
         Ok(spec)
     }
 }

@@ -217,8 +217,12 @@ impl Session {
 
     /// One test from the client host.
     pub fn run(&self, spec: &TestSpec, interrupt: &AtomicBool) -> Result<Report, ClientError> {
+        let spec = TestSpec {
+            testbed: Some(self.network.topology.name.clone()),
+            ..spec.clone()
+        };
         in_namespace(&self.client_netns, || {
-            run_test(spec, &mut |_| {}, Some(interrupt))
+            run_test(&spec, &mut |_| {}, Some(interrupt))
         })
         .map_err(|message| ClientError {
             message,
