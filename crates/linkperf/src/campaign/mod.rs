@@ -9,6 +9,7 @@
 pub mod analysis;
 mod controller;
 mod file;
+mod links;
 pub mod plan;
 mod ssh;
 pub mod text;
@@ -185,6 +186,11 @@ fn run_rounds(
                     phase.flows.len(),
                     phase.duration_s
                 ));
+                let links = links::in_force(point, phase);
+                if let Err(m) = links::apply(campaign, &links) {
+                    observer.warning(&format!("phase {}: {m}; the campaign stops", phase.name));
+                    break 'points;
+                }
                 let mut live = LiveAggregate::new(phase.flows.len());
                 let mut on_progress = |p: &controller::Progress| {
                     let controller::Progress::Interval(interval) = p;
@@ -199,7 +205,11 @@ fn run_rounds(
                     cancel,
                     &mut on_progress,
                 );
-                result.params = varied.then(|| point.clone());
+                result.params = (varied || !phase.set.is_empty()).then(|| {
+                    let mut params = point.clone();
+                    params.extend(phase.set.clone());
+                    params
+                });
                 phases.push(result);
                 if phases.len() < rounds {
                     controller::pause(campaign.pause_s, cancel);

@@ -28,6 +28,8 @@ pub struct Phase {
     pub name: String,
     pub duration_s: f64,
     pub flows: Vec<Flow>,
+    /// Testbed link parameters set before the phase (`link.LINK.KEY` -> value).
+    pub set: Point,
 }
 
 /// One combination of the campaign's `vary` values (empty without `vary`).
@@ -46,6 +48,8 @@ pub struct Campaign {
     pub phases: Vec<Phase>,
     /// The sweep's points; a single empty point when nothing varies.
     pub points: Vec<Point>,
+    /// The running testbed whose links phases and points set.
+    pub testbed: Option<String>,
 }
 
 impl Campaign {
@@ -60,7 +64,9 @@ impl Campaign {
                     .map(|f| {
                         let mut options = f.options.clone();
                         for (name, value) in point {
-                            set_option(&mut options, name, value)?;
+                            if !crate::sweep::plan::is_link(name) {
+                                set_option(&mut options, name, value)?;
+                            }
                         }
                         let config = flow_config(&options, p.duration_s, self.interval_s)?;
                         Ok(Flow {
@@ -297,7 +303,9 @@ pub fn build(
         agents,
         phases,
         points: sweep_points(path, text, &file)?,
+        testbed: file.testbed.as_ref().map(|t| t.get_ref().clone()),
     };
+    super::links::check(path, text, &file, &campaign)?;
     // Every point must give valid flows before anything runs.
     for p in &campaign.points {
         campaign
@@ -419,6 +427,7 @@ fn phase(
         name: p.name.get_ref().clone(),
         duration_s,
         flows,
+        set: super::links::phase_set(path, text, p)?,
     })
 }
 
