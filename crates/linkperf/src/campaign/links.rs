@@ -4,44 +4,18 @@
 //! Everything is checked against the testbed's topology when the file is
 //! loaded, so a bad name or value stops the campaign before anything runs.
 
-use super::file::{at, CampaignFile, PhaseEntry};
+use super::file::at;
 use super::plan::{Campaign, Phase, Point};
 use crate::sweep::network::link_change;
 use crate::sweep::plan::is_link;
 use linkperf_testbed::Testbed;
-
-/// A phase's `set = ["link.wan.ber=1e-6", ...]` as names and values.
-pub fn phase_set(path: &str, text: &str, p: &PhaseEntry) -> Result<Point, String> {
-    let mut set = Point::new();
-    let Some(entries) = &p.set else {
-        return Ok(set);
-    };
-    let bad = |m: &str| at(path, text, entries.span(), "set", m);
-    for entry in entries.get_ref() {
-        let (name, value) = entry
-            .split_once('=')
-            .filter(|(n, v)| is_link(n.trim()) && !v.trim().is_empty())
-            .ok_or_else(|| {
-                bad(&format!(
-                    "'{entry}' is not a link setting; accepted: link.LINK[.DIRECTION].KEY=VALUE, e.g. link.wan.ber=1e-6"
-                ))
-            })?;
-        if set
-            .insert(name.trim().to_string(), value.trim().to_string())
-            .is_some()
-        {
-            return Err(bad(&format!("'{}' is set twice", name.trim())));
-        }
-    }
-    Ok(set)
-}
 
 /// Checks every link setting of every phase and sweep point against the
 /// running testbed the file names (and that there is one where needed).
 pub fn check(
     path: &str,
     text: &str,
-    file: &CampaignFile,
+    testbed: Option<&toml::Spanned<String>>,
     campaign: &Campaign,
 ) -> Result<(), String> {
     let varied: Vec<&String> = campaign
@@ -51,7 +25,7 @@ pub fn check(
         .filter(|k| is_link(k))
         .collect();
     let any_set = campaign.phases.iter().any(|p| !p.set.is_empty());
-    let Some(name) = &file.testbed else {
+    let Some(name) = testbed else {
         return match (varied.first(), any_set) {
             (None, false) => Ok(()),
             _ => Err(format!(

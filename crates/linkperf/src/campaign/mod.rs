@@ -69,7 +69,10 @@ pub fn load(path: &str) -> Result<plan::Campaign, String> {
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "campaign".into());
-    plan::build(path, &text, parsed, &stem)
+    let testbed = parsed.testbed.clone();
+    let campaign = plan::build(path, &text, parsed, &stem)?;
+    links::check(path, &text, testbed.as_ref(), &campaign)?;
+    Ok(campaign)
 }
 
 /// Runs a loaded campaign: agents over SSH started, every agent probed, then

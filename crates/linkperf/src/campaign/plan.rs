@@ -305,7 +305,6 @@ pub fn build(
         points: sweep_points(path, text, &file)?,
         testbed: file.testbed.as_ref().map(|t| t.get_ref().clone()),
     };
-    super::links::check(path, text, &file, &campaign)?;
     // Every point must give valid flows before anything runs.
     for p in &campaign.points {
         campaign
@@ -427,8 +426,34 @@ fn phase(
         name: p.name.get_ref().clone(),
         duration_s,
         flows,
-        set: super::links::phase_set(path, text, p)?,
+        set: phase_set(path, text, p)?,
     })
+}
+
+/// A phase's `set = ["link.wan.ber=1e-6", ...]` as names and values.
+fn phase_set(path: &str, text: &str, p: &PhaseEntry) -> Result<Point, String> {
+    let mut set = Point::new();
+    let Some(entries) = &p.set else {
+        return Ok(set);
+    };
+    let bad = |m: &str| at(path, text, entries.span(), "set", m);
+    for entry in entries.get_ref() {
+        let (name, value) = entry
+            .split_once('=')
+            .filter(|(n, v)| crate::sweep::plan::is_link(n.trim()) && !v.trim().is_empty())
+            .ok_or_else(|| {
+                bad(&format!(
+                    "'{entry}' is not a link setting; accepted: link.LINK[.DIRECTION].KEY=VALUE, e.g. link.wan.ber=1e-6"
+                ))
+            })?;
+        if set
+            .insert(name.trim().to_string(), value.trim().to_string())
+            .is_some()
+        {
+            return Err(bad(&format!("'{}' is set twice", name.trim())));
+        }
+    }
+    Ok(set)
 }
 
 /// The points of the file's `vary` (one empty point without it).
