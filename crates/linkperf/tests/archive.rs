@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::sweep::sweep_args;
+use common::sweep::{pg_url, Loopback, PgSchema};
 use common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -42,9 +42,8 @@ fn entries(db: &str) -> Vec<Value> {
 
 #[test]
 fn client_prints_the_id_of_the_run_it_stored() {
-    let server = Server::start();
-    let dir = scratch("id");
-    let db = s(&dir.join("a.db"));
+    let lo = Loopback::new("id");
+    let (server, db) = (&lo.server, lo.db.as_str());
     // A fresh archive numbers its first entry 1, the next 2.
     let text = client(server.port, &["-t", "0.3", "--db", &db]);
     let last = ok(&text).lines().last().unwrap_or_default().to_string();
@@ -63,7 +62,6 @@ fn client_prints_the_id_of_the_run_it_stored() {
     let quiet = client(server.port, &["-t", "0.2", "--no-store"]);
     assert!(!ok(&quiet).contains("stored as"), "{}", quiet.stdout);
     assert_eq!(entries(&db).len(), 2);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -142,9 +140,8 @@ fn the_default_archive_is_created_on_first_write() {
 
 #[test]
 fn show_names_the_congestion_control_the_sender_used() {
-    let server = Server::start();
-    let dir = scratch("cc");
-    let db = s(&dir.join("a.db"));
+    let lo = Loopback::new("cc");
+    let (server, db) = (&lo.server, lo.db.as_str());
     // What the kernel gives a socket that asks for nothing.
     let default = read_proc("/proc/sys/net/ipv4/tcp_congestion_control").expect("tcp default");
     let mut cases = vec![(vec!["-t", "0.3"], default.clone())];
@@ -157,7 +154,7 @@ fn show_names_the_congestion_control_the_sender_used() {
     }
     for (args, want) in &cases {
         let mut all = args.clone();
-        all.extend(["--db", db.as_str(), "-J"]);
+        all.extend(["--db", db, "-J"]);
         let id = client(server.port, &all).report()["id"].as_i64().unwrap();
         let shown = linkperf(&["results", "--db", &db, "show", &id.to_string()]);
         let line = ok(&shown)
@@ -173,25 +170,15 @@ fn show_names_the_congestion_control_the_sender_used() {
         let row = listed.iter().find(|e| e["id"] == id).unwrap();
         assert_eq!(row["congestion"], want.as_str(), "{row:#}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn compare_names_the_points_only_one_side_has() {
-    let server = Server::start();
-    let dir = scratch("compare");
-    let db = s(&dir.join("a.db"));
-    let port = server.port.to_string();
+    let lo = Loopback::new("compare");
+    let db = lo.db.as_str();
     let mut ids = vec![];
     for values in ["length=8K,64K", "length=64K,128K"] {
-        let run = wait_child(
-            spawn(&sweep_args(
-                &port,
-                &db,
-                &["-t", "0.3", "--vary", values, "-J"],
-            )),
-            Duration::from_secs(60),
-        );
+        let run = lo.sweep(&["-t", "0.3", "--vary", values, "-J"]);
         ids.push(run.json()["id"].as_i64().expect("sweep id").to_string());
     }
     let text = linkperf(&["results", "--db", &db, "compare", &ids[0], &ids[1]]);
@@ -215,7 +202,6 @@ fn compare_names_the_points_only_one_side_has() {
     let v = json.json();
     assert_eq!(v["only_in_a"], serde_json::json!([{"length": "8K"}]));
     assert_eq!(v["only_in_b"], serde_json::json!([{"length": "128K"}]));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -345,9 +331,8 @@ fn count(hay: &str, needle: &str) -> usize {
 
 #[test]
 fn rr_runs_are_stored_listed_shown_and_reported() {
-    let server = Server::start();
-    let dir = scratch("rr");
-    let db = s(&dir.join("a.db"));
+    let lo = Loopback::new("rr");
+    let (server, dir, db) = (&lo.server, &lo.dir, lo.db.as_str());
     let sizes = rr(server.port, &["--sizes", "64,8K", "-n", "500", "--db", &db]);
     let id = sizes["id"].as_i64().expect("rr id");
     let loaded = rr(
@@ -422,28 +407,13 @@ fn rr_runs_are_stored_listed_shown_and_reported() {
     }
     let html = std::fs::read_to_string(dir.join(format!("rr-{id}.html"))).unwrap();
     assert!(html.contains("least-squares line"));
-    let _ = std::fs::remove_dir_all(&dir);
-}
-
-fn pg_url() -> Option<String> {
-    let url = std::env::var("LINKPERF_TEST_PG")
-        .ok()
-        .filter(|u| !u.is_empty());
-    if url.is_none() {
-        linkperf_testsupport::skip(
-            "set LINKPERF_TEST_PG=postgres://USER:PASS@127.0.0.1/DB (scripts/test sets it)",
-        );
-    }
-    url
 }
 
 #[test]
 fn postgres_archive_keeps_rr_runs_and_campaigns() {
     let Some(base) = pg_url() else { return };
-    let schema = format!("lp_archive_{}", std::process::id());
-    let url = linkperf_store::postgres_schema_url(&base, &schema);
-    linkperf_store::drop_postgres_schema(&base, &schema).unwrap();
-    linkperf_store::create_postgres_schema(&base, &schema).unwrap();
+    let pg = PgSchema::new(&base, "archive");
+    let url = pg.url.as_str();
     // An empty schema is no archive to a reader.
     let run = linkperf(&["results", "--db", &url, "list"]);
     assert!(run.assert_one_line_failure(2).contains("no archive"));
@@ -475,5 +445,4 @@ fn postgres_archive_keeps_rr_runs_and_campaigns() {
         shown.stdout
     );
     let _ = std::fs::remove_dir_all(&dir);
-    linkperf_store::drop_postgres_schema(&base, &schema).unwrap();
 }

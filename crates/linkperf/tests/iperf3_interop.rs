@@ -502,14 +502,11 @@ fn iperf3_server() -> (std::process::Child, u16) {
 /// Starts `iperf3 -s -p PORT ARGS...` and waits until it listens.
 fn iperf3_server_with(args: &[&str]) -> (std::process::Child, u16) {
     let port = free_port();
-    let child = Command::new(IPERF3)
-        .args(["-s", "-p", &port.to_string()])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn iperf3 -s");
+    let child = spawn_piped(
+        Command::new(IPERF3)
+            .args(["-s", "-p", &port.to_string()])
+            .args(args),
+    );
     // Wait until it listens, without connecting: with -1 any connection is its one test.
     let hex = format!(":{port:04X} ");
     for _ in 0..250 {

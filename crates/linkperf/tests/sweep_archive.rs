@@ -13,22 +13,19 @@ use std::collections::HashSet;
 
 #[test]
 fn sweep_json_is_stored_and_matches_the_runs() {
-    let (_server, dir, db, port) = loopback_sweep("json");
-    let run = long(&sweep_args(
-        &port,
-        &db,
-        &[
-            "-t",
-            "0.3",
-            "--vary",
-            "length=8K,64K",
-            "--vary",
-            "parallel=1,2",
-            "--repeat",
-            "2",
-            "-J",
-        ],
-    ));
+    let lo = Loopback::new("json");
+    let db = lo.db.as_str();
+    let run = lo.sweep(&[
+        "-t",
+        "0.3",
+        "--vary",
+        "length=8K,64K",
+        "--vary",
+        "parallel=1,2",
+        "--repeat",
+        "2",
+        "-J",
+    ]);
     assert_eq!(run.code(), Some(0), "{}\n{}", run.stdout, run.stderr);
     assert!(
         run.stderr.is_empty(),
@@ -72,11 +69,10 @@ fn sweep_json_is_stored_and_matches_the_runs() {
         "{params:?}"
     );
 
-    let runs = export_matches_the_points(&db, id);
-    csv_has_a_row_per_run(&db, id);
-    list_and_show_fold_the_sweep(&db, id, &runs);
-    compared_with_itself_nothing_differs(&db, id);
-    let _ = std::fs::remove_dir_all(&dir);
+    let runs = export_matches_the_points(db, id);
+    csv_has_a_row_per_run(db, id);
+    list_and_show_fold_the_sweep(db, id, &runs);
+    compared_with_itself_nothing_differs(db, id);
 }
 
 /// The export holds every run's full report; its statistics agree with
@@ -210,9 +206,8 @@ fn compared_with_itself_nothing_differs(db: &str, id: i64) {
 
 #[test]
 fn client_runs_are_stored_unless_told_not_to() {
-    let server = Server::start();
-    let dir = scratch("client");
-    let db = db_arg(&dir);
+    let lo = Loopback::new("client");
+    let (server, dir, db) = (&lo.server, &lo.dir, lo.db.as_str());
     let a = client(server.port, &["-t", "0.3", "-J", "--db", &db]).report();
     let b = client(server.port, &["-t", "0.3", "-J", "--db", &db]).report();
     let list = long(&["results", "--db", &db, "list", "-J"]);
@@ -273,24 +268,18 @@ fn client_runs_are_stored_unless_told_not_to() {
         "{}",
         lines[0]
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// On loopback a 4 KiB socket buffer clearly limits TCP; 64 KiB and 1 MiB do not.
 #[test]
 fn window_sweep_small_window_limits_throughput_on_loopback() {
-    let (_server, dir, db, port) = loopback_sweep("window");
-    let run = long(&sweep_args(
-        &port,
-        &db,
-        &["-t", "0.5", "--vary", "window=4K,64K,1M", "-J"],
-    ));
+    let lo = Loopback::new("window");
+    let run = lo.sweep(&["-t", "0.5", "--vary", "window=4K,64K,1M", "-J"]);
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
     let rates = rates_by_window(&run.json());
     assert_eq!(rates.len(), 3);
     let (small, mid, big) = (rates[0].1, rates[1].1, rates[2].1);
     assert!(mid > 5.0 * small && big > 5.0 * small, "{rates:?}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// On an emulated 20 ms RTT link, a window-limited TCP flow carries about
@@ -351,13 +340,13 @@ fn window_sweep_rises_with_the_window_on_a_delayed_link() {
 
 #[test]
 fn confidence_mode_iterates_until_the_interval_is_narrow_or_gives_up() {
-    let (_server, dir, db, port) = loopback_sweep("confidence");
+    let lo = Loopback::new("confidence");
     // One 8K-length point of a 50 Mbit/s paced flow, run until `confidence` says.
     let paced = |confidence: &[&str]| {
         let mut args = vec!["-t", "0.3", "-b", "50M", "--vary", "length=8K"];
         args.extend_from_slice(confidence);
         args.push("-J");
-        long(&sweep_args(&port, &db, &args))
+        lo.sweep(&args)
     };
     // A paced flow (-b) gives steady rates, yet never steady to a few parts
     // per million: that interval is out of reach and the sweep must say so.
@@ -379,7 +368,6 @@ fn confidence_mode_iterates_until_the_interval_is_narrow_or_gives_up() {
     let p = &array_at(&v, "/points")[0];
     assert_eq!(p["runs"], 3, "netperf's minimum of 3 runs");
     assert_eq!(p["confidence_reached"], true);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

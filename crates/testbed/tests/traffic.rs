@@ -377,15 +377,7 @@ pub struct Wire {
 }
 
 fn ip(args: &[&str]) {
-    let out = std::process::Command::new("ip")
-        .args(args)
-        .output()
-        .expect("run ip");
-    assert!(
-        out.status.success(),
-        "ip {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    linkperf_testsupport::process::output_ok(std::process::Command::new("ip").args(args));
 }
 
 impl Wire {

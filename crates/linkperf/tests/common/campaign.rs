@@ -2,7 +2,7 @@
 //! (`linkperf server --allow-third-party`) in their namespaces, and the
 //! campaign runner started inside one of them.
 
-use super::bin;
+use super::{bin, output_ok};
 use linkperf_testsupport::bed::CliBed;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -103,18 +103,9 @@ impl Bed {
 
 /// `linkperf results --db FILE.db ARGS...`, asserted successful; its stdout.
 pub fn results(file: &Path, args: &[&str]) -> Vec<u8> {
-    let shown = Command::new(bin())
-        .args(["results", "--db"])
-        .arg(file.with_extension("db"))
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        shown.status.success(),
-        "{}",
-        String::from_utf8_lossy(&shown.stderr)
-    );
-    shown.stdout
+    let mut cmd = Command::new(bin());
+    cmd.args(["results", "--db"]).arg(file.with_extension("db"));
+    output_ok(cmd.args(args)).stdout
 }
 
 /// Four hosts on each side of one shared link between two switches.

@@ -11,7 +11,7 @@ pub mod sweep;
 
 pub use linkperf_testsupport::json::{array_at, f64_at, u64_at};
 pub use linkperf_testsupport::process::{
-    free_port, poll, send_signal, spawn_piped, wait_child, KillOnDrop, Run,
+    free_port, output_ok, poll, send_signal, spawn_piped, wait_child, KillOnDrop, Run,
 };
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read};
@@ -61,14 +61,11 @@ impl Server {
     pub fn start_on(bind: &str, extra: &[&str]) -> Server {
         for _ in 0..5 {
             let port = free_port();
-            let mut child = Command::new(bin())
-                .args(["server", "-p", &port.to_string(), "-B", bind])
-                .args(extra)
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("spawn linkperf server");
+            let mut child = spawn_piped(
+                Command::new(bin())
+                    .args(["server", "-p", &port.to_string(), "-B", bind])
+                    .args(extra),
+            );
             let stdout = Arc::new(Mutex::new(Vec::new()));
             let stderr = Arc::new(Mutex::new(Vec::new()));
             collect_lines(child.stdout.take().unwrap(), stdout.clone());
@@ -242,12 +239,12 @@ pub fn available_congestion_controls() -> Vec<String> {
 }
 
 /// Testbed tests of one binary run one at a time (they build namespaces and
-/// measure throughput): the turn, or None (with a skip line) when not root.
-pub fn testbed_turn(test: &str) -> Option<std::sync::MutexGuard<'static, ()>> {
+/// measure throughput): the turn, or None (with a skip line naming the
+/// running test) when not root.
+pub fn testbed_turn() -> Option<std::sync::MutexGuard<'static, ()>> {
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
     if linkperf_testbed::require_root().is_err() {
-        linkperf_testsupport::skip_named(
-            test,
+        linkperf_testsupport::skip(
             "testbed tests need root (namespaces, TAP devices); CI runs them as root",
         );
         return None;
