@@ -67,7 +67,7 @@ fn report_of_a_stored_sweep_and_of_one_run() {
         let text = linkperf_units::format_rate(mean);
         assert!(html.contains(&text), "page lacks the mean {text} of {p}");
     }
-    let export = linkperf(&["results", "export", &id, "--format", "json", "--db", &db]).json();
+    let export = linkperf(&["results", "export", &id, "--format", "json", "--db", db]).json();
     let runs = export["runs"].as_array().expect("runs");
     assert_eq!(runs.len(), 6);
     for r in runs {
@@ -229,7 +229,7 @@ fn report_marks_an_interrupted_run() {
         "-i",
         "0.5",
         "--db",
-        &db,
+        db,
     ]);
     let lines = stdout_lines(&mut child);
     let first = lines
@@ -241,7 +241,7 @@ fn report_marks_an_interrupted_run() {
     let signalled = Instant::now();
     let stderr = wait_stopped(child, Duration::from_secs(30));
     assert!(!stderr.contains("panicked"), "{first}\n{stderr}");
-    let list = linkperf(&["results", "--db", &db, "list", "--json"]).json();
+    let list = linkperf(&["results", "--db", db, "list", "--json"]).json();
     let entry = &list["entries"][0];
     assert_eq!(entry["interrupted"], Value::Bool(true), "{list:#}");
     let id = entry["id"].to_string();
@@ -298,7 +298,7 @@ fn report_marks_a_partial_sweep() {
     assert_eq!(sweep.code(), Some(130), "{}", sweep.stderr);
     let id = sweep.json()["id"].to_string();
     let (_, html) = report_page(&lo, &id, "sweep.html");
-    let export = linkperf(&["results", "export", &id, "--format", "json", "--db", &db]).json();
+    let export = linkperf(&["results", "export", &id, "--format", "json", "--db", db]).json();
     let stored = export["runs"].as_array().unwrap().len();
     assert!(stored < 6, "the sweep was stopped: {stored} runs");
     assert!(
@@ -341,9 +341,9 @@ fn report_of_a_udp_run_summarises_the_jitter_it_plots() {
     let db = lo.db.as_str();
     let report = client_json(
         lo.server.port,
-        &["-u", "-b", "50M", "-t", "2", "-i", "0.5", "--db", &db],
+        &["-u", "-b", "50M", "-t", "2", "-i", "0.5", "--db", db],
     );
-    let list = linkperf(&["results", "--db", &db, "list", "--json"]).json();
+    let list = linkperf(&["results", "--db", db, "list", "--json"]).json();
     let id = list["entries"][0]["id"].to_string();
     let (_, html) = report_page(&lo, &id, "udp.html");
     // The mean of the per-interval jitter the plot shows, computed here from

@@ -208,9 +208,9 @@ fn compared_with_itself_nothing_differs(db: &str, id: i64) {
 fn client_runs_are_stored_unless_told_not_to() {
     let lo = Loopback::new("client");
     let (server, dir, db) = (&lo.server, &lo.dir, lo.db.as_str());
-    let a = client(server.port, &["-t", "0.3", "-J", "--db", &db]).report();
-    let b = client(server.port, &["-t", "0.3", "-J", "--db", &db]).report();
-    let list = long(&["results", "--db", &db, "list", "-J"]);
+    let a = client(server.port, &["-t", "0.3", "-J", "--db", db]).report();
+    let b = client(server.port, &["-t", "0.3", "-J", "--db", db]).report();
+    let list = long(&["results", "--db", db, "list", "-J"]);
     let entries = array_at(&list.json(), "/entries").clone();
     assert_eq!(entries.len(), 2);
     assert_eq!(entries[0]["kind"], "test");
@@ -225,14 +225,14 @@ fn client_runs_are_stored_unless_told_not_to() {
     );
     // Two single runs: the difference only, no test of significance.
     let (ia, ib) = (entries[1]["id"].to_string(), entries[0]["id"].to_string());
-    let cmp = long(&["results", "--db", &db, "compare", &ia, &ib, "-J"]).json();
+    let cmp = long(&["results", "--db", db, "compare", &ia, &ib, "-J"]).json();
     let row = &array_at(&cmp, "/rows")[0];
     assert_eq!(row["metric"], "received_bits_per_second");
     assert!(row["welch"].is_null() && row["significant"].is_null());
     let want = f64_at(&b, "/summary/received/bits_per_second")
         - f64_at(&a, "/summary/received/bits_per_second");
     assert!((row["difference"].as_f64().unwrap() - want).abs() <= 1e-6 * want.abs().max(1.0));
-    let text = long(&["results", "--db", &db, "compare", &ia, &ib]);
+    let text = long(&["results", "--db", db, "compare", &ia, &ib]);
     assert!(text.stdout.contains("difference only"), "{}", text.stdout);
 
     // --no-store: nothing written.

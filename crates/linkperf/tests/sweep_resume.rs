@@ -102,7 +102,7 @@ fn sqlite_and_postgres_return_identical_results() {
             assert_eq!(post.insert_run(&new).unwrap(), e.id);
         }
     }
-    let sweep_id = newest_sweep(&db).unwrap().to_string();
+    let sweep_id = newest_sweep(db).unwrap().to_string();
     let run_id = entries[0].id.to_string();
     for view in [
         vec!["list", "-J"],
@@ -126,7 +126,7 @@ fn sqlite_and_postgres_return_identical_results() {
         // `list` and `show` name the archive they read; the rest must match exactly.
         let norm = |s: &str, loc: &str| s.replace(loc, "ARCHIVE");
         assert_eq!(
-            norm(&ra.stdout, &db),
+            norm(&ra.stdout, db),
             norm(&rb.stdout, &Location::parse(&pg.url).unwrap().describe()),
             "{view:?} differs between SQLite and PostgreSQL"
         );
