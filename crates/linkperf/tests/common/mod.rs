@@ -174,6 +174,13 @@ pub fn client_json(port: u16, args: &[&str]) -> Value {
     client(port, &all).report()
 }
 
+/// A client's successful `-J` report against a server of its own, started on
+/// loopback for this one test and stopped after it.
+pub fn loopback_json(args: &[&str]) -> Value {
+    let server = Server::start();
+    client_json(server.port, args)
+}
+
 pub fn schema_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../schema")
 }
