@@ -7,7 +7,7 @@ mod common;
 use common::sweep::*;
 use common::*;
 use linkperf_store::{Location, Store};
-use linkperf_testsupport::bed::CliBed;
+use linkperf_testsupport::bed::{two_hosts, CliBed};
 use serde_json::Value;
 use std::collections::HashSet;
 
@@ -292,36 +292,27 @@ fn window_sweep_rises_with_the_window_on_a_delayed_link() {
     }
     let name = format!("sw{}", std::process::id() % 100_000);
     let dir = scratch("testbed");
-    let mut bed = CliBed::up(
-        bin(),
-        &dir,
-        &name,
-        &format!(
-            "name = \"{name}\"\nseed = 1\nsubnet = \"10.79.0.0/24\"\n[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n\
-             [[link]]\nends = [\"a\", \"b\"]\nrate = \"500M\"\ndelay = \"10ms\"\nqueue = \"2M\"\n"
-        ),
-    );
+    let link = "rate = \"500M\"\ndelay = \"10ms\"\nqueue = \"2M\"";
+    let topology = two_hosts(&name, "10.79.0.1", "10.79.0.2", link);
+    let mut bed = CliBed::up(bin(), &dir, &name, &topology);
     let mut server = bed.exec("b", bin());
     bed.serve("b", server.args(["server", "-q"]), 5211);
     let db = db_arg(&dir);
-    let run = long(&[
-        "testbed",
-        "exec",
-        "--testbed",
-        &name,
+    let run = linkperf_in(
+        &bed,
         "a",
-        "--",
-        bin(),
-        "sweep",
-        "10.79.0.2",
-        "--db",
-        &db,
-        "-t",
-        "1.5",
-        "--vary",
-        "window=16K,64K,256K",
-        "-J",
-    ]);
+        &[
+            "sweep",
+            "10.79.0.2",
+            "--db",
+            &db,
+            "-t",
+            "1.5",
+            "--vary",
+            "window=16K,64K,256K",
+            "-J",
+        ],
+    );
     assert_eq!(run.code(), Some(0), "{}\n{}", run.stdout, run.stderr);
     let rates = rates_by_window(&run.json());
     // 16K / 20 ms is about 6.5 Mbit/s, 256K about 100 Mbit/s: all far below 500M.

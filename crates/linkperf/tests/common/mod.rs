@@ -9,6 +9,7 @@
 pub mod campaign;
 pub mod sweep;
 
+pub use linkperf_testsupport::bed::CliBed;
 pub use linkperf_testsupport::json::{array_at, f64_at, u64_at};
 pub use linkperf_testsupport::process::{
     free_port, output_ok, poll, send_signal, spawn_piped, wait_child, KillOnDrop, Run,
@@ -172,6 +173,14 @@ pub fn client_json(port: u16, args: &[&str]) -> Value {
     let mut all = args.to_vec();
     all.push("-J");
     client(port, &all).report()
+}
+
+/// Runs `linkperf ARGS...` in `host` of a testbed to completion (120 s at
+/// most), storing into the tests' archive unless ARGS name another.
+pub fn linkperf_in(bed: &CliBed, host: &str, args: &[&str]) -> Run {
+    let mut cmd = bed.exec(host, bin());
+    cmd.args(args).env("LINKPERF_DB", test_archive());
+    linkperf_testsupport::process::run(&mut cmd, Duration::from_secs(120))
 }
 
 /// A client's successful `-J` report against a server of its own, started on
