@@ -77,8 +77,7 @@ fn schema_rejects_what_it_should() {
 
 #[test]
 fn json_stream_lines_are_intervals_then_one_summary() {
-    let server = Server::start();
-    let run = client(server.port, &["--json-stream", "-t", "2", "-i", "0.5"]);
+    let run = loopback_client(&["--json-stream", "-t", "2", "-i", "0.5"]);
     assert_eq!(run.code(), Some(0), "stderr: {}", run.stderr);
     let lines: Vec<Value> = run
         .stdout
@@ -171,8 +170,7 @@ fn run_failure_document_validates() {
 
 #[test]
 fn server_refusal_document_validates() {
-    let server = Server::start();
-    let run = client(server.port, &["-R", "-C", "nosuch", "-t", "1", "-J"]);
+    let run = loopback_client(&["-R", "-C", "nosuch", "-t", "1", "-J"]);
     run.assert_one_line_failure(1);
     let doc = run.json();
     assert!(doc["error"].as_str().unwrap().contains("nosuch"), "{doc}");

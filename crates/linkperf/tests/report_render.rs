@@ -6,7 +6,7 @@ mod common;
 #[path = "../../report/tests/common/svg.rs"]
 mod report_svg;
 
-use common::sweep::Loopback;
+use common::sweep::{export, Loopback};
 use common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -67,7 +67,7 @@ fn report_of_a_stored_sweep_and_of_one_run() {
         let text = linkperf_units::format_rate(mean);
         assert!(html.contains(&text), "page lacks the mean {text} of {p}");
     }
-    let export = linkperf(&["results", "export", &id, "--format", "json", "--db", db]).json();
+    let export = export(db, &id, "json").json();
     let runs = export["runs"].as_array().expect("runs");
     assert_eq!(runs.len(), 6);
     for r in runs {
@@ -298,7 +298,7 @@ fn report_marks_a_partial_sweep() {
     assert_eq!(sweep.code(), Some(130), "{}", sweep.stderr);
     let id = sweep.json()["id"].to_string();
     let (_, html) = report_page(&lo, &id, "sweep.html");
-    let export = linkperf(&["results", "export", &id, "--format", "json", "--db", db]).json();
+    let export = export(db, &id, "json").json();
     let stored = export["runs"].as_array().unwrap().len();
     assert!(stored < 6, "the sweep was stopped: {stored} runs");
     assert!(

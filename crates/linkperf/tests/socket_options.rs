@@ -121,8 +121,7 @@ fn congestion_bbr_when_available() {
 
 #[test]
 fn unknown_congestion_control_is_a_usage_error_listing_the_available_ones() {
-    let server = Server::start();
-    let run = client(server.port, &["-C", "nosuch", "-t", "1"]);
+    let run = loopback_client(&["-C", "nosuch", "-t", "1"]);
     let line = run.assert_one_line_failure(2);
     assert!(line.contains("nosuch"), "{line}");
     for cc in available_congestion_controls() {

@@ -78,16 +78,7 @@ fn sweep_json_is_stored_and_matches_the_runs() {
 /// The export holds every run's full report; its statistics agree with
 /// the reports' own numbers and each run used the point's options.
 fn export_matches_the_points(db: &str, id: i64) -> Vec<Value> {
-    let ex = long(&[
-        "results",
-        "--db",
-        db,
-        "export",
-        &id.to_string(),
-        "--format",
-        "json",
-    ]);
-    assert_eq!(ex.code(), Some(0), "{}", ex.stderr);
+    let ex = export(db, &id.to_string(), "json");
     let e = ex.json();
     assert_eq!(e["kind"], "sweep");
     assert_eq!(e["sweep"]["status"], "complete");
@@ -141,16 +132,7 @@ fn export_matches_the_points(db: &str, id: i64) -> Vec<Value> {
 
 /// CSV: a header and one flat row per run, with the varied values.
 fn csv_has_a_row_per_run(db: &str, id: i64) {
-    let csv = long(&[
-        "results",
-        "--db",
-        db,
-        "export",
-        &id.to_string(),
-        "--format",
-        "csv",
-    ]);
-    assert_eq!(csv.code(), Some(0), "{}", csv.stderr);
+    let csv = export(db, &id.to_string(), "csv");
     let lines: Vec<&str> = csv.stdout.lines().collect();
     assert_eq!(lines.len(), 9);
     let header: Vec<&str> = lines[0].split(',').collect();

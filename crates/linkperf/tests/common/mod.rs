@@ -183,8 +183,14 @@ pub fn linkperf_in(bed: &CliBed, host: &str, args: &[&str]) -> Run {
     linkperf_testsupport::process::run(&mut cmd, Duration::from_secs(120))
 }
 
-/// A client's successful `-J` report against a server of its own, started on
-/// loopback for this one test and stopped after it.
+/// A client run against a server of its own, started on loopback for this
+/// one run and stopped after it.
+pub fn loopback_client(args: &[&str]) -> Run {
+    let server = Server::start();
+    client(server.port, args)
+}
+
+/// A client's successful `-J` report against a server of its own.
 pub fn loopback_json(args: &[&str]) -> Value {
     let server = Server::start();
     client_json(server.port, args)

@@ -23,6 +23,13 @@ pub fn long(args: &[&str]) -> Run {
     wait_child(spawn(args), Duration::from_secs(120))
 }
 
+/// `linkperf results --db DB export ID --format FORMAT`, asserted successful.
+pub fn export(db: &str, id: &str, format: &str) -> Run {
+    let run = long(&["results", "--db", db, "export", id, "--format", format]);
+    run.assert_success("results export");
+    run
+}
+
 pub fn sweep_args<'a>(port: &'a str, db: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut a = vec!["sweep", "127.0.0.1", "-p", port, "--db", db];
     a.extend_from_slice(extra);
