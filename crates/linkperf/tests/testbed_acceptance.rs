@@ -43,17 +43,10 @@ impl Bed {
 
     /// Runs `linkperf client 10.77.0.2 -J ARGS...` in host a and returns its JSON document.
     fn client(&self, args: &[&str]) -> Value {
-        let out = self
-            .exec("a", bin())
-            .args(["client", "10.77.0.2", "-J", "-i", "0"])
-            .args(args)
-            .output()
-            .expect("run linkperf client in host a");
-        assert!(
-            out.status.success(),
-            "client {args:?} failed: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
+        let mut cmd = self.exec("a", bin());
+        let out = common::output_ok(
+            cmd.args(["client", "10.77.0.2", "-J", "-i", "0"])
+                .args(args),
         );
         serde_json::from_slice(&out.stdout).expect("client JSON")
     }
@@ -83,8 +76,7 @@ fn ethernet_wire_bytes(payload: f64) -> f64 {
 
 #[test]
 fn udp_above_the_link_rate_is_received_at_the_rate() {
-    let Some(_lock) = common::testbed_turn("udp_above_the_link_rate_is_received_at_the_rate")
-    else {
+    let Some(_lock) = common::testbed_turn() else {
         return;
     };
     let bed = Bed::up(
@@ -109,9 +101,7 @@ fn udp_above_the_link_rate_is_received_at_the_rate() {
 
 #[test]
 fn tcp_on_a_clean_link_reaches_90_percent_of_the_payload_rate() {
-    let Some(_lock) =
-        common::testbed_turn("tcp_on_a_clean_link_reaches_90_percent_of_the_payload_rate")
-    else {
+    let Some(_lock) = common::testbed_turn() else {
         return;
     };
     let bed = Bed::up(
@@ -134,8 +124,7 @@ fn tcp_on_a_clean_link_reaches_90_percent_of_the_payload_rate() {
 
 #[test]
 fn tcp_over_oc3c_atm_tops_out_at_the_cell_tax_ceiling() {
-    let Some(_lock) = common::testbed_turn("tcp_over_oc3c_atm_tops_out_at_the_cell_tax_ceiling")
-    else {
+    let Some(_lock) = common::testbed_turn() else {
         return;
     };
     let bed = Bed::up("lpacc-oc3", "preset = \"oc3c-atm\"\nqueue = \"1M\"");
@@ -153,7 +142,7 @@ fn tcp_over_oc3c_atm_tops_out_at_the_cell_tax_ceiling() {
 
 #[test]
 fn wan_600km_window_limited_against_tuned() {
-    let Some(_lock) = common::testbed_turn("wan_600km_window_limited_against_tuned") else {
+    let Some(_lock) = common::testbed_turn() else {
         return;
     };
     let bed = Bed::up("lpacc-wan", "preset = \"wan-600km\"");
@@ -179,9 +168,7 @@ fn wan_600km_window_limited_against_tuned() {
 
 #[test]
 fn udp_loss_matches_the_configured_probability_and_the_emulator() {
-    let Some(_lock) =
-        common::testbed_turn("udp_loss_matches_the_configured_probability_and_the_emulator")
-    else {
+    let Some(_lock) = common::testbed_turn() else {
         return;
     };
     let p = 0.02;
@@ -282,7 +269,7 @@ const WINDOW_LINK: &str = "rate = \"100M\"\ndelay = \"10ms\"\nqueue = \"1M\"";
 /// scale fits the window (set after accept, a 4K window collapsed to 0.5 Mbit/s).
 #[test]
 fn window_sweep_matches_iperf3_in_both_directions() {
-    let Some(_lock) = common::testbed_turn("window_sweep_matches_iperf3_in_both_directions") else {
+    let Some(_lock) = common::testbed_turn() else {
         return;
     };
     if Command::new("iperf3").arg("--version").output().is_err() {
@@ -323,8 +310,7 @@ fn window_sweep_matches_iperf3_in_both_directions() {
 /// configured delay plus one frame's serialisation), in both directions.
 #[test]
 fn receive_window_bounds_throughput_at_window_over_rtt() {
-    let Some(_lock) = common::testbed_turn("receive_window_bounds_throughput_at_window_over_rtt")
-    else {
+    let Some(_lock) = common::testbed_turn() else {
         return;
     };
     let bed = Bed::up("lpacc-rwin", WINDOW_LINK);

@@ -377,15 +377,7 @@ pub struct Wire {
 }
 
 fn ip(args: &[&str]) {
-    let out = std::process::Command::new("ip")
-        .args(args)
-        .output()
-        .expect("run ip");
-    assert!(
-        out.status.success(),
-        "ip {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    linkperf_testsupport::process::output_ok(std::process::Command::new("ip").args(args));
 }
 
 impl Wire {
@@ -543,12 +535,21 @@ pub fn ping_rtts(ns: &str, to: std::net::Ipv4Addr, count: usize, interval: Durat
 /// CLOCK_MONOTONIC in ns: one clock for every namespace, so a sender in one host and a sink
 /// in another measure one-way delays directly.
 pub fn mono_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// CLOCK_REALTIME in ns: the clock the kernel's receive timestamps (SO_TIMESTAMPNS) use.
+pub fn realtime_ns() -> u64 {
+    clock_ns(libc::CLOCK_REALTIME)
+}
+
+fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: clock_gettime fills the timespec we pass.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    unsafe { libc::clock_gettime(clock, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
@@ -604,16 +605,6 @@ pub fn send_timed(ns: &str, to: SocketAddr, size: usize, count: u64, gap: Durati
     })
     .join()
     .unwrap()
-}
-
-pub fn realtime_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime fills the timespec we pass.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// One datagram from a socket with kernel receive timestamps on (see
