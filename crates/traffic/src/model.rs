@@ -105,6 +105,11 @@ impl Traffic {
     pub fn is_plain(&self) -> bool {
         self.forward.is_plain() && self.reverse.is_plain()
     }
+
+    /// True for `cbr`, which paces at `-b`.
+    pub fn is_cbr(&self) -> bool {
+        self.forward == Model::Cbr
+    }
 }
 
 impl Model {
@@ -136,6 +141,26 @@ impl Model {
 
     pub fn is_plain(&self) -> bool {
         matches!(self, Model::Full | Model::Cbr)
+    }
+
+    /// Replaces one part (`idt`, `size`, `on`, `off`) of a stochastic model,
+    /// as a sweep varies it.
+    pub fn set_term(&mut self, key: &str, value: &str) -> Result<(), String> {
+        let Model::Stochastic { .. } = self else {
+            return Err(format!(
+                "traffic.{key}: the model '{}' has no {key}; choose a stochastic model (idt=...;size=...) first",
+                self.text()
+            ));
+        };
+        let mut terms: Vec<String> = self
+            .text()
+            .split(';')
+            .filter(|t| !t.starts_with(&format!("{key}=")))
+            .map(str::to_string)
+            .collect();
+        terms.push(format!("{key}={value}"));
+        *self = stochastic(&terms.join(";"))?;
+        Ok(())
     }
 
     /// The model as a user writes it (a trace by its file name).
@@ -387,6 +412,19 @@ mod tests {
                     .unwrap_err()
                     .contains('\n')
         );
+    }
+
+    #[test]
+    fn one_term_of_a_model_can_change() {
+        let mut m = parse("idt=exp:1ms;size=const:1200").unwrap();
+        m.set_term("idt", "exp:500us").unwrap();
+        assert_eq!(m.text(), "idt=exp:500us;size=const:1200");
+        m.set_term("on", "exp:1s").unwrap_err();
+        let mut full = parse("full").unwrap();
+        assert!(full
+            .set_term("idt", "exp:1ms")
+            .unwrap_err()
+            .contains("has no idt"));
     }
 
     #[test]

@@ -152,6 +152,8 @@ pub fn flow_config(
         dont_fragment: o.dont_fragment.unwrap_or(false),
         zerocopy: o.zerocopy.unwrap_or(false),
         start_at_unix_ms: None,
+        traffic: None,
+        tos: None,
     };
     config.validate()?;
     Ok(config)
