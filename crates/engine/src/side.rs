@@ -207,6 +207,13 @@ impl LocalSide {
                     sockopt::tighten_timer_slack();
                 }
                 match (plan.socket, plan.role) {
+                    // A traffic model's sender follows its schedule.
+                    (DataSocket::Tcp(s), Role::Sender) if params.model.is_some() => {
+                        crate::modelsend::tcp(s, shared, ctl, params)
+                    }
+                    (DataSocket::Udp(s), Role::Sender) if params.model.is_some() => {
+                        crate::modelsend::udp(s, shared, ctl, params)
+                    }
                     (DataSocket::Tcp(s), Role::Sender) => stream::tcp_send(s, shared, ctl, params),
                     (DataSocket::Tcp(s), Role::Receiver) => {
                         stream::tcp_receive(s, shared, ctl, params)

@@ -162,9 +162,6 @@ pub fn tcp_send(
     ctl: Arc<SideControl>,
     p: StreamParams,
 ) {
-    if p.model.is_some() {
-        return crate::modelsend::tcp(sock, shared, ctl, p);
-    }
     let _ = sock.set_write_timeout(Some(POLL * 5));
     let buf = payload(p.length);
     let zerocopy = if p.zerocopy {
@@ -306,9 +303,6 @@ pub fn udp_send(
     ctl: Arc<SideControl>,
     p: StreamParams,
 ) {
-    if p.model.is_some() {
-        return crate::modelsend::udp(sock, shared, ctl, p);
-    }
     let len = p.length;
     let mut pacer = p.rate_bps.map(Pacer::new);
     let limit_packets = p.byte_limit.map(|b| b.div_ceil(len as u64));
