@@ -256,7 +256,7 @@ impl TestSpec {
 }
 
 /// A seed nobody chose: the clock's nanoseconds, mixed.
-fn fresh_seed() -> u64 {
+pub fn fresh_seed() -> u64 {
     let mut x = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
