@@ -87,9 +87,9 @@ fn ks_p_value(d: f64, n: usize) -> f64 {
     (2.0 * sum).clamp(0.0, 1.0)
 }
 
-#[test]
-fn poisson_gaps_and_uniform_sizes_pass_ks_at_the_receiver() {
-    let _turn = lock_free_turn();
+/// Runs the model's senders (linkperf's engine, real UDP sockets) to this
+/// test's receiver socket; returns what arrived and the senders' result.
+fn send_through_linkperf() -> (Arrivals, linkperf_proto::results::SideResult) {
     let model = format!(
         "idt=exp:{}ms;size=uniform:{SIZE_LOW}:{SIZE_HIGH}",
         MEAN_IDT_S * 1e3
@@ -139,6 +139,13 @@ fn poisson_gaps_and_uniform_sizes_pass_ks_at_the_receiver() {
     let result = side.finish();
     let arrivals = receiver.join().unwrap();
 
+    (arrivals, result)
+}
+
+#[test]
+fn poisson_gaps_and_uniform_sizes_pass_ks_at_the_receiver() {
+    let _turn = lock_free_turn();
+    let (arrivals, result) = send_through_linkperf();
     let (mut gaps, mut sizes) = (Vec::new(), Vec::new());
     let (mut lost, mut span_s, mut bytes) = (0u64, 0.0, 0u64);
     for stream in arrivals.values() {
