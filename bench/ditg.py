@@ -94,7 +94,8 @@ def ditg_run(cfg, rate, secs, seed, work, poll=False):
     gaps_s = [rng.expovariate(rate) for _ in range(n)]
     idt_file = os.path.join(work, "idt.txt")
     with open(idt_file, "w") as f:
-        f.writelines(f"{g * 1e3:.6f}\n" for g in gaps_s)
+        # D-ITG refuses a gap that prints as 0: at least 1 ns.
+        f.writelines(f"{max(g * 1e3, 1e-6):.6f}\n" for g in gaps_s)
     log = os.path.join(work, "snd.log")
     txt = os.path.join(work, "snd.txt")
     for path in (log, txt):
@@ -103,10 +104,15 @@ def ditg_run(cfg, rate, secs, seed, work, poll=False):
     argv = ["ITGSend", "-a", HOST, "-rp", str(cfg.ditg_port), "-T", "UDP", "-Ft", idt_file,
             "-c", str(SIZE), "-t", str(int(secs * 1000)), "-l", log] + (["-poll"] if poll else [])
     c0 = children_cpu()
-    run_rusage(argv, secs + 60, cwd=work)
+    _, err, _ = run_rusage(argv, secs + 60, cwd=work)
     cpu = children_cpu() - c0
     subprocess.run(["ITGDec", log, "-l", txt], cwd=work, capture_output=True, timeout=120)
     tx = []
+    if not os.path.exists(txt):
+        print(f"D-ITG at {rate}/s left no log: {err.strip()[-300:]}", file=sys.stderr)
+        due = sum(1 for _ in iter_due(gaps_s, secs))
+        return {"p50_us": float("nan"), "p99_us": float("nan"), "due": due, "sent": 0,
+                "misses": due, "cpu_us_per_packet": float("nan"), "failed": True}
     with open(txt) as f:
         for line in f:
             i = line.find("txTime>")
@@ -144,6 +150,15 @@ def ditg_run(cfg, rate, secs, seed, work, poll=False):
         "misses": late + unsent,
         "cpu_us_per_packet": cpu * 1e6 / len(tx),
     }
+
+
+def iter_due(gaps_s, secs):
+    t = 0.0
+    for g in gaps_s:
+        if t >= secs:
+            return
+        yield t
+        t += g
 
 
 def median_of(runs, key):
