@@ -4,8 +4,10 @@
 //! [`linkperf_proto::results::SideResult`].
 
 pub mod cpu;
+pub mod delays;
 pub mod facts;
 pub mod mmsg;
+pub mod modelsend;
 pub mod pacer;
 pub mod side;
 pub mod sockopt;

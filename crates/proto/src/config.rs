@@ -68,6 +68,14 @@ pub struct TestConfig {
     /// Wall-clock start (ms since the Unix epoch) agreed by a controller, for
     /// synchronised campaigns and third-party tests.
     pub start_at_unix_ms: Option<u64>,
+    /// The traffic model of each direction and the run's seed; `None` sends
+    /// as before (full speed, or `bitrate` evenly paced).
+    #[serde(default)]
+    pub traffic: Option<Box<linkperf_traffic::Traffic>>,
+    /// IP TOS / traffic class byte of data packets (DSCP << 2), set on both
+    /// ends before connect and listen.
+    #[serde(default)]
+    pub tos: Option<u8>,
 }
 
 impl Default for TestConfig {
@@ -91,6 +99,8 @@ impl Default for TestConfig {
             dont_fragment: false,
             zerocopy: false,
             start_at_unix_ms: None,
+            traffic: None,
+            tos: None,
         }
     }
 }
@@ -171,7 +181,44 @@ impl TestConfig {
                 }
             }
         }
+        self.check_traffic()?;
         self.check_protocol_options()
+    }
+
+    /// A model whose mean rate exceeds what `-b` allows cannot run as asked.
+    fn check_traffic(&self) -> Result<(), String> {
+        let (Some(t), Some(cap)) = (&self.traffic, self.stream_rate()) else {
+            return Ok(());
+        };
+        for model in [&t.forward, &t.reverse] {
+            if let Some(rate) = model.mean_rate_bps().filter(|&r| r > cap as f64) {
+                return Err(format!(
+                    "traffic model '{}' averages {:.0} bit/s, more than -b {cap} allows; raise -b or slow the model",
+                    t.text(),
+                    rate
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// True when stream `id` carries client-to-server data (the forward
+    /// model's direction): all streams forward, none with -R, the first
+    /// `parallel` with --bidir.
+    pub fn stream_is_forward(&self, id: u32) -> bool {
+        match self.direction {
+            Direction::Forward => true,
+            Direction::Reverse => false,
+            Direction::Bidir => id < self.parallel,
+        }
+    }
+
+    /// The model and seed stream `id` sends by, when it follows a schedule
+    /// (not `full`, not `cbr`).
+    pub fn stream_model(&self, id: u32) -> Option<(&linkperf_traffic::Model, u64)> {
+        let t = self.traffic.as_ref()?;
+        let model = t.model(self.stream_is_forward(id));
+        (!model.is_plain()).then_some((model, t.seed.unwrap_or(0)))
     }
 
     /// Options of the other protocol would be silently ignored: refuse them.

@@ -123,6 +123,10 @@ pub struct FlowOptions {
     pub bidir: Option<bool>,
     pub dont_fragment: Option<bool>,
     pub zerocopy: Option<bool>,
+    /// A traffic model or profile (docs/traffic.md), its seed, a DSCP mark.
+    pub traffic: Option<String>,
+    pub traffic_seed: Option<u64>,
+    pub dscp: Option<String>,
     #[serde(flatten)]
     pub unknown: BTreeMap<String, toml::Value>,
 }

@@ -130,6 +130,15 @@ pub fn flow_config(
     }
     let udp = o.udp.unwrap_or(false);
     let bitrate = rate(&o.bitrate, "bitrate")?;
+    let traffic = match &o.traffic {
+        Some(text) => {
+            let mut t = linkperf_traffic::Traffic::parse(text, &|p| std::fs::read(p))
+                .map_err(|e| format!("key 'traffic': {e}"))?;
+            t.seed = Some(o.traffic_seed.unwrap_or_else(crate::spec::fresh_seed));
+            Some(t)
+        }
+        None => None,
+    };
     let config = TestConfig {
         protocol: if udp { Protocol::Udp } else { Protocol::Tcp },
         direction: match (o.reverse.unwrap_or(false), o.bidir.unwrap_or(false)) {
@@ -152,12 +161,21 @@ pub fn flow_config(
         bitrate: match (bitrate, udp) {
             (Some(0), _) => None,
             (Some(r), _) => Some(r),
+            // A model sets its own pace (cbr's is the bitrate's).
+            (None, _) if traffic.as_ref().is_some_and(|t| !t.is_cbr()) => None,
             (None, true) => Some(1_000_000),
             (None, false) => None,
         },
         dont_fragment: o.dont_fragment.unwrap_or(false),
         zerocopy: o.zerocopy.unwrap_or(false),
         start_at_unix_ms: None,
+        traffic: traffic.map(Box::new),
+        tos: match &o.dscp {
+            Some(d) => {
+                Some(crate::spec::parse_dscp(d).map_err(|e| format!("key 'dscp': {e}"))? << 2)
+            }
+            None => None,
+        },
     };
     config.validate()?;
     Ok(config)
@@ -188,6 +206,9 @@ fn set_option(o: &mut FlowOptions, name: &str, value: &str) -> Result<(), String
         "bidir" => o.bidir = Some(on),
         "zerocopy" => o.zerocopy = Some(on),
         "dont-fragment" => o.dont_fragment = Some(on),
+        "traffic" => o.traffic = Some(value.to_string()),
+        "traffic-seed" => o.traffic_seed = Some(u64::from(count()?)),
+        "dscp" => o.dscp = Some(value.to_string()),
         other => {
             return Err(format!(
                 "'{other}' cannot vary in a campaign (phases set the duration)"

@@ -55,6 +55,9 @@ pub enum Command {
     Results(crate::results::ResultsArgs),
     /// Write one self-contained HTML report (plots and tables) of a run or sweep.
     Report(crate::report_cmd::ReportArgs),
+    /// Traffic models and application profiles: list them, show one.
+    #[command(subcommand)]
+    Traffic(crate::traffic::TrafficCommand),
 }
 
 /// One line from a clap error, whole: its message, the missing arguments with
@@ -286,6 +289,21 @@ pub struct ClientArgs {
     /// Do not store the result in the archive.
     #[arg(long, conflicts_with = "db")]
     pub no_store: bool,
+    // Traffic models and marking (docs/traffic.md).
+    /// How to send: full, cbr, burst:BYTES:PERIOD, burstq:BYTES:PERIOD,
+    /// 'idt=DIST;size=DIST[;on=DIST;off=DIST]', trace:FILE, or a profile
+    /// (linkperf traffic list).
+    #[arg(long, value_name = "MODEL")]
+    pub traffic: Option<String>,
+    /// Seed of the model's random draws (default: a fresh one, kept in the result).
+    #[arg(long, value_name = "N")]
+    pub traffic_seed: Option<u64>,
+    /// DSCP of the data packets: EF, AF11-AF43, CS0-CS7, VA, LE or 0-63.
+    #[arg(long, value_name = "DSCP", conflicts_with = "tos")]
+    pub dscp: Option<String>,
+    /// TOS byte of the data packets, as iperf3's -S: 0-255, e.g. 0xb8 (= --dscp EF).
+    #[arg(short = 'S', long = "tos", value_name = "TOS")]
+    pub tos: Option<String>,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -362,6 +380,18 @@ impl ClientArgs {
         spec.testbed = std::env::var("LINKPERF_TESTBED")
             .ok()
             .filter(|name| !name.is_empty());
+        if let Some(seed) = self.traffic_seed {
+            spec.set("traffic-seed", &seed.to_string())?;
+        }
+        if let Some(model) = &self.traffic {
+            spec.set("traffic", model)?;
+        }
+        if let Some(d) = &self.dscp {
+            spec.set("dscp", d)?;
+        }
+        if let Some(t) = &self.tos {
+            spec.set("tos", t)?;
+        }
         Ok(spec)
     }
 }

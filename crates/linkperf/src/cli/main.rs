@@ -30,6 +30,7 @@ mod report_cmd;
 mod results;
 mod rr;
 mod sweep;
+mod traffic;
 
 use args::{Cli, Command};
 use clap::Parser;
@@ -75,6 +76,7 @@ fn dispatch(command: Command) -> ExitCode {
         Command::Report(args) => report_cmd::run(args),
         Command::Campaign(cmd) => campaign::run(cmd),
         Command::Rr(args) => rr::main(args),
+        Command::Traffic(cmd) => traffic::run(cmd),
         Command::Testbed(cmd) => match linkperf_testbed::run(cmd) {
             Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
             Err(e) => {
