@@ -226,7 +226,7 @@ impl Session {
         }
         let mut warnings = Vec::new();
         let sockets = if udp {
-            self.accept_udp_streams(local, &config, &extras, roles.len())?
+            self.accept_udp_streams(local, peer.ip(), &config, &extras, roles.len())?
         } else {
             self.accept_tcp_streams(
                 local,
@@ -294,6 +294,7 @@ impl Session {
     fn accept_udp_streams(
         &mut self,
         local: SocketAddr,
+        peer: IpAddr,
         config: &TestConfig,
         extras: &Extras,
         count: usize,
@@ -308,7 +309,7 @@ impl Session {
         self.state(State::CreateStreams)?;
         let deadline = Instant::now() + SETUP_TIMEOUT;
         for index in 0..count {
-            let from = wait_udp_connect(&listener, deadline).inspect_err(|_| {
+            let from = wait_udp_connect(&listener, peer, deadline).inspect_err(|_| {
                 let _ = self.send(&iperf3::server_error(iperf3::errno::STREAM_ACCEPT, 0));
             })?;
             listener
@@ -653,15 +654,30 @@ fn bind_udp_listener(addr: SocketAddr, config: &TestConfig) -> Result<UdpSocket,
     Ok(sock.into())
 }
 
-fn wait_udp_connect(sock: &UdpSocket, deadline: Instant) -> Result<SocketAddr, String> {
+/// The source of the client's UDP connect datagram. Only one from `peer`,
+/// the control connection's address, counts: a datagram from elsewhere may
+/// have a spoofed source, and the test's stream would flood it (reflection).
+fn wait_udp_connect(
+    sock: &UdpSocket,
+    peer: IpAddr,
+    deadline: Instant,
+) -> Result<SocketAddr, String> {
     let mut buf = [0u8; 64 * 1024];
+    let mut strangers = 0u32;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err("no UDP connect datagram from the iperf3 client; is UDP blocked?".into());
+            return Err(format!(
+                "no UDP connect datagram from the iperf3 client at {}; is UDP blocked? ({strangers} datagram(s) from other addresses ignored)",
+                canonical(peer)
+            ));
         }
         let _ = sock.set_read_timeout(Some(left.min(Duration::from_millis(200))));
         if let Ok((_, from)) = sock.recv_from(&mut buf) {
+            if canonical(from.ip()) != canonical(peer) {
+                strangers = strangers.saturating_add(1);
+                continue;
+            }
             // iperf3 servers take any first datagram as the connect message.
             let _ = sock.set_read_timeout(None);
             return Ok(from);

@@ -179,6 +179,7 @@ fn run_session(
 ) -> Result<String, String> {
     linkperf_engine::sockopt::apply_liveness(&socket2::SockRef::from(&stream));
     let local = stream.local_addr().map_err(|e| e.to_string())?;
+    let peer = stream.peer_addr().map_err(|e| e.to_string())?.ip();
     let cookie = new_cookie();
     let counters = Arc::new(Counters::default());
     if let Ok(mut s) = sessions().lock() {
@@ -208,7 +209,7 @@ fn run_session(
         let (counters, stop) = (counters.clone(), guard.stop.clone());
         std::thread::Builder::new()
             .name("lp-rr-udp".into())
-            .spawn(move || serve_udp(sock, cookie, &counters, &stop))
+            .spawn(move || serve_udp(sock, cookie, peer, &counters, &stop))
             .map_err(|e| e.to_string())?;
         Some(port)
     } else {
@@ -304,9 +305,18 @@ fn read_full(stream: &mut TcpStream, buf: &mut [u8]) -> Result<(), ()> {
 
 /// A session's UDP flow: waits for the client's hello, then answers every
 /// request with a response of the size it asks for, until the session ends.
-fn serve_udp(sock: UdpSocket, cookie: u64, counters: &Counters, stop: &AtomicBool) {
+/// Only a hello from `peer`, the control connection's address, is answered
+/// (see [`data::accept_udp`]); the connected socket then hears no one else,
+/// so responses larger than requests go only to a proven address.
+fn serve_udp(
+    sock: UdpSocket,
+    cookie: u64,
+    peer: std::net::IpAddr,
+    counters: &Counters,
+    stop: &AtomicBool,
+) {
     let deadline = Instant::now() + SETUP_TIMEOUT;
-    if data::accept_udp(&sock, cookie, 0, deadline).is_err() {
+    if data::accept_udp(&sock, cookie, 0, peer, deadline).is_err() {
         return;
     }
     // Wake up now and then to notice the end of the session.

@@ -156,7 +156,7 @@ impl ControlSession {
             vec![]
         };
         for (id, sock) in std::mem::take(&mut announced.udp_sockets) {
-            match data::accept_udp(&sock, cookie, id, deadline) {
+            match data::accept_udp(&sock, cookie, id, self.peer.ip(), deadline) {
                 Ok(()) => plans.push(StreamPlan {
                     id,
                     role: role_of(id),
