@@ -7,12 +7,12 @@
 //! address sent: it must be at most 1 (linkperf sends nothing at all).
 
 mod common;
+use common::hostile::{iperf3_params, Control};
 use common::*;
 use linkperf_proto::iperf3::{self, State};
 use linkperf_proto::rr::{self, RrClientMessage, RrClientSession, RrServerMessage, RR_VERSION};
-use linkperf_proto::session::ClientSession;
 use linkperf_proto::{
-    udp, ClientMessage, Direction, Preamble, Protocol, ServerMessage, TestConfig, PROTOCOL_VERSION,
+    udp, ClientMessage, Direction, Preamble, Protocol, ServerMessage, TestConfig,
 };
 use std::io::{Read, Write};
 use std::net::{TcpStream, UdpSocket};
@@ -66,43 +66,10 @@ fn send_and_count(sock: &UdpSocket, to: u16, datagram: &[u8], window: Duration) 
     tally
 }
 
-/// A linkperf control connection: preamble, hello, welcome.
-fn linkperf_control(port: u16) -> (TcpStream, ClientSession) {
-    let mut control = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    control
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    control.write_all(&Preamble::Control.bytes()).unwrap();
-    let mut session = ClientSession::new();
-    let hello = ClientMessage::Hello {
-        version: PROTOCOL_VERSION,
-        software: "security test".into(),
-    };
-    control.write_all(&session.send(&hello).unwrap()).unwrap();
-    let welcome = next_server_message(&mut control, &mut session);
-    assert!(
-        matches!(welcome, ServerMessage::Welcome { .. }),
-        "{welcome:?}"
-    );
-    (control, session)
-}
-
-fn next_server_message(control: &mut TcpStream, session: &mut ClientSession) -> ServerMessage {
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        let want = session.wanted().min(buf.len());
-        let n = control.read(&mut buf[..want]).expect("server answers");
-        assert!(n > 0, "server closed the control connection");
-        if let Some(m) = session.receive(&buf[..n]).unwrap().into_iter().next() {
-            return m;
-        }
-    }
-}
-
 #[test]
 fn udp_test_data_goes_only_to_the_control_connections_address() {
     let server = Server::start();
-    let (mut control, mut session) = linkperf_control(server.port);
+    let mut control = Control::open(server.port);
     let config = TestConfig {
         protocol: Protocol::Udp,
         direction: Direction::Reverse,
@@ -111,20 +78,16 @@ fn udp_test_data_goes_only_to_the_control_connections_address() {
         length: 1400,
         ..Default::default()
     };
-    let setup = session.send(&ClientMessage::Setup { config }).unwrap();
-    control.write_all(&setup).unwrap();
-    let (cookie, stream) = match next_server_message(&mut control, &mut session) {
+    control.send(&ClientMessage::Setup { config });
+    let (cookie, stream) = match control.next() {
         ServerMessage::Ready {
             cookie, streams, ..
         } => (cookie, streams[0].clone()),
         other => panic!("expected ready, got {other:?}"),
     };
-    let start = session
-        .send(&ClientMessage::Start {
-            start_at_unix_ms: None,
-        })
-        .unwrap();
-    control.write_all(&start).unwrap();
+    control.send(&ClientMessage::Start {
+        start_at_unix_ms: None,
+    });
     let victim = UdpSocket::bind(VICTIM).unwrap();
     let hello = udp::write_hello(cookie, stream.id);
     let tally = send_and_count(
@@ -204,23 +167,9 @@ fn rr_udp_replies_go_only_to_the_control_connections_address() {
 #[test]
 fn iperf3_udp_data_goes_only_to_the_control_connections_address() {
     let server = Server::start();
-    let mut control = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
-    control
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    control
-        .write_all(&iperf3::make_cookie(&[b'a'; 36]))
-        .unwrap();
-    let mut state = [0u8; 1];
-    control.read_exact(&mut state).unwrap();
-    assert_eq!(State::from_byte(state[0]), Some(State::ParamExchange));
-    let params = br#"{"udp":true,"reverse":true,"time":2,"parallel":1,"len":1400,"bandwidth":20000000,"omit":0}"#;
-    control
-        .write_all(&(params.len() as u32).to_be_bytes())
-        .unwrap();
-    control.write_all(params).unwrap();
-    control.read_exact(&mut state).unwrap();
-    assert_eq!(State::from_byte(state[0]), Some(State::CreateStreams));
+    let params = r#"{"udp":true,"reverse":true,"time":2,"parallel":1,"len":1400,"bandwidth":20000000,"omit":0}"#;
+    let (_control, state, _) = iperf3_params(server.port, params);
+    assert_eq!(state, State::CreateStreams);
     let victim = UdpSocket::bind(VICTIM).unwrap();
     let tally = send_and_count(
         &victim,

@@ -181,6 +181,7 @@ impl ControlSession {
                 }
                 Ok(Event::Data(..)) => {}
                 Ok(Event::Client(Incoming::Message(ClientMessage::Start { start_at_unix_ms }))) => {
+                    check_start_time(start_at_unix_ms).map_err(NoStart::Refuse)?;
                     start_at = Some(start_at_unix_ms)
                 }
                 Ok(Event::Client(Incoming::Message(ClientMessage::Cancel { .. }))) => {
@@ -367,6 +368,26 @@ fn new_cookie() -> u64 {
     x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
     x ^= x >> 33;
     x
+}
+
+/// A start time a day or more ahead would hold the session (and overflow
+/// the clock arithmetic far enough out): refused.
+fn check_start_time(start_at_unix_ms: Option<u64>) -> Result<(), String> {
+    let Some(at) = start_at_unix_ms else {
+        return Ok(());
+    };
+    let now_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    let ahead_s = at.saturating_sub(now_ms) / 1000;
+    if ahead_s as f64 > linkperf_proto::config::MAX_SECONDS {
+        return Err(format!(
+            "the start time is {ahead_s} s ahead; at most {} s (a day) is accepted",
+            linkperf_proto::config::MAX_SECONDS
+        ));
+    }
+    Ok(())
 }
 
 /// Why this server cannot run `config`, if it cannot.
