@@ -85,3 +85,69 @@ pub fn iperf3_params(port: u16, params: &str) -> (TcpStream, State, Option<i32>)
     });
     (control, answer, errno)
 }
+
+/// A TCP connection to the server from `source` (an address of 127/8), as
+/// a client on another host would open it.
+pub fn connect_from(source: &str, port: u16) -> std::io::Result<TcpStream> {
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(Domain::IPV4, Type::STREAM, None)?;
+    let from: std::net::SocketAddr = format!("{source}:0").parse().unwrap();
+    socket.bind(&from.into())?;
+    let to: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    socket.connect_timeout(&to.into(), Duration::from_secs(5))?;
+    Ok(socket.into())
+}
+
+/// True when the server closed `stream` within `limit` (a read sees the
+/// end or a reset); false when it is still open.
+pub fn closed_within(mut stream: &TcpStream, limit: Duration) -> bool {
+    let end = std::time::Instant::now() + limit;
+    let mut buf = [0u8; 256];
+    loop {
+        let left = end.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        stream.set_read_timeout(Some(left)).unwrap();
+        match stream.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return false
+            }
+            Err(_) => return true,
+        }
+    }
+}
+
+/// A process's resident memory and its peak, in bytes (VmRSS, VmHWM).
+pub fn rss(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+            * 1024
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// A process's CPU time (user + system) in seconds.
+pub fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the command name, which may hold spaces: utime is the
+    // 14th field overall, stime the 15th.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
+    // SAFETY: sysconf has no preconditions.
+    ticks / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
+}
