@@ -18,5 +18,5 @@ pub mod udptrack;
 pub mod zerocopy;
 
 pub use side::{EventSink, LocalSide, SideEvent, StreamPlan};
-pub use stream::DataSocket;
+pub use stream::{tcp_receive_buffer, udp_stream_memory, DataSocket};
 pub use udpformat::UdpFormat;

@@ -170,11 +170,17 @@ impl LocalSide {
             .is_none()
             .then(|| at + Duration::from_secs_f64(self.config.duration_s));
         let rate = self.config.stream_rate();
+        let payload = if self.plans.iter().any(|p| p.role == Role::Sender) {
+            crate::stream::Payload::new(self.config.length as usize)
+        } else {
+            crate::stream::Payload::default()
+        };
         for (index, plan) in std::mem::take(&mut self.plans).into_iter().enumerate() {
             let shared = self.streams[index].clone();
             let ctl = self.ctl.clone();
             let params = StreamParams {
                 length: self.config.length as usize,
+                payload: payload.clone(),
                 rate_bps: rate,
                 // The split is per direction: with --bidir the second set is numbered from P.
                 byte_limit: self

@@ -97,10 +97,41 @@ pub struct SideControl {
     pub stop_receivers: AtomicBool,
 }
 
+/// The bytes a test's senders write: made once per test and shared by its
+/// streams (a copy per stream of a 64 MiB `-l` would cost 64 MiB a stream).
+#[derive(Clone, Default)]
+pub struct Payload(Arc<Vec<u8>>);
+
+impl Payload {
+    pub fn new(length: usize) -> Payload {
+        // Arc<Vec>, not Arc<[u8]>: converting would copy, twice the peak.
+        Payload(Arc::new(payload(length)))
+    }
+}
+
+impl std::fmt::Debug for Payload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Payload({} bytes)", self.0.len())
+    }
+}
+
+/// A TCP receiver's buffer for writes of `length`: reads return what the
+/// socket holds, so beyond a megabyte a larger buffer only costs memory.
+pub fn tcp_receive_buffer(length: usize) -> usize {
+    length.clamp(128 * 1024, 1024 * 1024)
+}
+
+/// What a UDP stream's batch of datagram buffers holds, either way.
+pub fn udp_stream_memory(length: usize) -> usize {
+    (length.max(udp::HEADER_LEN) + 1) * BATCH
+}
+
 /// What a stream thread needs to know about the test.
 #[derive(Debug, Clone)]
 pub struct StreamParams {
     pub length: usize,
+    /// What senders write (at least `length` bytes); empty for receivers.
+    pub payload: Payload,
     pub rate_bps: Option<u64>,
     pub byte_limit: Option<u64>,
     pub start: Instant,
@@ -163,9 +194,9 @@ pub fn tcp_send(
     p: StreamParams,
 ) {
     let _ = sock.set_write_timeout(Some(POLL * 5));
-    let buf = payload(p.length);
+    let buf = &p.payload.0[..p.length];
     let zerocopy = if p.zerocopy {
-        crate::zerocopy::Source::new(&buf).ok()
+        crate::zerocopy::Source::new(buf).ok()
     } else {
         None
     };
@@ -252,7 +283,7 @@ pub fn tcp_receive(
     p: StreamParams,
 ) {
     let _ = sock.set_read_timeout(Some(POLL));
-    let mut buf = vec![0u8; p.length.max(128 * 1024)];
+    let mut buf = vec![0u8; tcp_receive_buffer(p.length)];
     let mut received: u64 = 0;
     let mut last_data = Instant::now().max(p.start);
     loop {
@@ -307,11 +338,11 @@ pub fn udp_send(
     let mut pacer = p.rate_bps.map(Pacer::new);
     let limit_packets = p.byte_limit.map(|b| b.div_ceil(len as u64));
     let _ = sock.set_write_timeout(Some(POLL));
-    let fill = payload(len);
+    let fill = &p.payload.0[..len];
     // GSO where the kernel has it: a paced sender's trains then cost one
     // system call and one trip through the stack each.
-    let mut batch = mmsg::SendBatch::with_gso(len, &fill)
-        .unwrap_or_else(|| mmsg::SendBatch::new(len, BATCH, &fill));
+    let mut batch = mmsg::SendBatch::with_gso(len, fill)
+        .unwrap_or_else(|| mmsg::SendBatch::new(len, BATCH, fill));
     batch.set_format(p.udp_format);
     wait_until(p.start);
     shared
@@ -347,15 +378,7 @@ pub fn udp_send(
                 shared.bytes.store(seq * len as u64, Ordering::Relaxed);
             }
             Err(e) => {
-                if send_failed(
-                    e,
-                    &mut batch,
-                    &sock,
-                    &shared,
-                    &fill,
-                    seq,
-                    &mut refused_since,
-                ) {
+                if send_failed(e, &mut batch, &sock, &shared, fill, seq, &mut refused_since) {
                     break;
                 }
             }

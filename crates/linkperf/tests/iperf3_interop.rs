@@ -91,7 +91,7 @@ fn counts_of_test(server: &Server, n: usize) -> (u64, u64) {
         server
             .stdout_lines()
             .into_iter()
-            .filter(|l| l.starts_with("iperf3 client"))
+            .filter(|l| l.contains("iperf3 client") && l.contains("test-done"))
             .collect()
     };
     server.wait_stdout(Duration::from_secs(10), |_| test_lines().len() >= n);

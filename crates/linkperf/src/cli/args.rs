@@ -164,6 +164,8 @@ pub struct ServerArgs {
     /// or the MSS (default: any free port); open them in a firewall.
     #[arg(long, value_name = "LOW-HIGH", value_parser = port_range)]
     pub data_ports: Option<std::ops::RangeInclusive<u16>>,
+    #[command(flatten)]
+    pub limits: crate::server_limits::ServerLimitArgs,
 }
 
 fn port_range(s: &str) -> Result<std::ops::RangeInclusive<u16>, String> {

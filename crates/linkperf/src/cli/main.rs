@@ -29,6 +29,7 @@ mod progress;
 mod report_cmd;
 mod results;
 mod rr;
+mod server_limits;
 mod sweep;
 mod traffic;
 
@@ -97,6 +98,9 @@ fn run_server(args: args::ServerArgs) -> ExitCode {
         iperf3_port: args.iperf3_port,
         exclusive: args.exclusive,
         data_ports: args.data_ports.clone(),
+        limits: args.limits.limits(),
+        log_format: args.limits.log_format(),
+        logfile: args.limits.logfile.clone(),
     };
     match server::Server::bind(options) {
         Ok(s) => {

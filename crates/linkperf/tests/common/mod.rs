@@ -7,6 +7,7 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod campaign;
+pub mod hostile;
 pub mod sweep;
 
 pub use linkperf_testsupport::bed::CliBed;
