@@ -58,6 +58,16 @@ pub enum Command {
     /// Traffic models and application profiles: list them, show one.
     #[command(subcommand)]
     Traffic(crate::traffic::TrafficCommand),
+
+    // Installing and configuring linkperf (issue 21).
+    /// Print the manual page of linkperf or of one subcommand (roff; `man -l -` reads it).
+    Man(crate::manual::ManArgs),
+    /// Print the shell completion script for bash, zsh, fish, elvish or powershell.
+    Completions(crate::manual::CompletionsArgs),
+    /// Defaults from ~/.config/linkperf/config.toml (or $XDG_CONFIG_HOME/linkperf)
+    /// over /etc/linkperf/config.toml; flags override them.
+    #[command(subcommand)]
+    Config(crate::config::ConfigCommand),
 }
 
 /// One line from a clap error, whole: its message, the missing arguments with
