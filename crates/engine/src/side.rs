@@ -2,6 +2,7 @@
 //! interval reports, and the summary once they are done.
 
 use crate::cpu::{CpuSnapshot, ThreadCpu};
+use crate::delays::DelayTrack;
 use crate::sockopt;
 use crate::stream::{self, DataSocket, SideControl, StreamParams, StreamShared};
 use crate::tcpinfo::{self, RttTrack, TcpInfo};
@@ -79,6 +80,8 @@ struct Snap {
     packets: u64,
     udp: Option<UdpStats>,
     tcp: Option<TcpInfo>,
+    /// A model's sender: bytes its schedule had due.
+    offered: u64,
 }
 
 #[derive(Default)]
@@ -167,11 +170,17 @@ impl LocalSide {
             .is_none()
             .then(|| at + Duration::from_secs_f64(self.config.duration_s));
         let rate = self.config.stream_rate();
+        let payload = if self.plans.iter().any(|p| p.role == Role::Sender) {
+            crate::stream::Payload::new(self.config.length as usize)
+        } else {
+            crate::stream::Payload::default()
+        };
         for (index, plan) in std::mem::take(&mut self.plans).into_iter().enumerate() {
             let shared = self.streams[index].clone();
             let ctl = self.ctl.clone();
             let params = StreamParams {
                 length: self.config.length as usize,
+                payload: payload.clone(),
                 rate_bps: rate,
                 // The split is per direction: with --bidir the second set is numbered from P.
                 byte_limit: self
@@ -181,6 +190,11 @@ impl LocalSide {
                 end,
                 zerocopy: self.config.zerocopy,
                 udp_format: self.udp_format,
+                model: (plan.role == Role::Sender)
+                    .then(|| self.config.stream_model(plan.id))
+                    .flatten()
+                    .map(|(m, seed)| (m.clone(), seed)),
+                stream_id: plan.id,
             };
             let same_clock = self.same_clock;
             let name = format!(
@@ -199,6 +213,13 @@ impl LocalSide {
                     sockopt::tighten_timer_slack();
                 }
                 match (plan.socket, plan.role) {
+                    // A traffic model's sender follows its schedule.
+                    (DataSocket::Tcp(s), Role::Sender) if params.model.is_some() => {
+                        crate::modelsend::tcp(s, shared, ctl, params)
+                    }
+                    (DataSocket::Udp(s), Role::Sender) if params.model.is_some() => {
+                        crate::modelsend::udp(s, shared, ctl, params)
+                    }
                     (DataSocket::Tcp(s), Role::Sender) => stream::tcp_send(s, shared, ctl, params),
                     (DataSocket::Tcp(s), Role::Receiver) => {
                         stream::tcp_receive(s, shared, ctl, params)
@@ -324,9 +345,13 @@ impl LocalSide {
             if let Some((cpu, _)) = &thread_cpu {
                 own_cpu.add(cpu);
             }
-            let udp = final_snap.udp.as_ref().map(|now| match &base.udp {
-                Some(b) if base.at > Duration::ZERO => UdpTracker::delta(b, now),
-                _ => now.clone(),
+            let udp = final_snap.udp.as_ref().map(|now| {
+                let mut u = match &base.udp {
+                    Some(b) if base.at > Duration::ZERO => UdpTracker::delta(b, now),
+                    _ => now.clone(),
+                };
+                DelayTrack::fill(&mut u, stream::lock(&shared.delays).total());
+                u
             });
             let packets = (self.config.protocol == linkperf_proto::Protocol::Udp)
                 .then(|| final_snap.packets - base.packets);
@@ -349,6 +374,7 @@ impl LocalSide {
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .clone(),
+                schedule: stream::lock(&shared.schedule).clone(),
                 started_unix_ns: Some(shared.started_unix_ns.load(Ordering::Relaxed))
                     .filter(|&t| t > 0),
                 thread_cpu_percent: thread_cpu
@@ -381,6 +407,7 @@ fn snapshot(shared: &StreamShared, tcp: Option<&TcpStream>, at: Duration) -> Sna
         packets: shared.packets.load(Ordering::Relaxed),
         udp: shared.udp.lock().unwrap_or_else(|e| e.into_inner()).clone(),
         tcp: tcp.and_then(|s| tcpinfo::read(s).ok()),
+        offered: shared.offered_bytes.load(Ordering::Relaxed),
     }
 }
 
@@ -543,10 +570,18 @@ impl Sampler {
                     },
                     packets: (self.config.protocol == linkperf_proto::Protocol::Udp)
                         .then(|| n.packets - p.packets),
-                    udp: n.udp.as_ref().map(|u| match &p.udp {
-                        Some(b) => UdpTracker::delta(b, u),
-                        None => u.clone(),
+                    udp: n.udp.as_ref().map(|u| {
+                        let mut d = match &p.udp {
+                            Some(b) => UdpTracker::delta(b, u),
+                            None => u.clone(),
+                        };
+                        DelayTrack::fill(&mut d, stream::lock(&s.delays).take_interval());
+                        d
                     }),
+                    offered_bits_per_second: (s.role == Role::Sender
+                        && self.config.stream_model(s.id).is_some()
+                        && secs > 0.0)
+                        .then(|| (n.offered - p.offered) as f64 * 8.0 / secs),
                     tcp: (s.role == Role::Sender)
                         .then_some(())
                         .and(n.tcp.as_ref())
@@ -634,6 +669,9 @@ impl Sampler {
                     }
                     if omitted {
                         out.baseline = snaps.clone();
+                        for s in &self.streams {
+                            stream::lock(&s.delays).reset_total();
+                        }
                     } else {
                         for (whole, interval) in out.rtt.iter_mut().zip(&rtt) {
                             whole.merge(interval);

@@ -99,6 +99,9 @@ impl Testbed {
             .unwrap_or("ip");
         let mut cmd = Command::new(ip);
         cmd.args(["netns", "exec", &ns, program]);
+        // A linkperf test run this way puts the links' timing into its result.
+        cmd.env("LINKPERF_TESTBED", self.name())
+            .env("LINKPERF_TESTBED_HOST", host);
         cmd
     }
 

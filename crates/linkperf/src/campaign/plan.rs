@@ -28,6 +28,8 @@ pub struct Phase {
     pub name: String,
     pub duration_s: f64,
     pub flows: Vec<Flow>,
+    /// Testbed link parameters set before the phase (`link.LINK.KEY` -> value).
+    pub set: Point,
 }
 
 /// One combination of the campaign's `vary` values (empty without `vary`).
@@ -46,6 +48,8 @@ pub struct Campaign {
     pub phases: Vec<Phase>,
     /// The sweep's points; a single empty point when nothing varies.
     pub points: Vec<Point>,
+    /// The running testbed whose links phases and points set.
+    pub testbed: Option<String>,
 }
 
 impl Campaign {
@@ -60,7 +64,9 @@ impl Campaign {
                     .map(|f| {
                         let mut options = f.options.clone();
                         for (name, value) in point {
-                            set_option(&mut options, name, value)?;
+                            if !crate::sweep::plan::is_link(name) {
+                                set_option(&mut options, name, value)?;
+                            }
                         }
                         let config = flow_config(&options, p.duration_s, self.interval_s)?;
                         Ok(Flow {
@@ -124,6 +130,15 @@ pub fn flow_config(
     }
     let udp = o.udp.unwrap_or(false);
     let bitrate = rate(&o.bitrate, "bitrate")?;
+    let traffic = match &o.traffic {
+        Some(text) => {
+            let mut t = linkperf_traffic::Traffic::parse(text, &|p| std::fs::read(p))
+                .map_err(|e| format!("key 'traffic': {e}"))?;
+            t.seed = Some(o.traffic_seed.unwrap_or_else(crate::spec::fresh_seed));
+            Some(t)
+        }
+        None => None,
+    };
     let config = TestConfig {
         protocol: if udp { Protocol::Udp } else { Protocol::Tcp },
         direction: match (o.reverse.unwrap_or(false), o.bidir.unwrap_or(false)) {
@@ -146,12 +161,21 @@ pub fn flow_config(
         bitrate: match (bitrate, udp) {
             (Some(0), _) => None,
             (Some(r), _) => Some(r),
+            // A model sets its own pace (cbr's is the bitrate's).
+            (None, _) if traffic.as_ref().is_some_and(|t| !t.is_cbr()) => None,
             (None, true) => Some(1_000_000),
             (None, false) => None,
         },
         dont_fragment: o.dont_fragment.unwrap_or(false),
         zerocopy: o.zerocopy.unwrap_or(false),
         start_at_unix_ms: None,
+        traffic: traffic.map(Box::new),
+        tos: match &o.dscp {
+            Some(d) => {
+                Some(crate::spec::parse_dscp(d).map_err(|e| format!("key 'dscp': {e}"))? << 2)
+            }
+            None => None,
+        },
     };
     config.validate()?;
     Ok(config)
@@ -182,6 +206,9 @@ fn set_option(o: &mut FlowOptions, name: &str, value: &str) -> Result<(), String
         "bidir" => o.bidir = Some(on),
         "zerocopy" => o.zerocopy = Some(on),
         "dont-fragment" => o.dont_fragment = Some(on),
+        "traffic" => o.traffic = Some(value.to_string()),
+        "traffic-seed" => o.traffic_seed = Some(u64::from(count()?)),
+        "dscp" => o.dscp = Some(value.to_string()),
         other => {
             return Err(format!(
                 "'{other}' cannot vary in a campaign (phases set the duration)"
@@ -297,6 +324,7 @@ pub fn build(
         agents,
         phases,
         points: sweep_points(path, text, &file)?,
+        testbed: file.testbed.as_ref().map(|t| t.get_ref().clone()),
     };
     // Every point must give valid flows before anything runs.
     for p in &campaign.points {
@@ -419,7 +447,34 @@ fn phase(
         name: p.name.get_ref().clone(),
         duration_s,
         flows,
+        set: phase_set(path, text, p)?,
     })
+}
+
+/// A phase's `set = ["link.wan.ber=1e-6", ...]` as names and values.
+fn phase_set(path: &str, text: &str, p: &PhaseEntry) -> Result<Point, String> {
+    let mut set = Point::new();
+    let Some(entries) = &p.set else {
+        return Ok(set);
+    };
+    let bad = |m: &str| at(path, text, entries.span(), "set", m);
+    for entry in entries.get_ref() {
+        let (name, value) = entry
+            .split_once('=')
+            .filter(|(n, v)| crate::sweep::plan::is_link(n.trim()) && !v.trim().is_empty())
+            .ok_or_else(|| {
+                bad(&format!(
+                    "'{entry}' is not a link setting; accepted: link.LINK[.DIRECTION].KEY=VALUE, e.g. link.wan.ber=1e-6"
+                ))
+            })?;
+        if set
+            .insert(name.trim().to_string(), value.trim().to_string())
+            .is_some()
+        {
+            return Err(bad(&format!("'{}' is set twice", name.trim())));
+        }
+    }
+    Ok(set)
 }
 
 /// The points of the file's `vary` (one empty point without it).

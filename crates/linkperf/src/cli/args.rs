@@ -55,6 +55,9 @@ pub enum Command {
     Results(crate::results::ResultsArgs),
     /// Write one self-contained HTML report (plots and tables) of a run or sweep.
     Report(crate::report_cmd::ReportArgs),
+    /// Traffic models and application profiles: list them, show one.
+    #[command(subcommand)]
+    Traffic(crate::traffic::TrafficCommand),
 
     // Installing and configuring linkperf (issue 21).
     /// Print the manual page of linkperf or of one subcommand (roff; `man -l -` reads it).
@@ -171,6 +174,8 @@ pub struct ServerArgs {
     /// or the MSS (default: any free port); open them in a firewall.
     #[arg(long, value_name = "LOW-HIGH", value_parser = port_range)]
     pub data_ports: Option<std::ops::RangeInclusive<u16>>,
+    #[command(flatten)]
+    pub limits: crate::server_limits::ServerLimitArgs,
 
     // iperf3's everyday flags (issue 21).
     /// Run as a daemon: detach once listening (errors before that are printed).
@@ -306,6 +311,21 @@ pub struct ClientArgs {
     /// Do not store the result in the archive.
     #[arg(long, conflicts_with = "db")]
     pub no_store: bool,
+    // Traffic models and marking (docs/traffic.md).
+    /// How to send: full, cbr, burst:BYTES:PERIOD, burstq:BYTES:PERIOD,
+    /// 'idt=DIST;size=DIST[;on=DIST;off=DIST]', trace:FILE, or a profile
+    /// (linkperf traffic list).
+    #[arg(long, value_name = "MODEL")]
+    pub traffic: Option<String>,
+    /// Seed of the model's random draws (default: a fresh one, kept in the result).
+    #[arg(long, value_name = "N")]
+    pub traffic_seed: Option<u64>,
+    /// DSCP of the data packets: EF, AF11-AF43, CS0-CS7, VA, LE or 0-63.
+    #[arg(long, value_name = "DSCP", conflicts_with = "tos")]
+    pub dscp: Option<String>,
+    /// TOS byte of the data packets, as iperf3's -S: 0-255, e.g. 0xb8 (= --dscp EF).
+    #[arg(short = 'S', long = "tos", value_name = "TOS")]
+    pub tos: Option<String>,
 
     // iperf3's everyday flags (issue 21).
     /// Send exactly N blocks of -l bytes each instead of running for -t.
@@ -319,6 +339,9 @@ pub struct ClientArgs {
     /// Prefix every output line with TITLE.
     #[arg(short = 'T', long = "title")]
     pub title: Option<String>,
+    /// Append the output to FILE instead of printing it (errors stay on stderr).
+    #[arg(long, value_name = "FILE")]
+    pub logfile: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub output: crate::process_opts::OutputArgs,
 }
@@ -393,6 +416,22 @@ impl ClientArgs {
         spec.zerocopy = self.zerocopy;
         spec.clock_sync = self.clock_sync;
         spec.start_at = self.start_at;
+        // Set by `linkperf testbed exec` for what it runs inside a testbed host.
+        spec.testbed = std::env::var("LINKPERF_TESTBED")
+            .ok()
+            .filter(|name| !name.is_empty());
+        if let Some(seed) = self.traffic_seed {
+            spec.set("traffic-seed", &seed.to_string())?;
+        }
+        if let Some(model) = &self.traffic {
+            spec.set("traffic", model)?;
+        }
+        if let Some(d) = &self.dscp {
+            spec.set("dscp", d)?;
+        }
+        if let Some(t) = &self.tos {
+            spec.set("tos", t)?;
+        }
         if let Some(blocks) = self.blocks {
             let length = u64::from(spec.config().length);
             spec.bytes = Some(

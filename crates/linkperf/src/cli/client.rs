@@ -38,7 +38,11 @@ pub fn run(args: ClientArgs) -> ExitCode {
         Err(e) => return usage(e),
     };
     // --logfile, -T, --timestamps, -A: every line below goes through them.
-    let output = match crate::process_opts::start(&args.output, args.title.as_deref()) {
+    let output = match crate::process_opts::start(
+        &args.output,
+        args.logfile.as_deref(),
+        args.title.as_deref(),
+    ) {
         Ok(o) => o,
         Err(e) => return usage(e),
     };

@@ -32,7 +32,9 @@ mod progress;
 mod report_cmd;
 mod results;
 mod rr;
+mod server_limits;
 mod sweep;
+mod traffic;
 
 use args::{Cli, Command};
 use clap::{CommandFactory, FromArgMatches};
@@ -97,6 +99,7 @@ fn dispatch(command: Command) -> ExitCode {
         Command::Report(args) => report_cmd::run(args),
         Command::Campaign(cmd) => campaign::run(cmd),
         Command::Rr(args) => rr::main(args),
+        Command::Traffic(cmd) => traffic::run(cmd),
         Command::Man(args) => manual::man(args),
         Command::Completions(args) => manual::completions(args),
         Command::Config(cmd) => config::run(cmd),
@@ -120,6 +123,9 @@ fn run_server(args: args::ServerArgs) -> ExitCode {
         iperf3_port: args.iperf3_port,
         exclusive: args.exclusive,
         data_ports: args.data_ports.clone(),
+        limits: args.limits.limits(),
+        log_format: args.limits.log_format(),
+        logfile: args.limits.logfile.clone(),
     };
     let s = match server::Server::bind(options) {
         Ok(s) => s,
@@ -135,7 +141,7 @@ fn run_server(args: args::ServerArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     }
-    let output = match process_opts::start(&args.output, None) {
+    let output = match process_opts::start(&args.output, None, None) {
         Ok(o) => o,
         Err(e) => {
             eprintln!("linkperf: {e}");

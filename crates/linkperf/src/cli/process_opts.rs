@@ -7,15 +7,13 @@
 use clap::Args;
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::path::PathBuf;
+use std::path::Path;
 use std::thread::JoinHandle;
 
-/// Output options (iperf3's spelling), for `client` and `server`.
+/// Output options (iperf3's spelling), for `client` and `server` (the
+/// server's `--logfile` is its event log, in server_limits).
 #[derive(Args, Debug, Clone, Default)]
 pub struct OutputArgs {
-    /// Append the output to FILE instead of printing it (errors stay on stderr).
-    #[arg(long, value_name = "FILE")]
-    pub logfile: Option<PathBuf>,
     /// Prefix every output line with the time, as strftime FORMAT (default "%c ").
     #[arg(long, value_name = "FORMAT", num_args = 0..=1, require_equals = true,
           default_missing_value = "%c ")]
@@ -36,11 +34,15 @@ pub struct Output {
 
 /// Sets up `--logfile`, `--timestamps` and a title prefix (`-T`) on stdout,
 /// and `-A`. Err: one line for the user.
-pub fn start(args: &OutputArgs, title: Option<&str>) -> Result<Output, String> {
+pub fn start(
+    args: &OutputArgs,
+    logfile: Option<&Path>,
+    title: Option<&str>,
+) -> Result<Output, String> {
     if let Some(cpu) = args.affinity {
         pin(cpu)?;
     }
-    let file = match &args.logfile {
+    let file = match logfile {
         Some(path) => Some(
             std::fs::OpenOptions::new()
                 .create(true)

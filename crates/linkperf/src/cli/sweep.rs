@@ -114,8 +114,11 @@ fn failed(msg: impl std::fmt::Display) -> ExitCode {
 
 pub fn run(args: SweepArgs) -> ExitCode {
     // --logfile, -T, --timestamps, -A apply to the whole sweep.
-    let output = match crate::process_opts::start(&args.client.output, args.client.title.as_deref())
-    {
+    let output = match crate::process_opts::start(
+        &args.client.output,
+        args.client.logfile.as_deref(),
+        args.client.title.as_deref(),
+    ) {
         Ok(o) => o,
         Err(e) => return usage(e),
     };
