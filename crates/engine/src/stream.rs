@@ -98,6 +98,8 @@ pub struct StreamParams {
     pub zerocopy: bool,
     /// UDP datagram framing (iperf3's for iperf3 peers).
     pub udp_format: crate::udpformat::UdpFormat,
+    /// TCP_WINDOW_CLAMP a receiver holds (see `tcp_receive`).
+    pub window_clamp: Option<u32>,
 }
 
 fn now_unix_ns() -> u64 {
@@ -239,6 +241,12 @@ pub fn tcp_receive(
                 received += n as u64;
                 shared.bytes.store(received, Ordering::Relaxed);
                 last_data = Instant::now();
+                if let Some(clamp) = p.window_clamp {
+                    // Linux (6.7+) rewrites the clamp from the buffer size
+                    // whenever its payload-to-memory ratio changes; setting it
+                    // again is a no-op for the kernel when it still holds.
+                    crate::sockopt::hold_window_clamp(&sock, clamp);
+                }
             }
             Err(e)
                 if matches!(

@@ -62,6 +62,9 @@ pub struct TestSpec {
     pub clock_sync: bool,
     /// Start at this wall-clock time (ms since the Unix epoch).
     pub start_at: Option<u64>,
+    /// TCP_WINDOW_CLAMP on both ends: the exact largest window (`-w` sets
+    /// buffers, of which the kernel makes a larger window).
+    pub window_clamp: Option<u32>,
 }
 
 impl TestSpec {
@@ -94,6 +97,7 @@ impl TestSpec {
             zerocopy: false,
             clock_sync: false,
             start_at: None,
+            window_clamp: None,
         }
     }
 
@@ -124,6 +128,7 @@ impl TestSpec {
             dont_fragment: self.dont_fragment,
             zerocopy: self.zerocopy,
             start_at_unix_ms: self.start_at,
+            window_clamp: self.window_clamp,
         }
     }
 
@@ -180,6 +185,7 @@ impl TestSpec {
             "bidir" => self.set_direction(Direction::Bidir, on()),
             "zerocopy" => self.zerocopy = on(),
             "dont-fragment" => self.dont_fragment = on(),
+            "clamp" | "window-clamp" => self.window_clamp = Some(size(value)?),
             other => return Err(format!("'{other}' cannot vary")),
         }
         Ok(())

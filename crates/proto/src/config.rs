@@ -68,6 +68,11 @@ pub struct TestConfig {
     /// Wall-clock start (ms since the Unix epoch) agreed by a controller, for
     /// synchronised campaigns and third-party tests.
     pub start_at_unix_ms: Option<u64>,
+    /// TCP_WINDOW_CLAMP in bytes on both ends' data sockets, before connect
+    /// and listen: the largest window the receiver advertises, whatever the
+    /// buffers. Absent from older peers' configs.
+    #[serde(default)]
+    pub window_clamp: Option<u32>,
 }
 
 impl Default for TestConfig {
@@ -91,6 +96,7 @@ impl Default for TestConfig {
             dont_fragment: false,
             zerocopy: false,
             start_at_unix_ms: None,
+            window_clamp: None,
         }
     }
 }
@@ -164,7 +170,11 @@ impl TestConfig {
                 return Err(format!("-C '{cc}' is not a congestion control name"));
             }
         }
-        for (name, value) in [("--sndbuf", self.sndbuf), ("--rcvbuf", self.rcvbuf)] {
+        for (name, value) in [
+            ("--sndbuf", self.sndbuf),
+            ("--rcvbuf", self.rcvbuf),
+            ("--window-clamp", self.window_clamp),
+        ] {
             if let Some(v) = value {
                 if v == 0 || v > 1 << 30 {
                     return Err(format!("{name} must be between 1 byte and 1G, got {v}"));
@@ -183,6 +193,11 @@ impl TestConfig {
             ("-M", "TCP_MAXSEG", self.mss.is_some()),
             ("-C", "congestion control", self.congestion.is_some()),
             ("-Z", "sendfile zerocopy", self.zerocopy),
+            (
+                "--window-clamp",
+                "TCP_WINDOW_CLAMP",
+                self.window_clamp.is_some(),
+            ),
         ];
         let udp_only = [("--dont-fragment", "DF bit", self.dont_fragment)];
         let (others, ours, protocol, fix) = match self.protocol {

@@ -117,6 +117,7 @@ pub struct FlowOptions {
     pub bidir: Option<bool>,
     pub dont_fragment: Option<bool>,
     pub zerocopy: Option<bool>,
+    pub window_clamp: Option<toml::Value>,
     #[serde(flatten)]
     pub unknown: BTreeMap<String, toml::Value>,
 }

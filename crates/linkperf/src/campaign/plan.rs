@@ -152,6 +152,7 @@ pub fn flow_config(
         dont_fragment: o.dont_fragment.unwrap_or(false),
         zerocopy: o.zerocopy.unwrap_or(false),
         start_at_unix_ms: None,
+        window_clamp: size(&o.window_clamp, "window_clamp")?,
     };
     config.validate()?;
     Ok(config)
@@ -182,6 +183,7 @@ fn set_option(o: &mut FlowOptions, name: &str, value: &str) -> Result<(), String
         "bidir" => o.bidir = Some(on),
         "zerocopy" => o.zerocopy = Some(on),
         "dont-fragment" => o.dont_fragment = Some(on),
+        "clamp" => o.window_clamp = text(),
         other => {
             return Err(format!(
                 "'{other}' cannot vary in a campaign (phases set the duration)"

@@ -256,6 +256,10 @@ pub struct ClientArgs {
     /// Send from a memfd with sendfile (TCP only).
     #[arg(short = 'Z', long)]
     pub zerocopy: bool,
+    /// Largest TCP window either end advertises (TCP_WINDOW_CLAMP), bytes;
+    /// -w sets socket buffers, not the window (docs/model.md).
+    #[arg(long, value_parser = size32, value_name = "BYTES")]
+    pub window_clamp: Option<u32>,
     /// One JSON document at the end.
     #[arg(short = 'J', long, conflicts_with = "json_stream")]
     pub json: bool,
@@ -358,6 +362,7 @@ impl ClientArgs {
         spec.zerocopy = self.zerocopy;
         spec.clock_sync = self.clock_sync;
         spec.start_at = self.start_at;
+        spec.window_clamp = self.window_clamp;
         Ok(spec)
     }
 }

@@ -119,6 +119,11 @@ const PARAMS: &[ParamDef] = &[
         aliases: &["dont_fragment"],
         kind: Kind::Bool,
     },
+    ParamDef {
+        name: "clamp",
+        aliases: &["window-clamp", "window_clamp"],
+        kind: Kind::Size,
+    },
 ];
 
 /// Most values one `--vary` may expand to, and most points a sweep may have.
