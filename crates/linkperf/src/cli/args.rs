@@ -55,6 +55,9 @@ pub enum Command {
     Results(crate::results::ResultsArgs),
     /// Write one self-contained HTML report (plots and tables) of a run or sweep.
     Report(crate::report_cmd::ReportArgs),
+    /// Run a seed experiment of examples/seeds through its testbed and print
+    /// the seed's numbers beside linkperf's.
+    Reproduce(crate::reproduce::ReproduceArgs),
 }
 
 /// One line from a clap error, whole: its message, the missing arguments with

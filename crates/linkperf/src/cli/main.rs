@@ -27,6 +27,7 @@ mod client;
 mod demo;
 mod progress;
 mod report_cmd;
+mod reproduce;
 mod results;
 mod rr;
 mod sweep;
@@ -73,6 +74,7 @@ fn dispatch(command: Command) -> ExitCode {
         Command::Sweep(args) => sweep::run(args),
         Command::Results(args) => results::run(args),
         Command::Report(args) => report_cmd::run(args),
+        Command::Reproduce(args) => reproduce::run(args),
         Command::Campaign(cmd) => campaign::run(cmd),
         Command::Rr(args) => rr::main(args),
         Command::Testbed(cmd) => match linkperf_testbed::run(cmd) {
