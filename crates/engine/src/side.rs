@@ -195,6 +195,7 @@ impl LocalSide {
                     .flatten()
                     .map(|(m, seed)| (m.clone(), seed)),
                 stream_id: plan.id,
+                window_clamp: self.config.window_clamp,
             };
             let same_clock = self.same_clock;
             let name = format!(
@@ -341,6 +342,15 @@ impl LocalSide {
                     &rtt,
                 )
             });
+            // A receiver's tcp_info says only which window it advertised.
+            let tcp = tcp.or_else(|| {
+                let now = final_snap.tcp.as_ref()?;
+                Some(TcpStats {
+                    rcv_wnd_bytes: now.rcv_wnd.map(u64::from),
+                    window_clamp_bytes: now.window_clamp.map(u64::from),
+                    ..TcpStats::default()
+                })
+            });
             let thread_cpu = *shared.cpu.lock().unwrap_or_else(|e| e.into_inner());
             if let Some((cpu, _)) = &thread_cpu {
                 own_cpu.add(cpu);
@@ -475,6 +485,8 @@ fn tcp_interval(
         rttvar_ms: ms(now.rttvar_us),
         min_rtt_ms: ms(now.min_rtt_us),
         snd_wnd_bytes: now.snd_wnd.map(u64::from),
+        rcv_wnd_bytes: now.rcv_wnd.map(u64::from),
+        window_clamp_bytes: now.window_clamp.map(u64::from),
         delivery_rate_bps: now.delivery_rate.map(|r| r as f64 * 8.0),
         pacing_rate_bps: now
             .pacing_rate

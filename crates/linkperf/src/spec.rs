@@ -73,6 +73,9 @@ pub struct TestSpec {
     pub traffic_seed: Option<u64>,
     /// IP TOS byte of the data packets (DSCP << 2), from --dscp or -S.
     pub tos: Option<u8>,
+    /// TCP_WINDOW_CLAMP on both ends: the exact largest window (`-w` sets
+    /// buffers, of which the kernel makes a larger window).
+    pub window_clamp: Option<u32>,
 }
 
 impl TestSpec {
@@ -109,6 +112,7 @@ impl TestSpec {
             traffic: None,
             traffic_seed: None,
             tos: None,
+            window_clamp: None,
         }
     }
 
@@ -143,6 +147,7 @@ impl TestSpec {
             start_at_unix_ms: self.start_at,
             traffic: self.traffic.clone().map(Box::new),
             tos: self.tos,
+            window_clamp: self.window_clamp,
         }
     }
 
@@ -230,6 +235,7 @@ impl TestSpec {
             }
             "dscp" => self.tos = Some(parse_dscp(value)? << 2),
             "tos" => self.tos = Some(parse_tos(value)?),
+            "clamp" | "window-clamp" => self.window_clamp = Some(size(value)?),
             other => return Err(format!("'{other}' cannot vary")),
         }
         Ok(())

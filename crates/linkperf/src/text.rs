@@ -151,6 +151,7 @@ fn direction_block(out: &mut String, s: &DirectionSummary, udp: bool) {
             );
         }
         out.push('\n');
+        window_line(out, t);
     }
     if let Some(g) = &s.send_gaps {
         let _ = writeln!(
@@ -189,6 +190,19 @@ fn direction_block(out: &mut String, s: &DirectionSummary, udp: bool) {
     if let Some(a) = &s.verdict.advice {
         let _ = writeln!(out, "  advice    {a}");
     }
+}
+
+/// The window the receiver really advertised, which `-w` does not set
+/// exactly (the kernel doubles a buffer and keeps part for overhead).
+fn window_line(out: &mut String, t: &crate::report::TcpSummary) {
+    let bytes = |v: Option<u64>| v.map(|b| format!("{b} B")).unwrap_or_else(|| "-".into());
+    let _ = writeln!(
+        out,
+        "  window    advertised {} (as the sender saw it); receiver rcv_wnd {}, window clamp {}",
+        bytes(t.snd_wnd_bytes),
+        bytes(t.receiver_window.rcv_wnd_bytes),
+        bytes(t.receiver_window.window_clamp_bytes)
+    );
 }
 
 pub fn summary(r: &Report) -> String {

@@ -176,6 +176,7 @@ pub fn flow_config(
             }
             None => None,
         },
+        window_clamp: size(&o.window_clamp, "window_clamp")?,
     };
     config.validate()?;
     Ok(config)
@@ -209,6 +210,7 @@ fn set_option(o: &mut FlowOptions, name: &str, value: &str) -> Result<(), String
         "traffic" => o.traffic = Some(value.to_string()),
         "traffic-seed" => o.traffic_seed = Some(u64::from(count()?)),
         "dscp" => o.dscp = Some(value.to_string()),
+        "clamp" => o.window_clamp = text(),
         other => {
             return Err(format!(
                 "'{other}' cannot vary in a campaign (phases set the duration)"
