@@ -157,6 +157,14 @@ impl TestSpec {
         if self.host.is_empty() {
             return Err("which server? usage: linkperf client HOST [options]".into());
         }
+        if self.peer == Peer::Iperf3
+            && (self.tos.is_some() || self.traffic.as_ref().is_some_and(|t| !t.is_plain()))
+        {
+            return Err(
+                "--traffic models and --dscp/-S need a linkperf server; a stock iperf3 server would ignore them"
+                    .into(),
+            );
+        }
         if let Some(t) = &self.traffic {
             if t.is_cbr() && self.protocol == Protocol::Tcp && self.bitrate.unwrap_or(0) == 0 {
                 return Err("--traffic cbr needs a rate: add -b RATE".into());
@@ -407,6 +415,10 @@ mod tests {
         let mut t = TestSpec::new("h");
         t.set("traffic", "cbr").unwrap();
         assert!(t.validate().unwrap_err().contains("needs a rate"));
+        let mut i = TestSpec::new("h");
+        i.peer = Peer::Iperf3;
+        i.set("dscp", "EF").unwrap();
+        assert!(i.validate().unwrap_err().contains("need a linkperf server"));
     }
 
     #[test]
