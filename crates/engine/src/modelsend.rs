@@ -300,6 +300,7 @@ mod tests {
         let start = Instant::now() + Duration::from_millis(20);
         StreamParams {
             length: 1460,
+            payload: crate::stream::Payload::new(1460),
             rate_bps: None,
             byte_limit: None,
             start,
@@ -311,6 +312,7 @@ mod tests {
                 5,
             )),
             stream_id: 0,
+            window_clamp: None,
         }
     }
 
