@@ -179,6 +179,16 @@ pub struct ServerArgs {
     pub data_ports: Option<std::ops::RangeInclusive<u16>>,
     #[command(flatten)]
     pub limits: crate::server_limits::ServerLimitArgs,
+
+    // iperf3's everyday flags (issue 21).
+    /// Run as a daemon: detach once listening (errors before that are printed).
+    #[arg(short = 'D', long)]
+    pub daemon: bool,
+    /// With -D: write the daemon's process id to FILE.
+    #[arg(short = 'I', long, value_name = "FILE", requires = "daemon")]
+    pub pidfile: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub output: crate::process_opts::OutputArgs,
 }
 
 fn port_range(s: &str) -> Result<std::ops::RangeInclusive<u16>, String> {
@@ -323,6 +333,21 @@ pub struct ClientArgs {
     /// TOS byte of the data packets, as iperf3's -S: 0-255, e.g. 0xb8 (= --dscp EF).
     #[arg(short = 'S', long = "tos", value_name = "TOS")]
     pub tos: Option<String>,
+
+    // iperf3's everyday flags (issue 21).
+    /// Send exactly N blocks of -l bytes each instead of running for -t.
+    #[arg(
+        short = 'k',
+        long = "blocks",
+        value_name = "N",
+        conflicts_with = "bytes"
+    )]
+    pub blocks: Option<u64>,
+    /// Prefix every output line with TITLE.
+    #[arg(short = 'T', long = "title")]
+    pub title: Option<String>,
+    #[command(flatten)]
+    pub output: crate::process_opts::OutputArgs,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -412,6 +437,14 @@ impl ClientArgs {
             spec.set("tos", t)?;
         }
         spec.window_clamp = self.window_clamp;
+        if let Some(blocks) = self.blocks {
+            let length = u64::from(spec.config().length);
+            spec.bytes = Some(
+                blocks
+                    .checked_mul(length)
+                    .ok_or("-k N x -l: too many bytes")?,
+            );
+        }
         Ok(spec)
     }
 }

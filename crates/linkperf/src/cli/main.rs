@@ -27,6 +27,7 @@ mod client;
 mod config;
 mod demo;
 mod manual;
+mod process_opts;
 mod progress;
 mod report_cmd;
 mod reproduce;
@@ -128,17 +129,31 @@ fn run_server(args: args::ServerArgs) -> ExitCode {
         log_format: args.limits.log_format(),
         logfile: args.limits.logfile.clone(),
     };
-    match server::Server::bind(options) {
-        Ok(s) => {
-            if !args.quiet {
-                say!("linkperf server listening on {}", s.local_addr());
-            }
-            s.run();
-            ExitCode::SUCCESS
-        }
+    let s = match server::Server::bind(options) {
+        Ok(s) => s,
         Err(e) => {
             eprintln!("linkperf: {e}");
-            ExitCode::from(1)
+            return ExitCode::from(1);
+        }
+    };
+    // Detached only once bound, so a taken port is still reported here.
+    if args.daemon {
+        if let Err(e) = process_opts::daemonize(args.pidfile.as_deref()) {
+            eprintln!("linkperf: {e}");
+            return ExitCode::from(1);
         }
     }
+    let output = match process_opts::start(&args.output, None) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("linkperf: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if !args.quiet {
+        say!("linkperf server listening on {}", s.local_addr());
+    }
+    s.run();
+    output.finish();
+    ExitCode::SUCCESS
 }
