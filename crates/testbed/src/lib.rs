@@ -5,6 +5,7 @@
 //! frames between the TAPs applying rate, delay, jitter, loss, bit errors, queue limit and
 //! framing overhead), [`down`] removes every trace of it.
 
+pub mod circuit;
 pub mod cli;
 pub mod control;
 pub mod counters;

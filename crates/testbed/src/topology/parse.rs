@@ -308,6 +308,20 @@ impl<'t> Parser<'t> {
         if let Some(v) = k.trace {
             o.trace = Some(self.trace(v, &key("trace"))?);
         }
+        if let Some(v) = k.circuit_setup {
+            o.circuit_setup_ns = Some(self.duration_ns(v, &key("circuit_setup"))?);
+        }
+        if let Some(v) = k.circuit_idle {
+            let ns = self.duration_ns(v, &key("circuit_idle"))?;
+            if ns == 0 {
+                return Err(self.error(
+                    Some(v.span()),
+                    &key("circuit_idle"),
+                    "must be longer than 0 (the idle time after which the circuit is released)",
+                ));
+            }
+            o.circuit_idle_ns = Some(ns);
+        }
         Ok(o)
     }
 

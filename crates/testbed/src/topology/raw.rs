@@ -72,6 +72,8 @@ macro_rules! with_direction_keys {
             pub(super) queue_packets: Option<Spanned<i64>>,
             pub(super) framing: Option<Spanned<String>>,
             pub(super) trace: Option<Spanned<String>>,
+            pub(super) circuit_setup: Option<Spanned<Value>>,
+            pub(super) circuit_idle: Option<Spanned<Value>>,
         }
 
         impl $name {
@@ -89,6 +91,8 @@ macro_rules! with_direction_keys {
                     queue_packets: self.queue_packets.as_ref(),
                     framing: self.framing.as_ref(),
                     trace: self.trace.as_ref(),
+                    circuit_setup: self.circuit_setup.as_ref(),
+                    circuit_idle: self.circuit_idle.as_ref(),
                 }
             }
         }
@@ -128,4 +132,6 @@ pub(super) struct DirectionKeys<'a> {
     pub(super) queue_packets: Option<&'a Spanned<i64>>,
     pub(super) framing: Option<&'a Spanned<String>>,
     pub(super) trace: Option<&'a Spanned<String>>,
+    pub(super) circuit_setup: Option<&'a Spanned<Value>>,
+    pub(super) circuit_idle: Option<&'a Spanned<Value>>,
 }

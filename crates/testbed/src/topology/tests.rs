@@ -407,3 +407,33 @@ fn schedules_in_the_topology_and_in_their_own_file() {
     assert!(e.contains("line 3: step.link: no link 'nowhere'"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn circuit_keys_are_read_and_a_zero_idle_timeout_is_refused() {
+    let link = "[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n[[link]]\nends = [\"a\", \"b\"]\n";
+    let t = Topology::from_toml_str(
+        "t",
+        &format!("{link}circuit_setup = \"30ms\"\n[link.b_to_a]\ncircuit_idle = \"2s\"\n"),
+    )
+    .unwrap();
+    let l = &t.links[0];
+    assert_eq!(l.a_to_b.circuit_setup_ns, 30_000_000);
+    assert_eq!(
+        l.a_to_b.circuit_idle_ns,
+        crate::params::DEFAULT_CIRCUIT_IDLE_NS
+    );
+    assert_eq!(
+        (l.b_to_a.circuit_setup_ns, l.b_to_a.circuit_idle_ns),
+        (30_000_000, 2_000_000_000)
+    );
+    let e = err(&format!("{link}circuit_idle = \"0s\"\n"));
+    assert!(
+        e.starts_with("topology 't': line 7: link.circuit_idle: must be longer than 0"),
+        "{e}"
+    );
+    let e = err(&format!("{link}circuit_setup = \"soon\"\n"));
+    assert!(
+        e.contains("line 7: link.circuit_setup:") && !e.contains('\n'),
+        "{e}"
+    );
+}
