@@ -9,6 +9,7 @@ pub mod circuit;
 pub mod cli;
 pub mod control;
 pub mod counters;
+pub mod cpu_limit;
 pub mod delay_line;
 pub mod emulator;
 pub mod error;

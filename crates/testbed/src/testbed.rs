@@ -413,6 +413,9 @@ pub fn down(name: &str) -> Result<(), TestbedError> {
             first_error.get_or_insert(e);
         }
     }
+    if let Err(e) = crate::cpu_limit::remove_groups(name) {
+        first_error.get_or_insert(e);
+    }
     if dir.exists() {
         if let Err(e) = std::fs::remove_dir_all(&dir) {
             first_error.get_or_insert(TestbedError::runtime(format!(

@@ -1,20 +1,33 @@
 //! The network elements of issue 13, each against its analytic expectation: a switched
-//! circuit's set-up delay on the first packet after an idle timeout.
+//! circuit's set-up delay on the first packet after an idle timeout; a CPU-limited host's
+//! CPU-bound work rate against its share.
 
 mod harness;
 mod traffic;
 
 use harness::*;
 use std::net::SocketAddr;
-use std::time::Duration;
+use std::process::Command;
+use std::time::{Duration, Instant};
 use traffic::*;
 
-const TESTS: &[(&str, TestFn)] = &[(
-    "a_circuit_holds_the_first_packet_after_an_idle_gap_for_its_set_up",
-    a_circuit_holds_the_first_packet_after_an_idle_gap_for_its_set_up,
-)];
+const TESTS: &[(&str, TestFn)] = &[
+    (
+        "a_circuit_holds_the_first_packet_after_an_idle_gap_for_its_set_up",
+        a_circuit_holds_the_first_packet_after_an_idle_gap_for_its_set_up,
+    ),
+    (
+        "a_cpu_limited_host_works_at_its_share_of_one_cpu",
+        a_cpu_limited_host_works_at_its_share_of_one_cpu,
+    ),
+];
 
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("spin") {
+        spin(args[2].parse().expect("spin SECONDS"));
+        return;
+    }
     harness::main_with(TESTS);
 }
 
@@ -93,4 +106,83 @@ fn send_probes(ns: &str, to: SocketAddr, count: u64, gap: Duration) {
     })
     .join()
     .unwrap();
+}
+
+/// The CPU-bound worker the CPU test runs in the hosts: a fixed arithmetic step repeated for
+/// `seconds` of wall time; prints the steps done, its CPU time and wall time (ns).
+fn spin(seconds: f64) {
+    let start = Instant::now();
+    let (mut steps, mut x) = (0u64, 1u64);
+    while start.elapsed().as_secs_f64() < seconds {
+        for _ in 0..10_000 {
+            x = std::hint::black_box(
+                x.wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407),
+            );
+        }
+        steps += 1;
+    }
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime fills the timespec we pass.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    let cpu_ns = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
+    println!("{steps} {cpu_ns} {}", start.elapsed().as_nanos());
+}
+
+/// (steps, CPU seconds, wall seconds) of `spin` run for `seconds` by `testbed exec` in `host`.
+fn spin_in(tb: &str, host: &str, seconds: f64) -> (f64, f64, f64) {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["testbed", "exec", "--testbed", tb, host, "--"])
+        .arg(std::env::current_exe().unwrap())
+        .args(["spin", &seconds.to_string()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "exec in {host}: {text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Vec<f64> = text
+        .split_whitespace()
+        .map(|w| w.parse().unwrap())
+        .collect();
+    (v[0], v[1] / 1e9, v[2] / 1e9)
+}
+
+const CPU_SHARE: f64 = 0.25;
+
+/// Host a may use 25 % of one CPU, host b is unlimited. Interleaved, b's run gives the
+/// worker's steps per CPU second (its own CPU time, so the machine's load is not in it), and
+/// a's steps per wall second must be 25 % of that: its quota is the bottleneck. a runs at
+/// raised priority so that on a loaded machine its quota, not the competition, limits it.
+fn a_cpu_limited_host_works_at_its_share_of_one_cpu() {
+    let tb = Guard::up(
+        "lpt13-cpu",
+        &format!("[[host]]\nname = \"a\"\ncpu = \"{}%\"\n[[host]]\nname = \"b\"\n[[link]]\nends = [\"a\", \"b\"]\n", CPU_SHARE * 100.0),
+    );
+    raise_priority();
+    let mut ratios = Vec::new();
+    for round in 0..3 {
+        let (steps_b, cpu_b, _) = spin_in(tb.name(), "b", 1.0);
+        let (steps_a, cpu_a, wall_a) = spin_in(tb.name(), "a", 3.0);
+        let per_cpu_second = steps_b / cpu_b;
+        let ratio = steps_a / wall_a / per_cpu_second;
+        println!(
+            "  round {round}: b {per_cpu_second:.0} steps per CPU second; a {:.0} steps per second, {:.3} of b's, CPU {:.2} s in {:.2} s",
+            steps_a / wall_a,
+            ratio,
+            cpu_a,
+            wall_a
+        );
+        ratios.push(ratio);
+    }
+    let median = percentile(&ratios, 0.5);
+    assert!(
+        (median / CPU_SHARE - 1.0).abs() <= 0.15,
+        "median rate ratio {median:.3} against the {CPU_SHARE} share ({ratios:.3?})"
+    );
 }

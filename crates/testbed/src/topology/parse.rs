@@ -1,6 +1,8 @@
 //! Checking and converting the raw file: names, ends, presets, units, percentages, shape.
 
-use super::model::{offload_default, validate_name, Link, Switch, Topology, MAX_MTU, MIN_MTU};
+use super::model::{
+    offload_default, validate_name, Link, Switch, Topology, MAX_MTU, MIN_CPU_SHARE, MIN_MTU,
+};
 use super::raw::*;
 use crate::error::TestbedError;
 use crate::framing::Framing;
@@ -450,6 +452,30 @@ impl<'t> Parser<'t> {
             }
         };
         linkperf_units::parse_percent(&text).map_err(|e| self.error(Some(v.span()), key, e))
+    }
+
+    /// A host's `cpu` share: a percentage of one CPU in (0, 100 %].
+    pub(super) fn cpu_share(&self, h: &RawHost) -> Result<Option<f64>, TestbedError> {
+        let Some(v) = &h.cpu else {
+            return Ok(None);
+        };
+        let bad = |shown: String| {
+            self.error(
+                Some(v.span()),
+                "host.cpu",
+                format!(
+                    "{shown} is not a CPU share: a percentage of one CPU from {}% to 100% (e.g. \"25%\")",
+                    MIN_CPU_SHARE * 100.0
+                ),
+            )
+        };
+        let share = self
+            .percent(v, "host.cpu")
+            .map_err(|_| bad(show(v.get_ref())))?;
+        if !(MIN_CPU_SHARE..=1.0).contains(&share) {
+            return Err(bad(show(v.get_ref())));
+        }
+        Ok(Some(share))
     }
 
     /// Hosts have one interface each and the graph must be loop-free (bridges run no STP).

@@ -35,6 +35,7 @@ pub(super) struct RawHost {
     pub(super) name: Spanned<String>,
     pub(super) address: Option<Spanned<String>>,
     pub(super) address6: Option<Spanned<String>>,
+    pub(super) cpu: Option<Spanned<Value>>,
 }
 
 #[derive(Deserialize)]

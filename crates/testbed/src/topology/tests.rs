@@ -437,3 +437,23 @@ fn circuit_keys_are_read_and_a_zero_idle_timeout_is_refused() {
         "{e}"
     );
 }
+
+#[test]
+fn a_host_cpu_share_is_a_percentage_of_one_cpu_in_0_to_100() {
+    let t = Topology::from_toml_str(
+        "t",
+        "[[host]]\nname = \"a\"\ncpu = \"25%\"\n[[host]]\nname = \"b\"\n",
+    )
+    .unwrap();
+    assert_eq!((t.hosts[0].cpu, t.hosts[1].cpu), (Some(0.25), None));
+    for bad in ["\"0%\"", "\"150%\"", "\"fast\"", "-5", "true"] {
+        let e = err(&format!("[[host]]\nname = \"a\"\ncpu = {bad}\n"));
+        assert!(
+            e.starts_with("topology 't': line 3: host.cpu: ")
+                && e.contains("is not a CPU share")
+                && e.contains("to 100%")
+                && !e.contains('\n'),
+            "{e}"
+        );
+    }
+}
