@@ -20,6 +20,7 @@ pub mod gso;
 pub mod impairment;
 pub mod mailbox;
 pub mod netns;
+pub mod nic;
 pub mod params;
 pub mod presets;
 pub mod probe;

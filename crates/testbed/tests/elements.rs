@@ -1,6 +1,6 @@
 //! The network elements of issue 13, each against its analytic expectation: a switched
 //! circuit's set-up delay on the first packet after an idle timeout; a CPU-limited host's
-//! CPU-bound work rate against its share.
+//! CPU-bound work rate against its share; a UDP sender blocked at its access link's rate.
 
 mod harness;
 mod traffic;
@@ -19,6 +19,10 @@ const TESTS: &[(&str, TestFn)] = &[
     (
         "a_cpu_limited_host_works_at_its_share_of_one_cpu",
         a_cpu_limited_host_works_at_its_share_of_one_cpu,
+    ),
+    (
+        "a_udp_sender_is_held_to_its_line_rate",
+        a_udp_sender_is_held_to_its_line_rate,
     ),
 ];
 
@@ -184,5 +188,80 @@ fn a_cpu_limited_host_works_at_its_share_of_one_cpu() {
     assert!(
         (median / CPU_SHARE - 1.0).abs() <= 0.15,
         "median rate ratio {median:.3} against the {CPU_SHARE} share ({ratios:.3?})"
+    );
+}
+
+const LINE_BPS: f64 = 100e6;
+const PAYLOAD: usize = 1472;
+
+/// A UDP sender as fast as its socket lets it (`-b 0`), for 3 s at most and 1 M datagrams:
+/// datagrams handed to the kernel by each elapsed 10 ms, as (seconds, count) samples.
+fn udp_flood(ns: &str, to: SocketAddr) -> Vec<(f64, u64)> {
+    spawn_in(ns, move || {
+        // A sender starved of CPU for longer than its socket buffer lasts (11 ms at
+        // 100 Mbit/s) would leave the line idle: that is the machine's load, not the NIC.
+        raise_priority();
+        let sock = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+        sock.connect(to).unwrap();
+        let payload = vec![0x5au8; PAYLOAD];
+        let start = Instant::now();
+        let (mut sent, mut samples, mut next) = (0u64, Vec::new(), 0.01);
+        while sent < 1_000_000 {
+            let t = start.elapsed().as_secs_f64();
+            if t >= next {
+                samples.push((t, sent));
+                next += 0.01;
+            }
+            if t >= 3.0 {
+                break;
+            }
+            if sock.send(&payload).is_ok() {
+                sent += 1;
+            }
+        }
+        samples
+    })
+    .join()
+    .unwrap()
+}
+
+/// With `line_rate`, a sender's host interface shapes at the link's rate, so a sender that
+/// sends as fast as it can blocks: its "sent" payload rate is the link's payload rate,
+/// 100 Mbit/s x 1472 / 1538 (UDP payload of a 1500-byte packet over its Ethernet wire
+/// bytes) = 95.7 Mbit/s, within 2 %, and nothing is dropped at the host or in the network.
+fn a_udp_sender_is_held_to_its_line_rate() {
+    let tb = Guard::up("lpt13-nic", &pair("rate = \"100M\"\nline_rate = true\n"));
+    let (a, b) = (ns(&tb, "a"), ns(&tb, "b"));
+    let to: SocketAddr = (tb.ipv4("b").unwrap(), 9133).into();
+    let sink = start_udp_sink::<Arrival>(&b, 9133, Duration::from_secs(1), Duration::from_secs(8));
+    let before = direction(&tb.counters().unwrap(), 0, "a_to_b").values;
+    let samples = udp_flood(&a, to);
+    let received = sink.join().unwrap().len() as u64;
+    let c = direction(&tb.counters().unwrap(), 0, "a_to_b")
+        .values
+        .since(&before);
+    let host_drops = tb.host_drops("a").unwrap();
+    // The first 0.5 s fills the socket buffer and the interface queue: not steady.
+    let (t0, n0) = *samples.iter().find(|s| s.0 >= 0.5).unwrap();
+    let (t1, n1) = *samples.last().unwrap();
+    let sent_bps = (n1 - n0) as f64 * PAYLOAD as f64 * 8.0 / (t1 - t0);
+    let expected = LINE_BPS * PAYLOAD as f64 / (PAYLOAD + 28 + 38) as f64;
+    println!(
+        "  sent {:.2} Mbit/s of payload (expected {:.2}), {} datagrams, {received} received; dropped at host a {host_drops}, in the network {}",
+        sent_bps / 1e6,
+        expected / 1e6,
+        n1,
+        c.dropped_queue
+    );
+    assert!(
+        (sent_bps / expected - 1.0).abs() <= 0.02,
+        "sent {:.2} Mbit/s against the link's {:.2}",
+        sent_bps / 1e6,
+        expected / 1e6
+    );
+    assert_eq!(c.dropped_queue, 0, "the network dropped what the host sent");
+    assert_eq!(
+        host_drops, 0,
+        "a blocking sender is not dropped at its own interface"
     );
 }

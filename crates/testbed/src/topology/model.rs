@@ -61,6 +61,12 @@ pub struct Link {
     /// by one by the emulator (see `gso`); false makes the kernel segment before the emulator.
     #[serde(default = "offload_default")]
     pub offload: bool,
+    /// Host ends send no faster than the link, like a NIC (see [`crate::nic`]).
+    #[serde(default)]
+    pub line_rate: bool,
+    /// Packets the interface queue of a `line_rate` host end holds.
+    #[serde(default = "txqueuelen_default")]
+    pub txqueuelen: u32,
     pub a_to_b: DirectionParams,
     pub b_to_a: DirectionParams,
 }
@@ -68,6 +74,13 @@ pub struct Link {
 pub(super) fn offload_default() -> bool {
     true
 }
+
+pub(super) fn txqueuelen_default() -> u32 {
+    crate::nic::DEFAULT_TXQUEUELEN
+}
+
+/// Most packets a line-rate interface queue may hold.
+pub const MAX_TXQUEUELEN: i64 = 1_000_000;
 
 impl Topology {
     pub fn host(&self, name: &str) -> Option<&Host> {

@@ -1,7 +1,8 @@
 //! Checking and converting the raw file: names, ends, presets, units, percentages, shape.
 
 use super::model::{
-    offload_default, validate_name, Link, Switch, Topology, MAX_MTU, MIN_CPU_SHARE, MIN_MTU,
+    offload_default, txqueuelen_default, validate_name, Link, Switch, Topology, MAX_MTU,
+    MAX_TXQUEUELEN, MIN_CPU_SHARE, MIN_MTU,
 };
 use super::raw::*;
 use crate::error::TestbedError;
@@ -230,6 +231,17 @@ impl<'t> Parser<'t> {
             }
             mtu = v as u32;
         }
+        let txqueuelen = match &raw.txqueuelen {
+            Some(q) if !(1..=MAX_TXQUEUELEN).contains(q.get_ref()) => {
+                return Err(self.error(
+                    Some(q.span()),
+                    "link.txqueuelen",
+                    format!("{} is outside 1..={MAX_TXQUEUELEN} packets", q.get_ref()),
+                ))
+            }
+            Some(q) => *q.get_ref() as u32,
+            None => txqueuelen_default(),
+        };
         self.overrides(&raw.keys(), "link")?.apply_to(&mut base);
         let mut a_to_b = base.clone();
         let mut b_to_a = base;
@@ -247,6 +259,8 @@ impl<'t> Parser<'t> {
             preset,
             mtu,
             offload: raw.offload.unwrap_or_else(offload_default),
+            line_rate: raw.line_rate.unwrap_or(false),
+            txqueuelen,
             a_to_b,
             b_to_a,
         })

@@ -107,6 +107,8 @@ with_direction_keys!(RawLink {
     pub(super) preset: Option<Spanned<String>>,
     pub(super) mtu: Option<Spanned<i64>>,
     pub(super) offload: Option<bool>,
+    pub(super) line_rate: Option<bool>,
+    pub(super) txqueuelen: Option<Spanned<i64>>,
     pub(super) a_to_b: Option<Spanned<RawDirection>>,
     pub(super) b_to_a: Option<Spanned<RawDirection>>,
 });

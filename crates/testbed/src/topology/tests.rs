@@ -457,3 +457,20 @@ fn a_host_cpu_share_is_a_percentage_of_one_cpu_in_0_to_100() {
         );
     }
 }
+
+#[test]
+fn line_rate_and_txqueuelen_are_read_and_checked() {
+    let link = "[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n[[link]]\nends = [\"a\", \"b\"]\n";
+    let t = Topology::from_toml_str("t", &format!("{link}line_rate = true\ntxqueuelen = 100\n"))
+        .unwrap();
+    assert!(t.links[0].line_rate);
+    assert_eq!(t.links[0].txqueuelen, 100);
+    let t = Topology::from_toml_str("t", link).unwrap();
+    assert!(!t.links[0].line_rate);
+    assert_eq!(t.links[0].txqueuelen, crate::nic::DEFAULT_TXQUEUELEN);
+    let e = err(&format!("{link}txqueuelen = 0\n"));
+    assert!(
+        e.starts_with("topology 't': line 7: link.txqueuelen: 0 is outside 1..="),
+        "{e}"
+    );
+}
