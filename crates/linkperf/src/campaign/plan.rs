@@ -533,6 +533,7 @@ address = "[fd00::3]:5400"
             "{AGENTS}\n[[phase]]\nname = \"p\"\nduration = \"3s\"\n[[phase.flow]]\nfrom = \"a1\"\nto = \"b\"\n\
              reverse = true\nlength = \"1K\"\nparallel = 3\nwindow = \"64K\"\nsndbuf = \"8K\"\nnodelay = true\n\
              mss = 1000\npacing_rate = \"5M\"\ncongestion = \"reno\"\nzerocopy = true\n\
+             window_clamp = \"32K\"\ndscp = \"EF\"\n\
              [[phase.flow]]\nfrom = \"a2\"\nto = \"b\"\nudp = true\nbitrate = 2000000\ndont_fragment = true\n"
         );
         let c = build_text(&text).unwrap();
@@ -557,6 +558,9 @@ address = "[fd00::3]:5400"
             dont_fragment: false,
             zerocopy: true,
             start_at_unix_ms: None,
+            traffic: None,
+            tos: Some(0xb8),
+            window_clamp: Some(32768),
         };
         assert_eq!(tcp.config(), want);
         let u = udp.config();
