@@ -195,6 +195,7 @@ impl LocalSide {
                     .flatten()
                     .map(|(m, seed)| (m.clone(), seed)),
                 stream_id: plan.id,
+                window_clamp: self.config.window_clamp,
             };
             let same_clock = self.same_clock;
             let name = format!(
@@ -209,26 +210,7 @@ impl LocalSide {
             let handle = std::thread::Builder::new().name(name).spawn(move || {
                 let cpu_before = ThreadCpu::now();
                 let cpu_of = shared.clone();
-                if plan.role == Role::Sender {
-                    sockopt::tighten_timer_slack();
-                }
-                match (plan.socket, plan.role) {
-                    // A traffic model's sender follows its schedule.
-                    (DataSocket::Tcp(s), Role::Sender) if params.model.is_some() => {
-                        crate::modelsend::tcp(s, shared, ctl, params)
-                    }
-                    (DataSocket::Udp(s), Role::Sender) if params.model.is_some() => {
-                        crate::modelsend::udp(s, shared, ctl, params)
-                    }
-                    (DataSocket::Tcp(s), Role::Sender) => stream::tcp_send(s, shared, ctl, params),
-                    (DataSocket::Tcp(s), Role::Receiver) => {
-                        stream::tcp_receive(s, shared, ctl, params)
-                    }
-                    (DataSocket::Udp(s), Role::Sender) => stream::udp_send(s, shared, ctl, params),
-                    (DataSocket::Udp(s), Role::Receiver) => {
-                        stream::udp_receive(s, shared, ctl, params, same_clock)
-                    }
-                }
+                run_stream(plan, shared, ctl, params, same_clock);
                 // Before `at` the thread only slept: its running time starts there.
                 let ran = Instant::now().saturating_duration_since(at);
                 *cpu_of.cpu.lock().unwrap_or_else(|p| p.into_inner()) =
@@ -333,14 +315,8 @@ impl LocalSide {
             let bytes = final_snap.bytes - base.bytes;
             moved += final_snap.bytes;
             let rtt = output.rtt.get(i).copied().unwrap_or_default();
-            let tcp = (shared.role == Role::Sender && final_snap.tcp.is_some()).then(|| {
-                tcp_summary(
-                    &base,
-                    &final_snap,
-                    finished_after.saturating_sub(base.at),
-                    &rtt,
-                )
-            });
+            let measured = finished_after.saturating_sub(base.at);
+            let tcp = stream_tcp(shared.role, &base, &final_snap, measured, &rtt);
             let thread_cpu = *shared.cpu.lock().unwrap_or_else(|e| e.into_inner());
             if let Some((cpu, _)) = &thread_cpu {
                 own_cpu.add(cpu);
@@ -398,6 +374,54 @@ impl LocalSide {
             warnings: std::mem::take(&mut self.warnings),
         }
     }
+}
+
+/// One stream's thread: its sender or receiver loop, by socket and role (a
+/// traffic model's sender follows its schedule).
+fn run_stream(
+    plan: StreamPlan,
+    shared: Arc<StreamShared>,
+    ctl: Arc<SideControl>,
+    params: StreamParams,
+    same_clock: bool,
+) {
+    if plan.role == Role::Sender {
+        sockopt::tighten_timer_slack();
+    }
+    match (plan.socket, plan.role) {
+        (DataSocket::Tcp(s), Role::Sender) if params.model.is_some() => {
+            crate::modelsend::tcp(s, shared, ctl, params)
+        }
+        (DataSocket::Udp(s), Role::Sender) if params.model.is_some() => {
+            crate::modelsend::udp(s, shared, ctl, params)
+        }
+        (DataSocket::Tcp(s), Role::Sender) => stream::tcp_send(s, shared, ctl, params),
+        (DataSocket::Tcp(s), Role::Receiver) => stream::tcp_receive(s, shared, ctl, params),
+        (DataSocket::Udp(s), Role::Sender) => stream::udp_send(s, shared, ctl, params),
+        (DataSocket::Udp(s), Role::Receiver) => {
+            stream::udp_receive(s, shared, ctl, params, same_clock)
+        }
+    }
+}
+
+/// A sender's TCP figures over the measured part of the test; a receiver's
+/// tcp_info says only which window it advertised.
+fn stream_tcp(
+    role: Role,
+    base: &Snap,
+    last: &Snap,
+    measured: Duration,
+    rtt: &RttTrack,
+) -> Option<TcpStats> {
+    if role == Role::Sender && last.tcp.is_some() {
+        return Some(tcp_summary(base, last, measured, rtt));
+    }
+    let now = last.tcp.as_ref()?;
+    Some(TcpStats {
+        rcv_wnd_bytes: now.rcv_wnd.map(u64::from),
+        window_clamp_bytes: now.window_clamp.map(u64::from),
+        ..TcpStats::default()
+    })
 }
 
 fn snapshot(shared: &StreamShared, tcp: Option<&TcpStream>, at: Duration) -> Snap {
@@ -475,6 +499,8 @@ fn tcp_interval(
         rttvar_ms: ms(now.rttvar_us),
         min_rtt_ms: ms(now.min_rtt_us),
         snd_wnd_bytes: now.snd_wnd.map(u64::from),
+        rcv_wnd_bytes: now.rcv_wnd.map(u64::from),
+        window_clamp_bytes: now.window_clamp.map(u64::from),
         delivery_rate_bps: now.delivery_rate.map(|r| r as f64 * 8.0),
         pacing_rate_bps: now
             .pacing_rate

@@ -53,7 +53,14 @@ pub fn apply_buffers(socket: &Socket, config: &TestConfig) -> Vec<String> {
             ));
         }
     }
-    if let Some(size) = config.rcvbuf {
+    // Receive-buffer autotuning rewrites TCP_WINDOW_CLAMP as the buffer
+    // grows; a buffer set by hand stops it. Twice the clamp (the kernel
+    // doubles it again) leaves the window room while a quarter of the space
+    // holds payload.
+    let rcvbuf = config
+        .rcvbuf
+        .or(config.window_clamp.map(|c| c.saturating_mul(2)));
+    if let Some(size) = rcvbuf {
         let _ = socket.set_recv_buffer_size(size as usize);
         if let Some(max) = rmem_max.filter(|&m| u64::from(size) > m) {
             warnings.push(format!(
@@ -89,6 +96,13 @@ pub fn apply_tcp(socket: &Socket, config: &TestConfig) -> Result<(), String> {
             .set_mss(mss)
             .map_err(|e| format!("-M {mss}: the kernel refused TCP_MAXSEG: {e}"))?;
     }
+    if let Some(clamp) = config.window_clamp {
+        // The kernel raises a clamp below SOCK_MIN_RCVBUF / 2 (about 2.3 KB)
+        // to that; `facts` reads back what it kept.
+        set_window_clamp(socket, clamp).map_err(|e| {
+            format!("--window-clamp {clamp}: the kernel refused TCP_WINDOW_CLAMP: {e}")
+        })?;
+    }
     if let Some(cc) = &config.congestion {
         socket
             .set_tcp_congestion(cc.as_bytes())
@@ -107,6 +121,17 @@ pub fn apply_tcp(socket: &Socket, config: &TestConfig) -> Result<(), String> {
         .map_err(|e| format!("--pacing-rate: SO_MAX_PACING_RATE refused: {e}"))?;
     }
     Ok(())
+}
+
+fn set_window_clamp(socket: &impl AsRawFd, clamp: u32) -> std::io::Result<()> {
+    let value = libc::c_int::try_from(clamp).unwrap_or(libc::c_int::MAX);
+    setsockopt(socket, libc::IPPROTO_TCP, libc::TCP_WINDOW_CLAMP, &value)
+}
+
+/// Sets the window clamp again on a connected receiver: the kernel may
+/// have replaced it (see `stream::tcp_receive`).
+pub fn hold_window_clamp(socket: &impl AsRawFd, clamp: u32) {
+    let _ = set_window_clamp(socket, clamp);
 }
 
 /// The TOS byte (--dscp, -S) on IPv4 and the traffic class on IPv6; an IPv6
@@ -188,6 +213,11 @@ pub fn facts(socket: &Socket, tcp: bool) -> SocketFacts {
             None
         },
         mss: if tcp { socket.mss().ok() } else { None },
+        window_clamp: if tcp {
+            getsockopt_u32(socket, libc::IPPROTO_TCP, libc::TCP_WINDOW_CLAMP)
+        } else {
+            None
+        },
         mtu: path_mtu(socket, ipv6),
         local: local.map(|a| a.to_string()),
         remote: remote.map(|a| a.to_string()),

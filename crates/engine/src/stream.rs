@@ -143,6 +143,8 @@ pub struct StreamParams {
     pub model: Option<(linkperf_traffic::Model, u64)>,
     /// The stream's id (its model's random draws depend on it).
     pub stream_id: u32,
+    /// TCP_WINDOW_CLAMP a receiver holds (see `tcp_receive`).
+    pub window_clamp: Option<u32>,
 }
 
 /// A poisoned lock's data is still the best there is.
@@ -293,6 +295,12 @@ pub fn tcp_receive(
                 received += n as u64;
                 shared.bytes.store(received, Ordering::Relaxed);
                 last_data = Instant::now();
+                if let Some(clamp) = p.window_clamp {
+                    // Linux (6.7+) rewrites the clamp from the buffer size
+                    // whenever its payload-to-memory ratio changes; setting it
+                    // again is a no-op for the kernel when it still holds.
+                    crate::sockopt::hold_window_clamp(&sock, clamp);
+                }
             }
             Err(e)
                 if matches!(

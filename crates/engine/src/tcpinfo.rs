@@ -26,6 +26,10 @@ pub struct TcpInfo {
     pub bytes_retrans: Option<u64>,
     pub bytes_acked: Option<u64>,
     pub snd_wnd: Option<u32>,
+    /// The window this end last advertised (Linux 6.8+).
+    pub rcv_wnd: Option<u32>,
+    /// TCP_WINDOW_CLAMP (not in tcp_info: `read` asks for it apart).
+    pub window_clamp: Option<u32>,
 }
 
 // Offsets in include/uapi/linux/tcp.h (stable ABI: fields are only appended).
@@ -45,6 +49,7 @@ const SNDBUF_LIMITED: usize = 184;
 const BYTES_SENT: usize = 200;
 const BYTES_RETRANS: usize = 208;
 const SND_WND: usize = 228;
+const RCV_WND: usize = 232;
 
 /// Parses the bytes the kernel returned (only `len` of them are valid).
 pub fn parse(raw: &[u8]) -> TcpInfo {
@@ -73,6 +78,8 @@ pub fn parse(raw: &[u8]) -> TcpInfo {
         bytes_sent: u64_at(BYTES_SENT),
         bytes_retrans: u64_at(BYTES_RETRANS),
         snd_wnd: u32_at(SND_WND),
+        rcv_wnd: u32_at(RCV_WND),
+        window_clamp: None,
     }
 }
 
@@ -93,7 +100,25 @@ pub fn read(socket: &impl AsRawFd) -> std::io::Result<TcpInfo> {
     if rc != 0 {
         return Err(std::io::Error::last_os_error());
     }
-    Ok(parse(&raw[..len as usize]))
+    let mut info = parse(&raw[..len as usize]);
+    info.window_clamp = window_clamp(socket);
+    Ok(info)
+}
+
+fn window_clamp(socket: &impl AsRawFd) -> Option<u32> {
+    let mut value: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: the out-pointer is valid for one c_int.
+    let rc = unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_WINDOW_CLAMP,
+            (&mut value as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    (rc == 0).then(|| u32::try_from(value).ok()).flatten()
 }
 
 /// Smoothed-RTT samples of one connection: the smallest, largest and mean
@@ -184,5 +209,6 @@ mod tests {
         assert_eq!(info.pacing_rate, None);
         assert_eq!(info.busy_time_us, None);
         assert_eq!(info.snd_wnd, None);
+        assert_eq!(info.rcv_wnd, None);
     }
 }

@@ -42,13 +42,15 @@ pub fn prepare_tcp(stream: &TcpStream, config: &TestConfig) -> Result<Vec<String
 /// it, and a listener passes its send buffer on too. Such a test's data
 /// connections must be accepted by a listener that has these options before
 /// `listen`; set after `accept`, a small window collapses (the scale was
-/// chosen for the default buffer). A TOS mark (--dscp) is set there too, so
-/// the SYN-ACK carries it.
+/// chosen for the default buffer). A window clamp also sets the scale and
+/// the first window the SYN-ACK offers. A TOS mark (--dscp) is set there
+/// too, so the SYN-ACK carries it.
 pub fn handshake_options_set(config: &TestConfig) -> bool {
     config.rcvbuf.is_some()
         || config.sndbuf.is_some()
         || config.mss.is_some()
         || config.tos.is_some()
+        || config.window_clamp.is_some()
 }
 
 /// A TCP listener for one test's data connections, with the test's buffers

@@ -21,6 +21,7 @@
 //! - [`archive`]: storing results in the archive.
 //! - [`sweep`]: parameter studies of one test.
 //! - [`campaign`]: many hosts, many flows, one synchronised experiment.
+//! - [`reproduce`]: the seed experiments of `examples/seeds/`, run and compared.
 
 pub mod signals;
 pub mod spec;
@@ -50,6 +51,8 @@ pub mod archive;
 pub mod sweep;
 
 pub mod campaign;
+
+pub mod reproduce;
 
 pub use client::{ClientError, ClientOptions};
 pub use report::Report as TestResult;

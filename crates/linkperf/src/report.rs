@@ -147,10 +147,20 @@ pub struct TcpSummary {
     pub rtt_ms: RttSummary,
     pub cwnd_bytes: Option<u64>,
     pub snd_wnd_bytes: Option<u64>,
+    /// The receivers' own view: the smallest window any of them last
+    /// advertised (tcp_info rcv_wnd) and TCP_WINDOW_CLAMP at the end.
+    pub receiver_window: ReceiverWindow,
     pub delivery_rate_bps: Option<f64>,
     pub pacing_rate_bps: Option<f64>,
     pub limited: Option<Limited>,
     pub mss: Option<u32>,
+}
+
+/// The window as the receiving ends hold it (smallest over the streams).
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct ReceiverWindow {
+    pub rcv_wnd_bytes: Option<u64>,
+    pub window_clamp_bytes: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, Default)]
@@ -256,7 +266,11 @@ impl Sides<'_> {
                 packets: udp.then(|| sent.iter().filter_map(|s| s.packets).sum()),
             },
             received: received_summary(&received, udp),
-            tcp: (!udp).then(|| tcp_summary(&tcp_stats)),
+            tcp: (!udp).then(|| {
+                let receivers: Vec<&TcpStats> =
+                    received.iter().filter_map(|s| s.tcp.as_ref()).collect();
+                tcp_summary(&tcp_stats, &receivers)
+            }),
             cpu: CpuSummary {
                 local: self.local.cpu.clone(),
                 remote: self.remote.cpu.clone(),
@@ -323,7 +337,8 @@ fn received_summary(received: &[&StreamResult], udp: bool) -> ReceivedSummary {
 
 /// The sending TCP streams' state: RTT of the samples seen, windows, rates
 /// and the shares of time each limit held.
-fn tcp_summary(tcp_stats: &[&TcpStats]) -> TcpSummary {
+fn tcp_summary(tcp_stats: &[&TcpStats], receivers: &[&TcpStats]) -> TcpSummary {
+    let smallest = |f: fn(&TcpStats) -> Option<u64>| receivers.iter().filter_map(|t| f(t)).min();
     let sum = |f: fn(&TcpStats) -> Option<u64>| {
         tcp_stats.iter().filter_map(|t| f(t)).reduce(|a, b| a + b)
     };
@@ -350,6 +365,10 @@ fn tcp_summary(tcp_stats: &[&TcpStats]) -> TcpSummary {
             .iter()
             .filter_map(|t| t.snd_wnd_bytes)
             .reduce(u64::min),
+        receiver_window: ReceiverWindow {
+            rcv_wnd_bytes: smallest(|t| t.rcv_wnd_bytes),
+            window_clamp_bytes: smallest(|t| t.window_clamp_bytes),
+        },
         delivery_rate_bps: tcp_stats
             .iter()
             .filter_map(|t| t.delivery_rate_bps)

@@ -73,6 +73,9 @@ pub struct TestSpec {
     pub traffic_seed: Option<u64>,
     /// IP TOS byte of the data packets (DSCP << 2), from --dscp or -S.
     pub tos: Option<u8>,
+    /// TCP_WINDOW_CLAMP on both ends: the exact largest window (`-w` sets
+    /// buffers, of which the kernel makes a larger window).
+    pub window_clamp: Option<u32>,
 }
 
 impl TestSpec {
@@ -109,6 +112,7 @@ impl TestSpec {
             traffic: None,
             traffic_seed: None,
             tos: None,
+            window_clamp: None,
         }
     }
 
@@ -143,6 +147,7 @@ impl TestSpec {
             start_at_unix_ms: self.start_at,
             traffic: self.traffic.clone().map(Box::new),
             tos: self.tos,
+            window_clamp: self.window_clamp,
         }
     }
 
@@ -151,6 +156,14 @@ impl TestSpec {
     pub fn validate(&self) -> Result<(), String> {
         if self.host.is_empty() {
             return Err("which server? usage: linkperf client HOST [options]".into());
+        }
+        if self.peer == Peer::Iperf3
+            && (self.tos.is_some() || self.traffic.as_ref().is_some_and(|t| !t.is_plain()))
+        {
+            return Err(
+                "--traffic models and --dscp/-S need a linkperf server; a stock iperf3 server would ignore them"
+                    .into(),
+            );
         }
         if let Some(t) = &self.traffic {
             if t.is_cbr() && self.protocol == Protocol::Tcp && self.bitrate.unwrap_or(0) == 0 {
@@ -230,6 +243,7 @@ impl TestSpec {
             }
             "dscp" => self.tos = Some(parse_dscp(value)? << 2),
             "tos" => self.tos = Some(parse_tos(value)?),
+            "clamp" | "window-clamp" => self.window_clamp = Some(size(value)?),
             other => return Err(format!("'{other}' cannot vary")),
         }
         Ok(())
@@ -401,6 +415,10 @@ mod tests {
         let mut t = TestSpec::new("h");
         t.set("traffic", "cbr").unwrap();
         assert!(t.validate().unwrap_err().contains("needs a rate"));
+        let mut i = TestSpec::new("h");
+        i.peer = Peer::Iperf3;
+        i.set("dscp", "EF").unwrap();
+        assert!(i.validate().unwrap_err().contains("need a linkperf server"));
     }
 
     #[test]

@@ -332,8 +332,7 @@ fn receive_window_bounds_throughput_at_window_over_rtt() {
 
 #[test]
 fn a_test_inside_a_testbed_carries_the_emulators_timing() {
-    let Some(_lock) = common::testbed_turn("a_test_inside_a_testbed_carries_the_emulators_timing")
-    else {
+    let Some(_lock) = common::testbed_turn() else {
         return;
     };
     let bed = Bed::up("lpacc-timing", "rate = \"50M\"\ndelay = \"1500us\"");

@@ -78,6 +78,11 @@ pub struct TestConfig {
     /// ends before connect and listen.
     #[serde(default)]
     pub tos: Option<u8>,
+    /// TCP_WINDOW_CLAMP in bytes on both ends' data sockets, before connect
+    /// and listen: the largest window the receiver advertises, whatever the
+    /// buffers. Absent from older peers' configs.
+    #[serde(default)]
+    pub window_clamp: Option<u32>,
 }
 
 impl Default for TestConfig {
@@ -103,6 +108,7 @@ impl Default for TestConfig {
             start_at_unix_ms: None,
             traffic: None,
             tos: None,
+            window_clamp: None,
         }
     }
 }
@@ -192,7 +198,11 @@ impl TestConfig {
                 return Err(format!("-C '{cc}' is not a congestion control name"));
             }
         }
-        for (name, value) in [("--sndbuf", self.sndbuf), ("--rcvbuf", self.rcvbuf)] {
+        for (name, value) in [
+            ("--sndbuf", self.sndbuf),
+            ("--rcvbuf", self.rcvbuf),
+            ("--window-clamp", self.window_clamp),
+        ] {
             if let Some(v) = value {
                 if v == 0 || v > 1 << 30 {
                     return Err(format!("{name} must be between 1 byte and 1G, got {v}"));
@@ -248,6 +258,11 @@ impl TestConfig {
             ("-M", "TCP_MAXSEG", self.mss.is_some()),
             ("-C", "congestion control", self.congestion.is_some()),
             ("-Z", "sendfile zerocopy", self.zerocopy),
+            (
+                "--window-clamp",
+                "TCP_WINDOW_CLAMP",
+                self.window_clamp.is_some(),
+            ),
         ];
         let udp_only = [("--dont-fragment", "DF bit", self.dont_fragment)];
         let (others, ours, protocol, fix) = match self.protocol {

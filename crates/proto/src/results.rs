@@ -48,6 +48,13 @@ pub struct TcpStats {
     /// tcp_info min_rtt: the kernel's smallest raw (unsmoothed) RTT sample.
     pub min_rtt_ms: Option<f64>,
     pub snd_wnd_bytes: Option<u64>,
+    /// The window this end last advertised to its peer (tcp_info rcv_wnd,
+    /// Linux 6.8+): on a receiver, the window its sender is held to.
+    #[serde(default)]
+    pub rcv_wnd_bytes: Option<u64>,
+    /// TCP_WINDOW_CLAMP at the end of the interval or test.
+    #[serde(default)]
+    pub window_clamp_bytes: Option<u64>,
     pub delivery_rate_bps: Option<f64>,
     pub pacing_rate_bps: Option<f64>,
     pub limited: Option<Limited>,
@@ -141,6 +148,10 @@ pub struct SocketFacts {
     pub rcvbuf: Option<u32>,
     pub congestion: Option<String>,
     pub mss: Option<u32>,
+    /// TCP_WINDOW_CLAMP as the kernel holds it once connected: the user's
+    /// clamp (raised to the kernel's floor), or the autotuned limit.
+    #[serde(default)]
+    pub window_clamp: Option<u32>,
     pub mtu: Option<u32>,
     pub local: Option<String>,
     pub remote: Option<String>,

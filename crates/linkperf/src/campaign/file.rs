@@ -127,6 +127,7 @@ pub struct FlowOptions {
     pub traffic: Option<String>,
     pub traffic_seed: Option<u64>,
     pub dscp: Option<String>,
+    pub window_clamp: Option<toml::Value>,
     #[serde(flatten)]
     pub unknown: BTreeMap<String, toml::Value>,
 }

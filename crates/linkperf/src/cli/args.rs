@@ -68,6 +68,9 @@ pub enum Command {
     /// over /etc/linkperf/config.toml; flags override them.
     #[command(subcommand)]
     Config(crate::config::ConfigCommand),
+    /// Run a seed experiment of examples/seeds through its testbed and print
+    /// the seed's numbers beside linkperf's.
+    Reproduce(crate::reproduce::ReproduceArgs),
 }
 
 /// One line from a clap error, whole: its message, the missing arguments with
@@ -281,6 +284,10 @@ pub struct ClientArgs {
     /// Send from a memfd with sendfile (TCP only).
     #[arg(short = 'Z', long)]
     pub zerocopy: bool,
+    /// Largest TCP window either end advertises (TCP_WINDOW_CLAMP), bytes;
+    /// -w sets socket buffers, not the window (docs/model.md).
+    #[arg(long, value_parser = size32, value_name = "BYTES")]
+    pub window_clamp: Option<u32>,
     /// One JSON document at the end.
     #[arg(short = 'J', long, conflicts_with = "json_stream")]
     pub json: bool,
@@ -432,6 +439,7 @@ impl ClientArgs {
         if let Some(t) = &self.tos {
             spec.set("tos", t)?;
         }
+        spec.window_clamp = self.window_clamp;
         if let Some(blocks) = self.blocks {
             let length = u64::from(spec.config().length);
             spec.bytes = Some(

@@ -30,6 +30,7 @@ mod manual;
 mod process_opts;
 mod progress;
 mod report_cmd;
+mod reproduce;
 mod results;
 mod rr;
 mod server_limits;
@@ -97,6 +98,7 @@ fn dispatch(command: Command) -> ExitCode {
         Command::Sweep(args) => sweep::run(args),
         Command::Results(args) => results::run(args),
         Command::Report(args) => report_cmd::run(args),
+        Command::Reproduce(args) => reproduce::run(args),
         Command::Campaign(cmd) => campaign::run(cmd),
         Command::Rr(args) => rr::main(args),
         Command::Traffic(cmd) => traffic::run(cmd),

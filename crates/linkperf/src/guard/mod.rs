@@ -21,7 +21,8 @@ use std::time::{Duration, Instant};
 pub struct Limits {
     /// Open connections of any kind, in all.
     pub max_connections: usize,
-    /// Open connections from one source address.
+    /// Open connections from one source address (a test's control and data
+    /// connections count: keep it above twice `max_streams_per_test`).
     pub max_connections_per_source: usize,
     /// Tests (linkperf, rr and iperf3 sessions) running at once.
     pub max_tests: usize,
@@ -47,7 +48,7 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_connections: 1000,
-            max_connections_per_source: 64,
+            max_connections_per_source: 300,
             max_tests: 32,
             max_streams_per_test: 128,
             max_streams: 512,

@@ -155,6 +155,11 @@ const PARAMS: &[ParamDef] = &[
         aliases: &[],
         kind: Kind::Text,
     },
+    ParamDef {
+        name: "clamp",
+        aliases: &["window-clamp", "window_clamp"],
+        kind: Kind::Size,
+    },
 ];
 
 /// Most values one `--vary` may expand to, and most points a sweep may have.

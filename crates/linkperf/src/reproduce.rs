@@ -1,0 +1,360 @@
+//! The seed experiments shipped in `examples/seeds/`: each directory holds an
+//! `experiment.toml` (the seed's table, what to vary, how long to run), the
+//! testbed topology it runs through and a README. This module reads one,
+//! runs it as a sweep through its testbed (full length, or reduced for CI
+//! and a first look), stores the sweep, and pairs every point's measured
+//! throughput with the seed's figure and with the physics the experiment
+//! follows. It prints nothing; `text::table` renders the comparison.
+
+use crate::spec::TestSpec;
+use crate::sweep::run::{self as sweep_run, Observer, Plan, Stop, SweepOptions};
+use crate::sweep::{self as sweep_mod, PointSummary};
+use linkperf_store::{RunRow, Store};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+/// The file that makes a directory an experiment.
+pub const FILE: &str = "experiment.toml";
+
+/// One experiment as its file states it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Experiment {
+    /// Which seed report (`000` ... `004`).
+    pub seed: String,
+    /// The seed's table or figure, in words.
+    pub source: String,
+    /// Topology file, relative to the experiment's directory.
+    pub topology: String,
+    pub client_host: Option<String>,
+    pub server_host: Option<String>,
+    /// Full-length run: test length and warm-up omitted, as `-t` and `-O`.
+    pub time: String,
+    pub omit: String,
+    /// The reduced run (`linkperf reproduce` without `--full`, CI).
+    pub reduced_time: String,
+    pub reduced_omit: String,
+    /// Client options by their `--vary` names (`nodelay = "on"`).
+    #[serde(default)]
+    pub options: BTreeMap<String, String>,
+    /// `NAME=VALUES` as `linkperf sweep --vary`.
+    pub vary: Vec<String>,
+    pub repeat: Option<u32>,
+    pub model: Option<Model>,
+    /// The seed's figures, by point label (`clamp=512`).
+    #[serde(default)]
+    pub row: Vec<SeedRow>,
+    #[serde(skip)]
+    pub name: String,
+    #[serde(skip)]
+    pub dir: PathBuf,
+}
+
+/// One figure of the seed: the point it belongs to and its Mbit/s.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SeedRow {
+    pub point: String,
+    pub mbps: f64,
+}
+
+/// The physics a point's throughput follows, for the "model" column.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Model {
+    /// min(streams × window / RTT, payload rate); the window is the point's
+    /// value of `window_param` (raised to `window_floor`, the kernel's
+    /// smallest clamp), the streams its `parallel` (default 1).
+    WindowOverRtt {
+        rtt_ms: f64,
+        payload_mbps: f64,
+        window_param: String,
+        #[serde(default)]
+        window_floor: u64,
+    },
+    /// The link's payload rate at every point.
+    Ceiling { payload_mbps: f64 },
+}
+
+impl Model {
+    /// Predicted Mbit/s at a point with these parameters.
+    pub fn predict(&self, params: &BTreeMap<String, String>) -> Option<f64> {
+        match self {
+            Model::Ceiling { payload_mbps } => Some(*payload_mbps),
+            Model::WindowOverRtt {
+                rtt_ms,
+                payload_mbps,
+                window_param,
+                window_floor,
+            } => {
+                let window = linkperf_units::parse_size(params.get(window_param)?).ok()?;
+                let streams = params
+                    .get("parallel")
+                    .and_then(|p| p.parse::<f64>().ok())
+                    .unwrap_or(1.0);
+                let bits = streams * window.max(*window_floor) as f64 * 8.0;
+                Some((bits / (rtt_ms * 1e-3) / 1e6).min(*payload_mbps))
+            }
+        }
+    }
+}
+
+/// Reads the experiment in `dir`.
+pub fn load(dir: &Path) -> Result<Experiment, String> {
+    let path = dir.join(FILE);
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mut e: Experiment =
+        toml::from_str(&text).map_err(|e| format!("{}: {}", path.display(), e.message()))?;
+    e.name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    e.dir = dir.to_path_buf();
+    Ok(e)
+}
+
+/// Finds experiment `name` under `root` (or `name` itself when it is a
+/// directory holding an experiment file).
+pub fn find(root: &Path, name: &str) -> Result<Experiment, String> {
+    let direct = Path::new(name);
+    if direct.join(FILE).is_file() {
+        return load(direct);
+    }
+    let dir = root.join(name);
+    if dir.join(FILE).is_file() {
+        return load(&dir);
+    }
+    Err(format!(
+        "no experiment '{name}' in {}; known: {}",
+        root.display(),
+        list(root).join(", ")
+    ))
+}
+
+/// The experiments under `root`, by name, sorted.
+pub fn list(root: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(root)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().join(FILE).is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+impl Experiment {
+    /// The sweep plan: the base test, the points, the testbed.
+    pub fn plan(&self, reduced: bool, repeat: Option<u32>) -> Result<Plan, String> {
+        let mut spec = TestSpec::new("");
+        spec.interval = 0.0;
+        let (time, omit) = if reduced {
+            (&self.reduced_time, &self.reduced_omit)
+        } else {
+            (&self.time, &self.omit)
+        };
+        spec.set("time", time)?;
+        spec.set("omit", omit)?;
+        for (name, value) in &self.options {
+            spec.set(name, value)
+                .map_err(|e| format!("{}: option {name}: {e}", self.name))?;
+        }
+        let options = SweepOptions {
+            vary: self.vary.clone(),
+            repeat: repeat.or(self.repeat),
+            testbed: Some(self.dir.join(&self.topology)),
+            client_host: self.client_host.clone(),
+            server_host: self.server_host.clone(),
+            ..SweepOptions::default()
+        };
+        Plan::new(spec, &options, None).map_err(|e| format!("{}: {e}", self.name))
+    }
+}
+
+/// One point: the seed's figure, linkperf's, and the model's.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub point: String,
+    pub seed_mbps: Option<f64>,
+    /// Median received rate over the point's runs.
+    pub linkperf_mbps: Option<f64>,
+    pub model_mbps: Option<f64>,
+    /// The window the receiver advertised (the sender's tcp_info), median.
+    pub advertised_window_bytes: Option<u64>,
+    pub runs: usize,
+}
+
+/// An experiment run and compared.
+#[derive(Debug, Clone, Serialize)]
+pub struct Reproduction {
+    pub schema: &'static str,
+    pub experiment: String,
+    pub seed: String,
+    pub source: String,
+    pub reduced: bool,
+    /// The stored sweep (`linkperf report sweep ID` draws it).
+    pub sweep_id: i64,
+    pub rows: Vec<Row>,
+    /// Why it stopped early, if it did (the rows hold what ran).
+    pub stopped: Option<String>,
+}
+
+/// Runs `experiment` and stores it in `store`; a stop (Ctrl-C, a failed
+/// run) still returns the rows measured before it.
+pub fn run(
+    experiment: &Experiment,
+    reduced: bool,
+    repeat: Option<u32>,
+    store: &mut Store,
+    interrupt: &AtomicBool,
+    observer: &mut dyn Observer,
+) -> Result<Reproduction, String> {
+    let plan = experiment.plan(reduced, repeat)?;
+    linkperf_testbed::require_root().map_err(|e| format!("reproduce needs the testbed: {e}"))?;
+    let argv = vec![format!("reproduce {}", experiment.name)];
+    let id = store
+        .create_sweep(&plan.record(argv))
+        .map_err(|e| format!("cannot record the sweep: {e}"))?;
+    let (_, outcome) = sweep_run::execute(store, id, &plan, interrupt, observer);
+    let stopped = match outcome {
+        Ok(()) => None,
+        Err(Stop::Interrupted) => Some("interrupted".to_string()),
+        Err(Stop::RunFailed(m)) | Err(Stop::StoreFailed(m)) => Some(m),
+    };
+    let sweep = store
+        .sweep(id)
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("sweep {id} vanished from the archive"))?;
+    let runs = store.sweep_runs(id, true).map_err(|e| e.to_string())?;
+    let points = sweep_mod::summarise(&sweep, &runs);
+    Ok(Reproduction {
+        schema: "linkperf/1",
+        experiment: experiment.name.clone(),
+        seed: experiment.seed.clone(),
+        source: experiment.source.clone(),
+        reduced,
+        sweep_id: id,
+        rows: points.iter().map(|p| row(experiment, p, &runs)).collect(),
+        stopped,
+    })
+}
+
+fn row(experiment: &Experiment, point: &PointSummary, runs: &[RunRow]) -> Row {
+    let label = point.label();
+    let params: BTreeMap<String, String> = point
+        .params
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut windows: Vec<u64> = sweep_mod::point_runs(runs, point.index)
+        .iter()
+        .filter_map(|r| {
+            r.report
+                .as_ref()?
+                .pointer("/summary/tcp/snd_wnd_bytes")?
+                .as_u64()
+        })
+        .collect();
+    windows.sort_unstable();
+    Row {
+        seed_mbps: experiment
+            .row
+            .iter()
+            .find(|r| r.point == label)
+            .map(|r| r.mbps),
+        linkperf_mbps: point.received.as_ref().map(|s| s.median / 1e6),
+        model_mbps: experiment.model.as_ref().and_then(|m| m.predict(&params)),
+        advertised_window_bytes: windows.get(windows.len() / 2).copied(),
+        runs: point.run_ids.len(),
+        point: label,
+    }
+}
+
+/// The comparison as a text table: one line per point.
+pub fn table(r: &Reproduction) -> String {
+    let mbps = |v: Option<f64>| match v {
+        Some(x) if x < 10.0 => format!("{x:.2}"),
+        Some(x) => format!("{x:.1}"),
+        None => "-".into(),
+    };
+    let width = r
+        .rows
+        .iter()
+        .map(|x| x.point.len())
+        .max()
+        .unwrap_or(5)
+        .max(5);
+    let mut out = format!(
+        "seed {} — {}{}\n{:<width$}  {:>10}  {:>14}  {:>10}  {:>12}\n",
+        r.seed,
+        r.source,
+        if r.reduced { " (reduced duration)" } else { "" },
+        "point",
+        "seed Mb/s",
+        "linkperf Mb/s",
+        "model Mb/s",
+        "adv. window"
+    );
+    for x in &r.rows {
+        out.push_str(&format!(
+            "{:<width$}  {:>10}  {:>14}  {:>10}  {:>12}\n",
+            x.point,
+            mbps(x.seed_mbps),
+            mbps(x.linkperf_mbps),
+            mbps(x.model_mbps),
+            x.advertised_window_bytes
+                .map(|w| format!("{w} B"))
+                .unwrap_or_else(|| "-".into())
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn window_model_is_window_over_rtt_up_to_the_payload_rate() {
+        let m = Model::WindowOverRtt {
+            rtt_ms: 8.8,
+            payload_mbps: 134.3,
+            window_param: "clamp".into(),
+            window_floor: 2304,
+        };
+        let at = |w: &str| m.predict(&BTreeMap::from([("clamp".to_string(), w.to_string())]));
+        // 64 KiB over 8.8 ms is 59.6 Mbit/s, as seed 004's table says.
+        assert!((at("64K").unwrap() - 59.58).abs() < 0.01);
+        assert_eq!(at("1M"), Some(134.3));
+        // Below the kernel's floor the window is the floor.
+        assert_eq!(at("512"), at("2304"));
+    }
+
+    #[test]
+    fn every_shipped_experiment_parses_and_plans() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/seeds");
+        let names = list(&root);
+        assert!(!names.is_empty(), "no experiments in {}", root.display());
+        for name in names {
+            let e = find(&root, &name).unwrap();
+            let plan = e.plan(true, None).unwrap_or_else(|err| panic!("{err}"));
+            for row in &e.row {
+                assert!(
+                    plan.points
+                        .iter()
+                        .any(|p| crate::sweep::plan::label(p) == row.point),
+                    "{name}: seed row '{}' matches no point",
+                    row.point
+                );
+            }
+        }
+    }
+}
