@@ -171,11 +171,7 @@ fn tcp_bitrate_is_an_application_rate() {
     let r = loopback_json(&["-b", "20M", "-l", "16K", "-t", "1"]);
     assert_eq!(r["test"]["bitrate"], 20_000_000);
     for key in ["sent", "received"] {
-        let bps = f64_at(&r, &format!("/summary/{key}/bits_per_second"));
-        assert!(
-            (bps - 20e6).abs() <= 0.10 * 20e6,
-            "{key} {bps} bit/s, want 20 Mbit/s +-10%"
-        );
+        assert_rate(&r, &format!("/summary/{key}/bits_per_second"), 20e6, 0.10);
     }
 }
 
@@ -196,11 +192,7 @@ fn tcp_paced_sender_starts_no_write_after_the_deadline() {
 #[test]
 fn tcp_bitrate_with_default_writes_stays_within_ten_percent() {
     let r = loopback_json(&["-b", "20M", "-t", "1"]);
-    let bps = f64_at(&r, "/summary/sent/bits_per_second");
-    assert!(
-        (bps - 20e6).abs() <= 0.10 * 20e6,
-        "sent {bps} bit/s, want 20 Mbit/s +-10%"
-    );
+    assert_rate(&r, "/summary/sent/bits_per_second", 20e6, 0.10);
 }
 
 /// A test that sets buffers gets a data listener of its own with them set before

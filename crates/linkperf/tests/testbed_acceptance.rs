@@ -22,23 +22,29 @@ fn bin() -> &'static str {
 }
 
 /// A testbed built by `linkperf testbed up` from a topology text, with a `linkperf server`
-/// in host `b`; both are removed when dropped.
-struct Bed(CliBed);
+/// in host `b`, held with the testbed turn; removed (then the turn given back) when dropped.
+struct Bed {
+    bed: CliBed,
+    _turn: std::sync::MutexGuard<'static, ()>,
+}
 
 impl std::ops::Deref for Bed {
     type Target = CliBed;
     fn deref(&self) -> &CliBed {
-        &self.0
+        &self.bed
     }
 }
 
 impl Bed {
-    fn up(name: &str, links: &str) -> Bed {
+    /// Takes the testbed turn and brings the testbed up, or None (with a
+    /// skip line) when not root.
+    fn up(name: &str, links: &str) -> Option<Bed> {
+        let turn = common::testbed_turn()?;
         let topology = two_hosts(name, "10.77.0.1", "10.77.0.2", links);
         let mut bed = CliBed::up(bin(), &std::env::temp_dir(), name, &topology);
         let mut server = bed.exec("b", bin());
         bed.serve("b", server.args(["server", "-q"]), 5211);
-        Bed(bed)
+        Some(Bed { bed, _turn: turn })
     }
 
     /// Runs `linkperf client 10.77.0.2 -J ARGS...` in host a and returns its JSON document.
@@ -76,13 +82,12 @@ fn ethernet_wire_bytes(payload: f64) -> f64 {
 
 #[test]
 fn udp_above_the_link_rate_is_received_at_the_rate() {
-    let Some(_lock) = common::testbed_turn() else {
-        return;
-    };
-    let bed = Bed::up(
+    let Some(bed) = Bed::up(
         "lpacc-udp",
         "rate = \"50M\"\ndelay = \"1ms\"\nqueue = \"100K\"",
-    );
+    ) else {
+        return;
+    };
     let doc = bed.client(&["-u", "-b", "80M", "-l", "1400", "-t", "2"]);
     let payload_bps = f64_at(&doc, "/summary/received/bits_per_second");
     let wire_bps = payload_bps * ethernet_wire_bytes(1400.0) / 1400.0;
@@ -101,13 +106,12 @@ fn udp_above_the_link_rate_is_received_at_the_rate() {
 
 #[test]
 fn tcp_on_a_clean_link_reaches_90_percent_of_the_payload_rate() {
-    let Some(_lock) = common::testbed_turn() else {
-        return;
-    };
-    let bed = Bed::up(
+    let Some(bed) = Bed::up(
         "lpacc-tcp",
         "rate = \"100M\"\ndelay = \"2ms\"\nqueue = \"256K\"",
-    );
+    ) else {
+        return;
+    };
     let doc = bed.client(&["-t", "2", "-O", "0.5"]);
     // 1448 bytes of payload (MSS with timestamps) per 1538 bytes on the wire.
     let theoretical = 100e6 * 1448.0 / 1538.0;
@@ -124,10 +128,9 @@ fn tcp_on_a_clean_link_reaches_90_percent_of_the_payload_rate() {
 
 #[test]
 fn tcp_over_oc3c_atm_tops_out_at_the_cell_tax_ceiling() {
-    let Some(_lock) = common::testbed_turn() else {
+    let Some(bed) = Bed::up("lpacc-oc3", "preset = \"oc3c-atm\"\nqueue = \"1M\"") else {
         return;
     };
-    let bed = Bed::up("lpacc-oc3", "preset = \"oc3c-atm\"\nqueue = \"1M\"");
     let doc = bed.client(&["-t", "2", "-O", "0.5"]);
     // 9128 payload bytes (MTU 9180 - 40 - 12) per 192 cells of 53 bytes at 149.76 Mbit/s.
     let ceiling = 149.76e6 * 9128.0 / (192.0 * 53.0);
@@ -142,10 +145,9 @@ fn tcp_over_oc3c_atm_tops_out_at_the_cell_tax_ceiling() {
 
 #[test]
 fn wan_600km_window_limited_against_tuned() {
-    let Some(_lock) = common::testbed_turn() else {
+    let Some(bed) = Bed::up("lpacc-wan", "preset = \"wan-600km\"") else {
         return;
     };
-    let bed = Bed::up("lpacc-wan", "preset = \"wan-600km\"");
     let limited = goodput(&bed.client(&["-t", "1.2", "-w", "64K"]));
     let tuned = goodput(&bed.client(&["-t", "1.2"]));
     let window_over_rtt = 65536.0 * 8.0 / 8.8e-3;
@@ -168,14 +170,13 @@ fn wan_600km_window_limited_against_tuned() {
 
 #[test]
 fn udp_loss_matches_the_configured_probability_and_the_emulator() {
-    let Some(_lock) = common::testbed_turn() else {
-        return;
-    };
     let p = 0.02;
-    let bed = Bed::up(
+    let Some(bed) = Bed::up(
         "lpacc-loss",
         "delay = \"1ms\"\n[link.a_to_b]\nloss = \"2%\"",
-    );
+    ) else {
+        return;
+    };
     // Counted from here: a frame sent at link-up (an IPv6 multicast report) may have met
     // the far device still down, which counts as a write error.
     let before = bed.a_to_b();
@@ -269,13 +270,12 @@ const WINDOW_LINK: &str = "rate = \"100M\"\ndelay = \"10ms\"\nqueue = \"1M\"";
 /// scale fits the window (set after accept, a 4K window collapsed to 0.5 Mbit/s).
 #[test]
 fn window_sweep_matches_iperf3_in_both_directions() {
-    let Some(_lock) = common::testbed_turn() else {
+    let Some(bed) = Bed::up("lpacc-win", WINDOW_LINK) else {
         return;
     };
     if Command::new("iperf3").arg("--version").output().is_err() {
         panic!("iperf3 is not installed: the README's test command installs it");
     }
-    let bed = Bed::up("lpacc-win", WINDOW_LINK);
     let _iperf3 = Iperf3Server::start(&bed);
     for window in ["4K", "16K", "64K", "256K", "1M"] {
         for reverse in [false, true] {
@@ -310,10 +310,9 @@ fn window_sweep_matches_iperf3_in_both_directions() {
 /// configured delay plus one frame's serialisation), in both directions.
 #[test]
 fn receive_window_bounds_throughput_at_window_over_rtt() {
-    let Some(_lock) = common::testbed_turn() else {
+    let Some(bed) = Bed::up("lpacc-rwin", WINDOW_LINK) else {
         return;
     };
-    let bed = Bed::up("lpacc-rwin", WINDOW_LINK);
     let rtt = 2.0 * 10e-3 + 1538.0 * 8.0 / 100e6;
     for window in ["4K", "16K", "64K"] {
         for reverse in [false, true] {

@@ -26,11 +26,7 @@ fn udp_at_10_mbit_loses_nothing() {
     assert!(jitter >= 0.0 && jitter.is_finite(), "jitter {jitter}");
     assert!(r["summary"]["sent"]["retransmits"].is_null());
     assert!(r["summary"].get("tcp").is_none(), "no tcp block for UDP");
-    let bps = f64_at(&r, "/summary/received/bits_per_second");
-    assert!(
-        (bps - 10e6).abs() <= 0.05 * 10e6,
-        "received {bps} bit/s, want 10 Mbit/s +-5%"
-    );
+    assert_rate(&r, "/summary/received/bits_per_second", 10e6, 0.05);
 }
 
 #[test]
@@ -43,8 +39,8 @@ fn udp_parallel_rate_is_per_stream() {
         .map(|s| u64_at(s, "/receiver/udp/packets"))
         .sum();
     assert_eq!(packets, u64_at(&r, "/summary/received/packets"));
-    let bps = f64_at(&r, "/summary/received/bits_per_second");
-    assert!((bps - 10e6).abs() <= 0.05 * 10e6, "2 x 5M gave {bps} bit/s");
+    // 2 x 5M.
+    assert_rate(&r, "/summary/received/bits_per_second", 10e6, 0.05);
 }
 
 #[test]

@@ -285,17 +285,22 @@ fn temp_dir(tag: &str) -> PathBuf {
     dir
 }
 
+/// Writes `text` to DIR/NAME and returns the file's path.
+fn write_file(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let file = dir.join(name);
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
 fn bad_input_is_one_line_exit_2_and_changes_nothing() {
     let tb = Guard::up("lpt12-bad", &pair("name = \"wan\"\ndelay = \"5ms\""));
     let dir = temp_dir("bad");
-    let schedule = dir.join("sched.toml");
-    std::fs::write(
-        &schedule,
+    let schedule = write_file(
+        &dir,
+        "sched.toml",
         "[[step]]\nat = \"2s\"\nlink = \"wan\"\ndelay = \"1ms\"\n[[step]]\nat = \"1s\"\nlink = \"wan\"\ndelay = \"9ms\"\n",
-    )
-    .unwrap();
-    let trace = dir.join("bad.trace");
-    std::fs::write(&trace, "1\n2\n1.5\n").unwrap();
+    );
+    let trace = write_file(&dir, "bad.trace", "1\n2\n1.5\n");
     let trace_arg = format!("trace={}", trace.display());
     let schedule_arg = schedule.display().to_string();
     let before = tb.link_status().unwrap();
@@ -347,13 +352,12 @@ fn bad_input_is_one_line_exit_2_and_changes_nothing() {
 fn a_schedule_steps_and_repeats() {
     let tb = Guard::up("lpt12-sched", &pair("name = \"wan\"\ndelay = \"5ms\""));
     let dir = temp_dir("sched");
-    let file = dir.join("steps.toml");
-    std::fs::write(
-        &file,
+    let file = write_file(
+        &dir,
+        "steps.toml",
         "repeat = \"600ms\"\n[[step]]\nat = \"0s\"\nlink = \"wan\"\ndelay = \"5ms\"\n\
          [[step]]\nat = \"300ms\"\nlink = \"wan\"\ndelay = \"15ms\"\n",
-    )
-    .unwrap();
+    );
     let (to, sink) = timed_sink_in_b(&tb, 7121, Duration::from_millis(300));
     let schedule = schedule_from_file(&file, tb.topology()).unwrap();
     let before = tb.link_status().unwrap();
@@ -469,12 +473,7 @@ fn a_trace_driven_link_delivers_at_its_opportunities() {
     send_udp(&ns(&tb, "a"), to, 1472, count, offered, 0);
     let arrivals = sink.join().unwrap();
     // Trace opportunities count IP bytes: a 1472-byte payload is a 1500-byte IP packet.
-    let rate = arrival_rate(
-        &arrivals,
-        Duration::from_millis(500),
-        Duration::from_millis(2400),
-        |len| len as u64 + 28,
-    );
+    let rate = arrival_rate(&arrivals, 500..=2400, |len| len as u64 + 28);
     println!(
         "  trace {}: capacity {:.3} Mbit/s, delivered {:.3} Mbit/s of IP packets",
         trace.display(),

@@ -129,12 +129,7 @@ fn udp_above_the_rate_is_delivered_at_the_rate() {
         0,
     );
     let arrivals = sink.join().unwrap();
-    let wire_rate = arrival_rate(
-        &arrivals,
-        Duration::from_millis(500),
-        Duration::from_millis(2400),
-        ethernet_wire,
-    );
+    let wire_rate = arrival_rate(&arrivals, 500..=2400, ethernet_wire);
     println!(
         "  sent {sent}, received {}, delivered {:.3} Mbit/s on the wire (configured 50)",
         arrivals.len(),
@@ -388,12 +383,7 @@ fn atm_framing_delivers_the_cell_tax_payload_rate() {
         let count = (offered * 2.0 / (payload as f64 * 8.0)) as u64;
         send_udp(&ns(&tb, "a"), to, payload, count, offered, 0);
         let arrivals = sink.join().unwrap();
-        let goodput = arrival_rate(
-            &arrivals,
-            Duration::from_millis(400),
-            Duration::from_millis(1900),
-            |len| len as u64,
-        );
+        let goodput = arrival_rate(&arrivals, 400..=1900, |len| len as u64);
         let cells = (payload as u64 + 28 + 16).div_ceil(48);
         let expected = 149.76e6 * payload as f64 / (cells * 53) as f64;
         println!(
@@ -437,12 +427,7 @@ fn switch_shares_one_bottleneck_and_ipv6_works() {
     s1.join().unwrap();
     s2.join().unwrap();
     let arrivals = sink.join().unwrap();
-    let rate = arrival_rate(
-        &arrivals,
-        Duration::from_millis(400),
-        Duration::from_millis(1900),
-        ethernet_wire,
-    );
+    let rate = arrival_rate(&arrivals, 400..=1900, ethernet_wire);
     let from_h2 = arrivals.iter().filter(|a| a.seq >= 1 << 32).count();
     println!("  two 15 Mbit/s senders through a 20 Mbit/s port: {:.3} Mbit/s on the wire, {} / {} from h1 / h2", rate / 1e6, arrivals.len() - from_h2, from_h2);
     assert!((rate / 20e6 - 1.0).abs() <= 0.02, "{rate}");

@@ -283,14 +283,18 @@ pub fn send_udp(
     .unwrap()
 }
 
-/// Rate in bits/s of the arrivals inside [from, to], counting `wire_bytes(len)` per datagram.
-/// Measured between the first and last arrival in the window, so a full window is n-1 gaps.
+/// Rate in bits/s of the arrivals inside `window_ms` (ms since the sink started, both
+/// ends included), counting `wire_bytes(len)` per datagram. Measured between the first and
+/// last arrival in the window, so a full window is n-1 gaps.
 pub fn arrival_rate(
     arrivals: &[Arrival],
-    from: Duration,
-    to: Duration,
+    window_ms: std::ops::RangeInclusive<u64>,
     wire_bytes: impl Fn(usize) -> u64,
 ) -> f64 {
+    let (from, to) = (
+        Duration::from_millis(*window_ms.start()),
+        Duration::from_millis(*window_ms.end()),
+    );
     let window: Vec<&Arrival> = arrivals
         .iter()
         .filter(|a| a.at >= from && a.at <= to)

@@ -197,6 +197,17 @@ pub fn loopback_json(args: &[&str]) -> Value {
     client_json(server.port, args)
 }
 
+/// Asserts that the rate at `pointer` in a report is `want` bit/s within
+/// `tolerance` (a fraction of `want`).
+pub fn assert_rate(report: &Value, pointer: &str, want: f64, tolerance: f64) {
+    let bps = f64_at(report, pointer);
+    assert!(
+        (bps - want).abs() <= tolerance * want,
+        "{pointer}: {bps} bit/s, want {want} bit/s +-{}%",
+        tolerance * 100.0
+    );
+}
+
 pub fn schema_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../schema")
 }
