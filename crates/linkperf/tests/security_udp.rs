@@ -7,7 +7,7 @@
 //! address sent: it must be at most 1 (linkperf sends nothing at all).
 
 mod common;
-use common::hostile::{iperf3_params, Control};
+use common::hostile::{iperf3_params, iperf3_params_from, Control};
 use common::*;
 use linkperf_proto::iperf3::{self, State};
 use linkperf_proto::rr::{self, RrClientMessage, RrClientSession, RrServerMessage, RR_VERSION};
@@ -184,4 +184,36 @@ fn iperf3_udp_data_goes_only_to_the_control_connections_address() {
         tally.received,
         tally.sent
     );
+}
+
+#[test]
+fn a_silent_iperf3_udp_client_does_not_hold_up_others() {
+    let server = Server::start();
+    // A client from another address sets up a UDP test and never sends its
+    // connect datagram: the server waits for it (10 s handshake step).
+    let params = r#"{"udp":true,"time":1,"parallel":1,"len":1400,"bandwidth":1000000,"omit":0}"#;
+    let (_silent, state, _) = iperf3_params_from("127.0.0.9", server.port, params);
+    assert_eq!(state, State::CreateStreams);
+    // A stock iperf3 UDP client meanwhile: a 1 s test.
+    let started = Instant::now();
+    let run = linkperf_testsupport::process::run(
+        std::process::Command::new("iperf3").args([
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &server.port.to_string(),
+            "-u",
+            "-b",
+            "1M",
+            "-t",
+            "1",
+            "-J",
+        ]),
+        Duration::from_secs(40),
+    );
+    let took = started.elapsed();
+    println!("iperf3 -u -t 1 beside a silent UDP client took {took:?}");
+    run.assert_success("iperf3 client");
+    // It did not wait for the silent client's deadline (10 s, 15 s before).
+    assert!(took < Duration::from_secs(8), "took {took:?}");
 }

@@ -47,7 +47,7 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits {
-            max_connections: 1000,
+            max_connections: 2000,
             max_connections_per_source: 300,
             max_tests: 32,
             max_streams_per_test: 128,

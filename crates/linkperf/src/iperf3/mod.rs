@@ -8,6 +8,7 @@ pub mod client;
 pub mod json;
 pub mod listener;
 pub mod server;
+mod server_udp;
 
 use linkperf_proto::iperf3::{self, errno, Params, StreamResults};
 use linkperf_proto::results::{Role, SideResult};

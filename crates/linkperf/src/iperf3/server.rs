@@ -37,9 +37,6 @@ type Arrived = (u64, TcpStream);
 struct Hub {
     waiting: Mutex<HashMap<[u8; COOKIE_LEN], Sender<Arrived>>>,
     active: AtomicUsize,
-    /// UDP streams are accepted on the server's own port, where one datagram
-    /// does not say which session it belongs to: one session at a time does it.
-    udp_accept: Mutex<()>,
 }
 
 /// A number that grows with every accepted connection, taken by the accept
@@ -301,8 +298,8 @@ impl Session {
         Ok((line, result.warnings))
     }
 
-    /// UDP streams, one at a time on the server's own port: each client's
-    /// connect datagram gets its socket connected back, then the reply.
+    /// UDP streams on the server's own port: each connect datagram from the
+    /// client's address gets a socket connected back, then the reply.
     fn accept_udp_streams(
         &mut self,
         local: SocketAddr,
@@ -312,29 +309,23 @@ impl Session {
         count: usize,
     ) -> Result<Vec<DataSocket>, String> {
         let mut sockets = Vec::new();
-        let _one_at_a_time = hub().udp_accept.lock().unwrap_or_else(|p| p.into_inner());
         let addr = SocketAddr::new(canonical(local.ip()), local.port());
-        let mut listener = match bind_udp_listener(addr, config) {
-            Ok(s) => s,
+        let mut waiter = match super::server_udp::wait_for(addr, peer) {
+            Ok(w) => w,
             Err(e) => return self.refuse(iperf3::errno::STREAM_ACCEPT, e),
         };
         self.state(State::CreateStreams)?;
         let deadline = Instant::now() + SETUP_TIMEOUT;
-        for index in 0..count {
-            let from = wait_udp_connect(&listener, peer, deadline).inspect_err(|_| {
+        for _ in 0..count {
+            let from = waiter.next(deadline).inspect_err(|_| {
                 let _ = self.send(&iperf3::server_error(iperf3::errno::STREAM_ACCEPT, 0));
             })?;
-            listener
+            // The stream's own socket on the shared port, connected to the
+            // client: the kernel prefers it to the dispatcher's from now on.
+            let stream_socket = bind_udp_listener(addr, config)?;
+            stream_socket
                 .connect(from)
                 .map_err(|e| format!("UDP connect to {from}: {e}"))?;
-            let stream_socket = listener;
-            // The next stream's listener exists before the reply, so the
-            // client's next connect datagram finds it.
-            listener = if index + 1 < count {
-                bind_udp_listener(addr, config)?
-            } else {
-                stream_socket.try_clone().map_err(|e| e.to_string())?
-            };
             let _ = stream_socket.send(&iperf3::UDP_REPLY);
             let _ = super::set_tos(&stream_socket, extras.tos, addr.is_ipv6());
             sockets.push(DataSocket::Udp(stream_socket));
@@ -673,37 +664,6 @@ fn bind_udp_listener(addr: SocketAddr, config: &TestConfig) -> Result<UdpSocket,
     sock.bind(&addr.into())
         .map_err(|e| format!("cannot bind UDP to {addr}: {e}"))?;
     Ok(sock.into())
-}
-
-/// The source of the client's UDP connect datagram. Only one from `peer`,
-/// the control connection's address, counts: a datagram from elsewhere may
-/// have a spoofed source, and the test's stream would flood it (reflection).
-fn wait_udp_connect(
-    sock: &UdpSocket,
-    peer: IpAddr,
-    deadline: Instant,
-) -> Result<SocketAddr, String> {
-    let mut buf = [0u8; 64 * 1024];
-    let mut strangers = 0u32;
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(format!(
-                "no UDP connect datagram from the iperf3 client at {}; is UDP blocked? ({strangers} datagram(s) from other addresses ignored)",
-                canonical(peer)
-            ));
-        }
-        let _ = sock.set_read_timeout(Some(left.min(Duration::from_millis(200))));
-        if let Ok((_, from)) = sock.recv_from(&mut buf) {
-            if canonical(from.ip()) != canonical(peer) {
-                strangers = strangers.saturating_add(1);
-                continue;
-            }
-            // iperf3 servers take any first datagram as the connect message.
-            let _ = sock.set_read_timeout(None);
-            return Ok(from);
-        }
-    }
 }
 
 /// The server's part of the test in iperf3's text layout (--get-server-output).

@@ -62,7 +62,16 @@ impl Control {
 /// server's answer to them: the state byte and, after SERVER_ERROR, the
 /// iperf3 error number.
 pub fn iperf3_params(port: u16, params: &str) -> (TcpStream, State, Option<i32>) {
-    let mut control = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    iperf3_params_from("127.0.0.1", port, params)
+}
+
+/// [`iperf3_params`] from another source address of 127/8.
+pub fn iperf3_params_from(
+    source: &str,
+    port: u16,
+    params: &str,
+) -> (TcpStream, State, Option<i32>) {
+    let mut control = connect_from(source, port).unwrap();
     control
         .set_read_timeout(Some(Duration::from_secs(20)))
         .unwrap();
