@@ -150,7 +150,6 @@ fn direction_block(out: &mut String, s: &DirectionSummary, udp: bool) {
                 l.app * 100.0
             );
         }
-        out.push('\n');
         window_line(out, t);
     }
     if let Some(g) = &s.send_gaps {
@@ -192,9 +191,10 @@ fn direction_block(out: &mut String, s: &DirectionSummary, udp: bool) {
     }
 }
 
-/// The window the receiver really advertised, which `-w` does not set
-/// exactly (the kernel doubles a buffer and keeps part for overhead).
+/// Ends the tcp line, then the window the receiver really advertised, which
+/// `-w` does not set exactly (the kernel doubles a buffer and keeps part).
 fn window_line(out: &mut String, t: &crate::report::TcpSummary) {
+    out.push('\n');
     let bytes = |v: Option<u64>| v.map(|b| format!("{b} B")).unwrap_or_else(|| "-".into());
     let _ = writeln!(
         out,
