@@ -4,8 +4,10 @@
 //! [`linkperf_proto::results::SideResult`].
 
 pub mod cpu;
+pub mod delays;
 pub mod facts;
 pub mod mmsg;
+pub mod modelsend;
 pub mod pacer;
 pub mod side;
 pub mod sockopt;
@@ -16,5 +18,5 @@ pub mod udptrack;
 pub mod zerocopy;
 
 pub use side::{EventSink, LocalSide, SideEvent, StreamPlan};
-pub use stream::DataSocket;
+pub use stream::{tcp_receive_buffer, udp_stream_memory, DataSocket};
 pub use udpformat::UdpFormat;

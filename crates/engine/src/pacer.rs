@@ -37,14 +37,58 @@ pub const WAKE_FACTOR: f64 = 4.0;
 /// Weight of a new lateness measurement (an exponential moving average).
 const LATE_GAIN: f64 = 1.0 / 16.0;
 
+/// Sleeps to a point in time on the high-resolution timer, waking early by
+/// the timer's own measured lateness (shared by the pacer and by senders
+/// that follow a traffic model's schedule).
+#[derive(Debug, Clone)]
+pub struct Sleeper {
+    /// How late a sleep ends past the time asked, smoothed, in seconds.
+    wake_late: f64,
+}
+
+impl Default for Sleeper {
+    fn default() -> Self {
+        Sleeper {
+            wake_late: INITIAL_WAKE_LATE.as_secs_f64(),
+        }
+    }
+}
+
+impl Sleeper {
+    /// The timer's measured lateness.
+    pub fn wake_late(&self) -> Duration {
+        Duration::from_secs_f64(self.wake_late)
+    }
+
+    /// Sleeps so as to wake at `at`: asks the timer for `at` minus its usual
+    /// lateness, and returns without sleeping when `at` is nearer than half
+    /// that lateness (sending a little early beats waking later than `at`).
+    pub fn sleep_until(&mut self, at: Instant) {
+        loop {
+            let now = Instant::now();
+            let left = at.saturating_duration_since(now).as_secs_f64();
+            if left <= self.wake_late / 2.0 {
+                return;
+            }
+            let ask = Duration::from_secs_f64((left - self.wake_late).max(1e-9));
+            sleep(ask);
+            let late = Instant::now()
+                .saturating_duration_since(now + ask)
+                .as_secs_f64();
+            // A preemption is not the timer's lateness: cap what one sample moves.
+            let late = late.min(4.0 * self.wake_late + 1e-6);
+            self.wake_late += LATE_GAIN * (late - self.wake_late);
+        }
+    }
+}
+
 pub struct Pacer {
     rate_bps: f64,
     start: Instant,
     sent_bits: f64,
     last_send: Option<Instant>,
     gaps: Histogram<u64>,
-    /// How late a sleep ends past the time asked, smoothed, in seconds.
-    wake_late: f64,
+    sleeper: Sleeper,
     /// No send before this, so catching up stays within CATCH_UP times the rate.
     not_before: Option<Instant>,
 }
@@ -57,7 +101,7 @@ impl Pacer {
             sent_bits: 0.0,
             last_send: None,
             gaps: Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid histogram bounds"),
-            wake_late: INITIAL_WAKE_LATE.as_secs_f64(),
+            sleeper: Sleeper::default(),
             not_before: None,
         }
     }
@@ -75,7 +119,7 @@ impl Pacer {
 
     /// The timer's measured lateness.
     pub fn wake_late(&self) -> Duration {
-        Duration::from_secs_f64(self.wake_late)
+        self.sleeper.wake_late()
     }
 
     /// Blocks until `bits` may be sent (true), or until `deadline` when they
@@ -88,7 +132,7 @@ impl Pacer {
     /// apart than WAKE_FACTOR timer latencies, else as many as fit in that time.
     pub fn train(&self, bits: u64, max: usize) -> usize {
         let gap = bits.max(1) as f64 / self.rate_bps;
-        let every = WAKE_FACTOR * self.wake_late;
+        let every = WAKE_FACTOR * self.sleeper.wake_late;
         ((every / gap).ceil() as usize).clamp(1, max.max(1))
     }
 
@@ -108,10 +152,10 @@ impl Pacer {
         if let Some(d) = deadline.filter(|d| at >= *d) {
             // Due after the end: wait for the end, send nothing. (Waking early
             // must never let a send due after the deadline slip in before it.)
-            self.sleep_until(d);
+            self.sleeper.sleep_until(d);
             return 0;
         }
-        self.sleep_until(at);
+        self.sleeper.sleep_until(at);
         let sent_at = Instant::now();
         let behind = sent_at.saturating_duration_since(self.due()).as_secs_f64();
         let overdue = 1 + (behind * self.rate_bps / bits.max(1) as f64) as usize;
@@ -129,27 +173,6 @@ impl Pacer {
         self.last_send = Some(sent_at);
         self.sent_bits += (bits * units as u64) as f64;
         units
-    }
-
-    /// Sleeps so as to wake at `at`: asks the timer for `at` minus its usual
-    /// lateness, and returns without sleeping when `at` is nearer than half
-    /// that lateness (sending a little early beats waking later than `at`).
-    fn sleep_until(&mut self, at: Instant) {
-        loop {
-            let now = Instant::now();
-            let left = at.saturating_duration_since(now).as_secs_f64();
-            if left <= self.wake_late / 2.0 {
-                return;
-            }
-            let ask = Duration::from_secs_f64((left - self.wake_late).max(1e-9));
-            sleep(ask);
-            let late = Instant::now()
-                .saturating_duration_since(now + ask)
-                .as_secs_f64();
-            // A preemption is not the timer's lateness: cap what one sample moves.
-            let late = late.min(4.0 * self.wake_late + 1e-6);
-            self.wake_late += LATE_GAIN * (late - self.wake_late);
-        }
     }
 
     /// The distribution of gaps between sends of `bits`-sized datagrams.

@@ -2,6 +2,7 @@
 //! interval reports, and the summary once they are done.
 
 use crate::cpu::{CpuSnapshot, ThreadCpu};
+use crate::delays::DelayTrack;
 use crate::sockopt;
 use crate::stream::{self, DataSocket, SideControl, StreamParams, StreamShared};
 use crate::tcpinfo::{self, RttTrack, TcpInfo};
@@ -79,6 +80,8 @@ struct Snap {
     packets: u64,
     udp: Option<UdpStats>,
     tcp: Option<TcpInfo>,
+    /// A model's sender: bytes its schedule had due.
+    offered: u64,
 }
 
 #[derive(Default)]
@@ -167,11 +170,17 @@ impl LocalSide {
             .is_none()
             .then(|| at + Duration::from_secs_f64(self.config.duration_s));
         let rate = self.config.stream_rate();
+        let payload = if self.plans.iter().any(|p| p.role == Role::Sender) {
+            crate::stream::Payload::new(self.config.length as usize)
+        } else {
+            crate::stream::Payload::default()
+        };
         for (index, plan) in std::mem::take(&mut self.plans).into_iter().enumerate() {
             let shared = self.streams[index].clone();
             let ctl = self.ctl.clone();
             let params = StreamParams {
                 length: self.config.length as usize,
+                payload: payload.clone(),
                 rate_bps: rate,
                 // The split is per direction: with --bidir the second set is numbered from P.
                 byte_limit: self
@@ -181,6 +190,11 @@ impl LocalSide {
                 end,
                 zerocopy: self.config.zerocopy,
                 udp_format: self.udp_format,
+                model: (plan.role == Role::Sender)
+                    .then(|| self.config.stream_model(plan.id))
+                    .flatten()
+                    .map(|(m, seed)| (m.clone(), seed)),
+                stream_id: plan.id,
                 window_clamp: self.config.window_clamp,
             };
             let same_clock = self.same_clock;
@@ -196,19 +210,7 @@ impl LocalSide {
             let handle = std::thread::Builder::new().name(name).spawn(move || {
                 let cpu_before = ThreadCpu::now();
                 let cpu_of = shared.clone();
-                if plan.role == Role::Sender {
-                    sockopt::tighten_timer_slack();
-                }
-                match (plan.socket, plan.role) {
-                    (DataSocket::Tcp(s), Role::Sender) => stream::tcp_send(s, shared, ctl, params),
-                    (DataSocket::Tcp(s), Role::Receiver) => {
-                        stream::tcp_receive(s, shared, ctl, params)
-                    }
-                    (DataSocket::Udp(s), Role::Sender) => stream::udp_send(s, shared, ctl, params),
-                    (DataSocket::Udp(s), Role::Receiver) => {
-                        stream::udp_receive(s, shared, ctl, params, same_clock)
-                    }
-                }
+                run_stream(plan, shared, ctl, params, same_clock);
                 // Before `at` the thread only slept: its running time starts there.
                 let ran = Instant::now().saturating_duration_since(at);
                 *cpu_of.cpu.lock().unwrap_or_else(|p| p.into_inner()) =
@@ -313,30 +315,19 @@ impl LocalSide {
             let bytes = final_snap.bytes - base.bytes;
             moved += final_snap.bytes;
             let rtt = output.rtt.get(i).copied().unwrap_or_default();
-            let tcp = (shared.role == Role::Sender && final_snap.tcp.is_some()).then(|| {
-                tcp_summary(
-                    &base,
-                    &final_snap,
-                    finished_after.saturating_sub(base.at),
-                    &rtt,
-                )
-            });
-            // A receiver's tcp_info says only which window it advertised.
-            let tcp = tcp.or_else(|| {
-                let now = final_snap.tcp.as_ref()?;
-                Some(TcpStats {
-                    rcv_wnd_bytes: now.rcv_wnd.map(u64::from),
-                    window_clamp_bytes: now.window_clamp.map(u64::from),
-                    ..TcpStats::default()
-                })
-            });
+            let measured = finished_after.saturating_sub(base.at);
+            let tcp = stream_tcp(shared.role, &base, &final_snap, measured, &rtt);
             let thread_cpu = *shared.cpu.lock().unwrap_or_else(|e| e.into_inner());
             if let Some((cpu, _)) = &thread_cpu {
                 own_cpu.add(cpu);
             }
-            let udp = final_snap.udp.as_ref().map(|now| match &base.udp {
-                Some(b) if base.at > Duration::ZERO => UdpTracker::delta(b, now),
-                _ => now.clone(),
+            let udp = final_snap.udp.as_ref().map(|now| {
+                let mut u = match &base.udp {
+                    Some(b) if base.at > Duration::ZERO => UdpTracker::delta(b, now),
+                    _ => now.clone(),
+                };
+                DelayTrack::fill(&mut u, stream::lock(&shared.delays).total());
+                u
             });
             let packets = (self.config.protocol == linkperf_proto::Protocol::Udp)
                 .then(|| final_snap.packets - base.packets);
@@ -359,6 +350,7 @@ impl LocalSide {
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .clone(),
+                schedule: stream::lock(&shared.schedule).clone(),
                 started_unix_ns: Some(shared.started_unix_ns.load(Ordering::Relaxed))
                     .filter(|&t| t > 0),
                 thread_cpu_percent: thread_cpu
@@ -384,6 +376,54 @@ impl LocalSide {
     }
 }
 
+/// One stream's thread: its sender or receiver loop, by socket and role (a
+/// traffic model's sender follows its schedule).
+fn run_stream(
+    plan: StreamPlan,
+    shared: Arc<StreamShared>,
+    ctl: Arc<SideControl>,
+    params: StreamParams,
+    same_clock: bool,
+) {
+    if plan.role == Role::Sender {
+        sockopt::tighten_timer_slack();
+    }
+    match (plan.socket, plan.role) {
+        (DataSocket::Tcp(s), Role::Sender) if params.model.is_some() => {
+            crate::modelsend::tcp(s, shared, ctl, params)
+        }
+        (DataSocket::Udp(s), Role::Sender) if params.model.is_some() => {
+            crate::modelsend::udp(s, shared, ctl, params)
+        }
+        (DataSocket::Tcp(s), Role::Sender) => stream::tcp_send(s, shared, ctl, params),
+        (DataSocket::Tcp(s), Role::Receiver) => stream::tcp_receive(s, shared, ctl, params),
+        (DataSocket::Udp(s), Role::Sender) => stream::udp_send(s, shared, ctl, params),
+        (DataSocket::Udp(s), Role::Receiver) => {
+            stream::udp_receive(s, shared, ctl, params, same_clock)
+        }
+    }
+}
+
+/// A sender's TCP figures over the measured part of the test; a receiver's
+/// tcp_info says only which window it advertised.
+fn stream_tcp(
+    role: Role,
+    base: &Snap,
+    last: &Snap,
+    measured: Duration,
+    rtt: &RttTrack,
+) -> Option<TcpStats> {
+    if role == Role::Sender && last.tcp.is_some() {
+        return Some(tcp_summary(base, last, measured, rtt));
+    }
+    let now = last.tcp.as_ref()?;
+    Some(TcpStats {
+        rcv_wnd_bytes: now.rcv_wnd.map(u64::from),
+        window_clamp_bytes: now.window_clamp.map(u64::from),
+        ..TcpStats::default()
+    })
+}
+
 fn snapshot(shared: &StreamShared, tcp: Option<&TcpStream>, at: Duration) -> Snap {
     Snap {
         at,
@@ -391,6 +431,7 @@ fn snapshot(shared: &StreamShared, tcp: Option<&TcpStream>, at: Duration) -> Sna
         packets: shared.packets.load(Ordering::Relaxed),
         udp: shared.udp.lock().unwrap_or_else(|e| e.into_inner()).clone(),
         tcp: tcp.and_then(|s| tcpinfo::read(s).ok()),
+        offered: shared.offered_bytes.load(Ordering::Relaxed),
     }
 }
 
@@ -555,10 +596,18 @@ impl Sampler {
                     },
                     packets: (self.config.protocol == linkperf_proto::Protocol::Udp)
                         .then(|| n.packets - p.packets),
-                    udp: n.udp.as_ref().map(|u| match &p.udp {
-                        Some(b) => UdpTracker::delta(b, u),
-                        None => u.clone(),
+                    udp: n.udp.as_ref().map(|u| {
+                        let mut d = match &p.udp {
+                            Some(b) => UdpTracker::delta(b, u),
+                            None => u.clone(),
+                        };
+                        DelayTrack::fill(&mut d, stream::lock(&s.delays).take_interval());
+                        d
                     }),
+                    offered_bits_per_second: (s.role == Role::Sender
+                        && self.config.stream_model(s.id).is_some()
+                        && secs > 0.0)
+                        .then(|| (n.offered - p.offered) as f64 * 8.0 / secs),
                     tcp: (s.role == Role::Sender)
                         .then_some(())
                         .and(n.tcp.as_ref())
@@ -646,6 +695,9 @@ impl Sampler {
                     }
                     if omitted {
                         out.baseline = snaps.clone();
+                        for s in &self.streams {
+                            stream::lock(&s.delays).reset_total();
+                        }
                     } else {
                         for (whole, interval) in out.rtt.iter_mut().zip(&rtt) {
                             whole.merge(interval);

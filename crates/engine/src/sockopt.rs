@@ -108,6 +108,7 @@ pub fn apply_tcp(socket: &Socket, config: &TestConfig) -> Result<(), String> {
             .set_tcp_congestion(cc.as_bytes())
             .map_err(|_| congestion_unavailable(cc))?;
     }
+    apply_tos(socket, config)?;
     if let Some(rate) = config.pacing_rate {
         // SO_MAX_PACING_RATE is in bytes/s; the kernel takes a u64 since 4.20.
         let bytes_per_second: u64 = rate / 8;
@@ -150,8 +151,26 @@ pub fn hold_window_clamp(socket: &impl AsRawFd, clamp: u32) {
     let _ = set_window_clamp(socket, clamp);
 }
 
-/// UDP options: don't-fragment (so oversize datagrams fail visibly with EMSGSIZE).
+/// The TOS byte (--dscp, -S) on IPv4 and the traffic class on IPv6; an IPv6
+/// socket gets both, as it may carry IPv4-mapped traffic. Set before connect
+/// and listen, so the handshake's segments are marked too.
+pub fn apply_tos(socket: &Socket, config: &TestConfig) -> Result<(), String> {
+    let Some(tos) = config.tos else {
+        return Ok(());
+    };
+    let value = libc::c_int::from(tos);
+    let v4 = setsockopt(socket, libc::IPPROTO_IP, libc::IP_TOS, &value);
+    let v6 = setsockopt(socket, libc::IPPROTO_IPV6, libc::IPV6_TCLASS, &value);
+    match (v4, v6) {
+        (Err(e), Err(_)) => Err(format!("-S/--dscp: the kernel refused TOS {tos:#04x}: {e}")),
+        _ => Ok(()),
+    }
+}
+
+/// UDP options: don't-fragment (so oversize datagrams fail visibly with
+/// EMSGSIZE) and the TOS byte.
 pub fn apply_udp(socket: &Socket, config: &TestConfig, ipv6: bool) -> Result<(), String> {
+    apply_tos(socket, config)?;
     if config.pacing_rate.is_some() {
         let bytes_per_second: u64 = config.pacing_rate.unwrap_or(0) / 8;
         setsockopt(

@@ -6,11 +6,12 @@
 //! short timeouts so a stop is honoured within half a second.
 
 use crate::cpu::ThreadCpu;
+use crate::delays::DelayTrack;
 use crate::mmsg;
 use crate::pacer::Pacer;
 use crate::sockopt::path_mtu;
 use crate::udptrack::UdpTracker;
-use linkperf_proto::results::{GapStats, Role, UdpStats};
+use linkperf_proto::results::{GapStats, Role, ScheduleStats, UdpStats};
 use linkperf_proto::udp;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream, UdpSocket};
@@ -21,7 +22,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 /// How long a receiver waits without data before it declares the stream dead.
 pub const IDLE_LIMIT: Duration = Duration::from_secs(10);
 /// Socket timeout between checks of the stop flags.
-const POLL: Duration = Duration::from_millis(100);
+pub(crate) const POLL: Duration = Duration::from_millis(100);
 /// How many FIN markers a UDP sender sends (they may be lost like any datagram).
 const FIN_COPIES: usize = 5;
 
@@ -50,6 +51,12 @@ pub struct StreamShared {
     pub started_unix_ns: AtomicU64,
     /// CPU the stream's thread used, and for how long it ran, once it is done.
     pub cpu: Mutex<Option<(ThreadCpu, Duration)>>,
+    /// A UDP receiver's one-way delay and IPDV distributions.
+    pub delays: Mutex<DelayTrack>,
+    /// A model's sender: bytes its schedule had due so far.
+    pub offered_bytes: AtomicU64,
+    /// A model's sender: how it kept the schedule, once it is done.
+    pub schedule: Mutex<Option<ScheduleStats>>,
 }
 
 impl StreamShared {
@@ -67,10 +74,13 @@ impl StreamShared {
             gaps: Mutex::new(None),
             started_unix_ns: AtomicU64::new(0),
             cpu: Mutex::new(None),
+            delays: Mutex::new(DelayTrack::default()),
+            offered_bytes: AtomicU64::new(0),
+            schedule: Mutex::new(None),
         }
     }
 
-    fn fail(&self, why: String) {
+    pub(crate) fn fail(&self, why: String) {
         let mut e = self.error.lock().unwrap_or_else(|p| p.into_inner());
         if e.is_none() {
             *e = Some(why);
@@ -87,10 +97,41 @@ pub struct SideControl {
     pub stop_receivers: AtomicBool,
 }
 
+/// The bytes a test's senders write: made once per test and shared by its
+/// streams (a copy per stream of a 64 MiB `-l` would cost 64 MiB a stream).
+#[derive(Clone, Default)]
+pub struct Payload(Arc<Vec<u8>>);
+
+impl Payload {
+    pub fn new(length: usize) -> Payload {
+        // Arc<Vec>, not Arc<[u8]>: converting would copy, twice the peak.
+        Payload(Arc::new(payload(length)))
+    }
+}
+
+impl std::fmt::Debug for Payload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Payload({} bytes)", self.0.len())
+    }
+}
+
+/// A TCP receiver's buffer for writes of `length`: reads return what the
+/// socket holds, so beyond a megabyte a larger buffer only costs memory.
+pub fn tcp_receive_buffer(length: usize) -> usize {
+    length.clamp(128 * 1024, 1024 * 1024)
+}
+
+/// What a UDP stream's batch of datagram buffers holds, either way.
+pub fn udp_stream_memory(length: usize) -> usize {
+    (length.max(udp::HEADER_LEN) + 1) * BATCH
+}
+
 /// What a stream thread needs to know about the test.
 #[derive(Debug, Clone)]
 pub struct StreamParams {
     pub length: usize,
+    /// What senders write (at least `length` bytes); empty for receivers.
+    pub payload: Payload,
     pub rate_bps: Option<u64>,
     pub byte_limit: Option<u64>,
     pub start: Instant,
@@ -98,11 +139,20 @@ pub struct StreamParams {
     pub zerocopy: bool,
     /// UDP datagram framing (iperf3's for iperf3 peers).
     pub udp_format: crate::udpformat::UdpFormat,
+    /// The traffic model this stream sends by, and the run's seed.
+    pub model: Option<(linkperf_traffic::Model, u64)>,
+    /// The stream's id (its model's random draws depend on it).
+    pub stream_id: u32,
     /// TCP_WINDOW_CLAMP a receiver holds (see `tcp_receive`).
     pub window_clamp: Option<u32>,
 }
 
-fn now_unix_ns() -> u64 {
+/// A poisoned lock's data is still the best there is.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+pub(crate) fn now_unix_ns() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
@@ -111,7 +161,7 @@ fn now_unix_ns() -> u64 {
 
 /// Records when the stream's data ended (last write, last byte read) and
 /// flags it finished.
-fn mark_finished(shared: &StreamShared, start: Instant, data_ended: Instant) {
+pub(crate) fn mark_finished(shared: &StreamShared, start: Instant, data_ended: Instant) {
     let after = data_ended.saturating_duration_since(start);
     shared
         .finished_after_ns
@@ -119,7 +169,7 @@ fn mark_finished(shared: &StreamShared, start: Instant, data_ended: Instant) {
     shared.finished.store(true, Ordering::Release);
 }
 
-fn wait_until(at: Instant) {
+pub(crate) fn wait_until(at: Instant) {
     let now = Instant::now();
     if at > now {
         std::thread::sleep(at - now);
@@ -127,7 +177,7 @@ fn wait_until(at: Instant) {
 }
 
 /// A recognisable, non-compressible payload.
-fn payload(length: usize) -> Vec<u8> {
+pub(crate) fn payload(length: usize) -> Vec<u8> {
     let mut x: u32 = 0x1234_5678;
     (0..length)
         .map(|_| {
@@ -146,9 +196,9 @@ pub fn tcp_send(
     p: StreamParams,
 ) {
     let _ = sock.set_write_timeout(Some(POLL * 5));
-    let buf = payload(p.length);
+    let buf = &p.payload.0[..p.length];
     let zerocopy = if p.zerocopy {
-        crate::zerocopy::Source::new(&buf).ok()
+        crate::zerocopy::Source::new(buf).ok()
     } else {
         None
     };
@@ -196,8 +246,13 @@ pub fn tcp_send(
         }
     }
     let data_ended = Instant::now();
-    // Half-close, then wait for the receiver to close: everything sent has
-    // then been delivered and acknowledged, so tcp_info read afterwards is final.
+    close_and_drain(&mut sock, &ctl);
+    mark_finished(&shared, p.start, data_ended);
+}
+
+/// Half-closes, then waits for the receiver to close: everything sent has
+/// then been delivered and acknowledged, so tcp_info read afterwards is final.
+pub(crate) fn close_and_drain(sock: &mut TcpStream, ctl: &SideControl) {
     let _ = sock.shutdown(Shutdown::Write);
     let _ = sock.set_read_timeout(Some(POLL));
     let mut sink = [0u8; 64];
@@ -221,7 +276,6 @@ pub fn tcp_send(
             Err(_) => break,
         }
     }
-    mark_finished(&shared, p.start, data_ended);
 }
 
 pub fn tcp_receive(
@@ -231,7 +285,7 @@ pub fn tcp_receive(
     p: StreamParams,
 ) {
     let _ = sock.set_read_timeout(Some(POLL));
-    let mut buf = vec![0u8; p.length.max(128 * 1024)];
+    let mut buf = vec![0u8; tcp_receive_buffer(p.length)];
     let mut received: u64 = 0;
     let mut last_data = Instant::now().max(p.start);
     loop {
@@ -292,11 +346,11 @@ pub fn udp_send(
     let mut pacer = p.rate_bps.map(Pacer::new);
     let limit_packets = p.byte_limit.map(|b| b.div_ceil(len as u64));
     let _ = sock.set_write_timeout(Some(POLL));
-    let fill = payload(len);
+    let fill = &p.payload.0[..len];
     // GSO where the kernel has it: a paced sender's trains then cost one
     // system call and one trip through the stack each.
-    let mut batch = mmsg::SendBatch::with_gso(len, &fill)
-        .unwrap_or_else(|| mmsg::SendBatch::new(len, BATCH, &fill));
+    let mut batch = mmsg::SendBatch::with_gso(len, fill)
+        .unwrap_or_else(|| mmsg::SendBatch::new(len, BATCH, fill));
     batch.set_format(p.udp_format);
     wait_until(p.start);
     shared
@@ -332,15 +386,7 @@ pub fn udp_send(
                 shared.bytes.store(seq * len as u64, Ordering::Relaxed);
             }
             Err(e) => {
-                if send_failed(
-                    e,
-                    &mut batch,
-                    &sock,
-                    &shared,
-                    &fill,
-                    seq,
-                    &mut refused_since,
-                ) {
+                if send_failed(e, &mut batch, &sock, &shared, fill, seq, &mut refused_since) {
                     break;
                 }
             }
@@ -351,22 +397,32 @@ pub fn udp_send(
             Some(pacer.gap_stats(len as u64 * 8));
     }
     let data_ended = Instant::now();
+    send_fin(&sock, len, seq, p.udp_format);
+    mark_finished(&shared, p.start, data_ended);
+}
+
+/// End-of-stream markers: `seq` datagrams were sent (linkperf's framing only).
+pub(crate) fn send_fin(
+    sock: &UdpSocket,
+    len: usize,
+    seq: u64,
+    format: crate::udpformat::UdpFormat,
+) {
     let mut fin = vec![0u8; len.max(udp::HEADER_LEN)];
     udp::write_fin(&mut fin, seq);
     for _ in 0..FIN_COPIES {
-        if !p.udp_format.sends_fin() {
+        if !format.sends_fin() {
             break;
         }
         let _ = sock.send(&fin);
         std::thread::sleep(Duration::from_millis(2));
     }
-    mark_finished(&shared, p.start, data_ended);
 }
 
 /// What a failed datagram send means: true when the sender must stop (the
 /// reason is recorded in `shared`), false to go on (a full buffer, a GSO
 /// batch the kernel refuses: plain batches from then on).
-fn send_failed(
+pub(crate) fn send_failed(
     e: std::io::Error,
     batch: &mut mmsg::SendBatch,
     sock: &UdpSocket,
@@ -429,19 +485,22 @@ pub fn udp_receive(
     let _ = sock.set_read_timeout(Some(POLL));
     let mut batch = mmsg::RecvBatch::new(p.length.max(udp::HEADER_LEN) + 1, BATCH, &sock);
     let mut tracker = UdpTracker::new();
+    lock(&shared.delays).same_clock = same_clock;
     let mut fin_at: Option<Instant> = None;
     let mut last_data = Instant::now().max(p.start);
     loop {
         match batch.receive(&sock) {
             Ok(n) => {
                 let now_ns = now_unix_ns();
+                let mut delays = lock(&shared.delays);
                 for d in (0..n).flat_map(|i| batch.datagrams(i)) {
                     if udp::parse_hello(d).is_some() {
                         continue; // a late copy of the set-up handshake
                     }
                     match p.udp_format.parse(d) {
                         Some(udp::Datagram::Data { seq, sent_ns }) => {
-                            tracker.record(seq, sent_ns, now_ns, d.len())
+                            tracker.record(seq, sent_ns, now_ns, d.len());
+                            delays.record(seq, sent_ns, now_ns);
                         }
                         Some(udp::Datagram::Fin { total }) => {
                             tracker.fin(total);
@@ -450,6 +509,7 @@ pub fn udp_receive(
                         None => {}
                     }
                 }
+                drop(delays);
                 if n > 0 {
                     last_data = Instant::now();
                 }

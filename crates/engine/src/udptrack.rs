@@ -134,6 +134,8 @@ impl UdpTracker {
             jitter_ms: self.jitter_ns / 1e6,
             one_way_delay_ms: (same_clock && self.owd_count > 0)
                 .then(|| self.owd_sum_ns / self.owd_count as f64 / 1e6),
+            delay: None,
+            ipdv: None,
         }
     }
 
@@ -155,6 +157,8 @@ impl UdpTracker {
             duplicates: now.duplicates - before.duplicates,
             jitter_ms: now.jitter_ms,
             one_way_delay_ms: now.one_way_delay_ms,
+            delay: None,
+            ipdv: None,
         }
     }
 }

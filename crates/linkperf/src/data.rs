@@ -43,11 +43,13 @@ pub fn prepare_tcp(stream: &TcpStream, config: &TestConfig) -> Result<Vec<String
 /// connections must be accepted by a listener that has these options before
 /// `listen`; set after `accept`, a small window collapses (the scale was
 /// chosen for the default buffer). A window clamp also sets the scale and
-/// the first window the SYN-ACK offers.
+/// the first window the SYN-ACK offers. A TOS mark (--dscp) is set there
+/// too, so the SYN-ACK carries it.
 pub fn handshake_options_set(config: &TestConfig) -> bool {
     config.rcvbuf.is_some()
         || config.sndbuf.is_some()
         || config.mss.is_some()
+        || config.tos.is_some()
         || config.window_clamp.is_some()
 }
 
@@ -122,19 +124,42 @@ pub fn bind_udp(addr: SocketAddr, config: &TestConfig) -> Result<UdpSocket, Stri
 }
 
 /// Server side: waits for the client's hello on a stream's UDP socket, then
-/// connects the socket to the client and acknowledges.
-pub fn accept_udp(sock: &UdpSocket, cookie: u64, id: u32, deadline: Instant) -> Result<(), String> {
+/// connects the socket to the client and acknowledges. Only a hello from
+/// `peer` (the control connection's address, proven by its TCP handshake)
+/// counts: one from elsewhere may have a spoofed source, and answering it
+/// would aim the test's stream at a victim (reflection). The acknowledgement
+/// is smaller than the hello, so no address gets more than it sent.
+pub fn accept_udp(
+    sock: &UdpSocket,
+    cookie: u64,
+    id: u32,
+    peer: IpAddr,
+    deadline: Instant,
+) -> Result<(), String> {
     let mut buf = [0u8; 2048];
+    let mut strangers = 0u32;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
+            let ignored = if strangers > 0 {
+                format!(
+                    "; {strangers} datagram(s) from addresses other than the control connection's ({}) were ignored",
+                    canonical_ip(peer)
+                )
+            } else {
+                String::new()
+            };
             return Err(format!(
-                "UDP stream {id}: no hello from the client; is UDP blocked by a firewall?"
+                "UDP stream {id}: no hello from the client; is UDP blocked by a firewall?{ignored}"
             ));
         }
         let _ = sock.set_read_timeout(Some(left.min(Duration::from_millis(200))));
         match sock.recv_from(&mut buf) {
             Ok((n, from)) => {
+                if canonical_ip(from.ip()) != canonical_ip(peer) {
+                    strangers = strangers.saturating_add(1);
+                    continue;
+                }
                 if udp::parse_hello(&buf[..n]) == Some((cookie, id)) {
                     sock.connect(from)
                         .map_err(|e| format!("UDP connect to {from}: {e}"))?;
@@ -146,6 +171,18 @@ pub fn accept_udp(sock: &UdpSocket, cookie: u64, id: u32, deadline: Instant) -> 
             }
             Err(_) => continue,
         }
+    }
+}
+
+/// An address as one family sees it: IPv4-mapped IPv6 addresses as IPv4, so
+/// a dual-stack socket's peer compares equal to the same host over IPv4.
+pub fn canonical_ip(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6
+            .to_ipv4_mapped()
+            .map(IpAddr::V4)
+            .unwrap_or(IpAddr::V6(v6)),
+        v4 => v4,
     }
 }
 
@@ -180,14 +217,7 @@ pub fn connect_udp(
 
 /// True when both ends read the same clock: loopback or the same address.
 pub fn same_host(peer: IpAddr, local: IpAddr) -> bool {
-    let canon = |ip: IpAddr| match ip {
-        IpAddr::V6(v6) => v6
-            .to_ipv4_mapped()
-            .map(IpAddr::V4)
-            .unwrap_or(IpAddr::V6(v6)),
-        v4 => v4,
-    };
-    let (peer, local) = (canon(peer), canon(local));
+    let (peer, local) = (canonical_ip(peer), canonical_ip(local));
     peer == local || (peer.is_loopback() && local.is_loopback())
 }
 

@@ -12,6 +12,7 @@
 //! - [`diagnose`]: why the numbers are what they are (pure analysis).
 //! - [`text`]: the human rendering of a result.
 //! - [`control`], [`data`]: control sessions and data connections on sockets.
+//! - [`guard`]: a server's limits, cookies and event log (what it allows).
 //! - [`client`]: runs one test against a server.
 //! - [`iperf3`]: interoperability with stock iperf3 clients and servers.
 //! - [`runner`]: one test against either kind of server.
@@ -33,6 +34,7 @@ pub mod text;
 
 pub mod control;
 pub mod data;
+pub mod guard;
 
 pub mod client;
 

@@ -28,6 +28,18 @@ pub struct Report {
     pub errors: Vec<String>,
     /// The test was stopped early (Ctrl-C); the numbers cover what ran.
     pub interrupted: bool,
+    /// How well the emulated testbed the test crossed kept its timing meanwhile.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub testbed: Option<TestbedTiming>,
+}
+
+/// The emulator's own account of its links over one test: per link direction,
+/// packets, release lateness (and how many left over 100 us late), queueing,
+/// and the configured against the measured delay.
+#[derive(Debug, Clone, Serialize)]
+pub struct TestbedTiming {
+    pub name: String,
+    pub links: Vec<linkperf_testbed::status::TimingReport>,
 }
 
 #[derive(Debug, Clone, Serialize)]

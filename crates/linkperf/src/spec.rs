@@ -7,6 +7,7 @@
 //! This module knows no command-line parser and runs nothing.
 
 use linkperf_proto::{Direction, Protocol, TestConfig};
+use linkperf_traffic::Traffic;
 use std::net::IpAddr;
 
 /// Which protocol the server speaks.
@@ -62,6 +63,16 @@ pub struct TestSpec {
     pub clock_sync: bool,
     /// Start at this wall-clock time (ms since the Unix epoch).
     pub start_at: Option<u64>,
+    /// The emulated testbed the test crosses (`linkperf testbed exec` says so in
+    /// `LINKPERF_TESTBED`): its links' timing over the test goes into the result.
+    pub testbed: Option<String>,
+    /// How each direction sends (`None`: full speed, or `bitrate` paced);
+    /// set with [`TestSpec::set`]`("traffic", ..)`, which picks its seed.
+    pub traffic: Option<Traffic>,
+    /// The seed asked for (`--traffic-seed`); otherwise each model gets a fresh one.
+    pub traffic_seed: Option<u64>,
+    /// IP TOS byte of the data packets (DSCP << 2), from --dscp or -S.
+    pub tos: Option<u8>,
     /// TCP_WINDOW_CLAMP on both ends: the exact largest window (`-w` sets
     /// buffers, of which the kernel makes a larger window).
     pub window_clamp: Option<u32>,
@@ -97,6 +108,10 @@ impl TestSpec {
             zerocopy: false,
             clock_sync: false,
             start_at: None,
+            testbed: None,
+            traffic: None,
+            traffic_seed: None,
+            tos: None,
             window_clamp: None,
         }
     }
@@ -122,12 +137,16 @@ impl TestSpec {
             bitrate: match (self.bitrate, udp) {
                 (Some(0), _) => None,
                 (Some(r), _) => Some(r),
+                // A model sets its own pace (cbr's is -b's).
+                (None, _) if self.traffic.as_ref().is_some_and(|t| !t.is_cbr()) => None,
                 (None, true) => Some(1_000_000),
                 (None, false) => None,
             },
             dont_fragment: self.dont_fragment,
             zerocopy: self.zerocopy,
             start_at_unix_ms: self.start_at,
+            traffic: self.traffic.clone().map(Box::new),
+            tos: self.tos,
             window_clamp: self.window_clamp,
         }
     }
@@ -137,6 +156,25 @@ impl TestSpec {
     pub fn validate(&self) -> Result<(), String> {
         if self.host.is_empty() {
             return Err("which server? usage: linkperf client HOST [options]".into());
+        }
+        if self.peer == Peer::Iperf3
+            && (self.tos.is_some() || self.traffic.as_ref().is_some_and(|t| !t.is_plain()))
+        {
+            return Err(
+                "--traffic models and --dscp/-S need a linkperf server; a stock iperf3 server would ignore them"
+                    .into(),
+            );
+        }
+        if let Some(t) = &self.traffic {
+            if t.is_cbr() && self.protocol == Protocol::Tcp && self.bitrate.unwrap_or(0) == 0 {
+                return Err("--traffic cbr needs a rate: add -b RATE".into());
+            }
+            if t.forward == linkperf_traffic::Model::Full && self.bitrate.unwrap_or(0) > 0 {
+                return Err(
+                    "--traffic full sends as fast as it can and -b paces: drop -b or use --traffic cbr"
+                        .into(),
+                );
+            }
         }
         self.config().validate()
     }
@@ -185,9 +223,42 @@ impl TestSpec {
             "bidir" => self.set_direction(Direction::Bidir, on()),
             "zerocopy" => self.zerocopy = on(),
             "dont-fragment" => self.dont_fragment = on(),
+            "traffic" => self.set_traffic(value, &|p| std::fs::read(p))?,
+            "traffic-seed" => {
+                let seed = linkperf_units::parse_count(value).map_err(|e| e.to_string())?;
+                self.traffic_seed = Some(seed);
+                if let Some(t) = self.traffic.as_mut() {
+                    t.seed = Some(seed);
+                }
+            }
+            "traffic.idt" | "traffic.size" | "traffic.on" | "traffic.off" => {
+                let key = &name["traffic.".len()..];
+                let t = self
+                    .traffic
+                    .as_mut()
+                    .ok_or_else(|| format!("{name}: choose a model with --traffic first"))?;
+                t.forward.set_term(key, value)?;
+                t.reverse.set_term(key, value)?;
+                t.profile = None;
+            }
+            "dscp" => self.tos = Some(parse_dscp(value)? << 2),
+            "tos" => self.tos = Some(parse_tos(value)?),
             "clamp" | "window-clamp" => self.window_clamp = Some(size(value)?),
             other => return Err(format!("'{other}' cannot vary")),
         }
+        Ok(())
+    }
+
+    /// Chooses a traffic model or profile (`load` reads trace files), with
+    /// the seed asked for or a fresh one, kept in the result.
+    pub fn set_traffic(
+        &mut self,
+        text: &str,
+        load: linkperf_traffic::model::Loader,
+    ) -> Result<(), String> {
+        let mut t = Traffic::parse(text, load)?;
+        t.seed = Some(self.traffic_seed.unwrap_or_else(fresh_seed));
+        self.traffic = Some(t);
         Ok(())
     }
 
@@ -200,6 +271,77 @@ impl TestSpec {
             self.direction = Direction::Forward;
         }
     }
+}
+
+/// A seed nobody chose: the clock's nanoseconds, mixed.
+pub fn fresh_seed() -> u64 {
+    let mut x = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+        ^ u64::from(std::process::id()) << 40;
+    linkperf_traffic::rng::splitmix64(&mut x)
+}
+
+/// DSCP code points by name (RFC 2474, 2597, 3246, 5865) or number.
+const DSCP_NAMES: &[(&str, u8)] = &[
+    ("cs0", 0),
+    ("cs1", 8),
+    ("cs2", 16),
+    ("cs3", 24),
+    ("cs4", 32),
+    ("cs5", 40),
+    ("cs6", 48),
+    ("cs7", 56),
+    ("af11", 10),
+    ("af12", 12),
+    ("af13", 14),
+    ("af21", 18),
+    ("af22", 20),
+    ("af23", 22),
+    ("af31", 26),
+    ("af32", 28),
+    ("af33", 30),
+    ("af41", 34),
+    ("af42", 36),
+    ("af43", 38),
+    ("ef", 46),
+    ("va", 44),
+    ("le", 1),
+    ("be", 0),
+    ("default", 0),
+];
+
+/// A DSCP as a name (EF, AF41, CS5) or a number 0-63 (decimal or 0x hex).
+pub fn parse_dscp(text: &str) -> Result<u8, String> {
+    let t = text.trim().to_ascii_lowercase();
+    if let Some((_, v)) = DSCP_NAMES.iter().find(|(n, _)| *n == t) {
+        return Ok(*v);
+    }
+    parse_byte(&t)
+        .filter(|&v| v < 64)
+        .ok_or_else(|| {
+            format!("--dscp '{text}' is not a DSCP; accepted: 0-63 or a name (EF, AF11-AF43, CS0-CS7, VA, LE)")
+        })
+}
+
+/// A TOS byte as iperf3's -S takes it: 0-255, decimal, 0x hex or 0 octal.
+pub fn parse_tos(text: &str) -> Result<u8, String> {
+    parse_byte(text.trim()).ok_or_else(|| {
+        format!("-S '{text}' is not a TOS byte; accepted: 0-255, e.g. 0xb8 (DSCP EF) or 184")
+    })
+}
+
+fn parse_byte(t: &str) -> Option<u8> {
+    let t = t.to_ascii_lowercase();
+    let v = if let Some(hex) = t.strip_prefix("0x") {
+        u32::from_str_radix(hex, 16).ok()?
+    } else if t.len() > 1 && t.starts_with('0') {
+        u32::from_str_radix(&t[1..], 8).ok()?
+    } else {
+        t.parse::<u32>().ok()?
+    };
+    u8::try_from(v).ok()
 }
 
 #[cfg(test)]
@@ -248,6 +390,46 @@ mod tests {
         assert_eq!(s.direction, Direction::Reverse);
         s.set("reverse", "off").unwrap();
         assert_eq!(s.direction, Direction::Forward);
+    }
+
+    #[test]
+    fn dscp_names_and_tos_bytes() {
+        assert_eq!(parse_dscp("EF"), Ok(46));
+        assert_eq!(parse_dscp("af41"), Ok(34));
+        assert_eq!(parse_tos("0xb8"), Ok(184));
+        assert_eq!(parse_tos("184"), Ok(184));
+        assert!(parse_dscp("64").unwrap_err().contains("0-63"));
+        assert!(parse_tos("256").unwrap_err().contains("0-255"));
+        let mut s = TestSpec::new("h");
+        s.set("dscp", "EF").unwrap();
+        assert_eq!(s.config().tos, Some(0xb8));
+    }
+
+    #[test]
+    fn a_model_sets_its_own_rate_and_keeps_its_seed() {
+        let mut s = TestSpec::new("h");
+        s.set("udp", "on").unwrap();
+        s.set("traffic-seed", "7").unwrap();
+        s.set("traffic", "idt=exp:1ms;size=const:1200").unwrap();
+        let c = s.config();
+        assert_eq!(c.bitrate, None);
+        assert_eq!(c.traffic.as_ref().unwrap().seed, Some(7));
+        s.set("traffic.idt", "exp:500us").unwrap();
+        assert_eq!(
+            s.config().traffic.unwrap().forward.text(),
+            "idt=exp:500us;size=const:1200"
+        );
+        // 9.6 Mbit/s of Poisson traffic does not fit under -b 5M.
+        s.set("traffic.idt", "exp:1ms").unwrap();
+        s.set("bitrate", "5M").unwrap();
+        assert!(s.validate().unwrap_err().contains("more than -b"));
+        let mut t = TestSpec::new("h");
+        t.set("traffic", "cbr").unwrap();
+        assert!(t.validate().unwrap_err().contains("needs a rate"));
+        let mut i = TestSpec::new("h");
+        i.peer = Peer::Iperf3;
+        i.set("dscp", "EF").unwrap();
+        assert!(i.validate().unwrap_err().contains("need a linkperf server"));
     }
 
     #[test]

@@ -126,31 +126,7 @@ fn direction_block(out: &mut String, s: &DirectionSummary, udp: bool) {
     }
     let _ = writeln!(out, "{received}");
     if let Some(t) = &s.tcp {
-        let f = |v: Option<f64>| v.map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into());
-        let _ = write!(
-            out,
-            "  tcp       rtt mean {} ms (min {}, max {} of {} samples; rttvar {}, kernel min_rtt {}), cwnd {}",
-            f(t.rtt_ms.mean),
-            f(t.rtt_ms.min),
-            f(t.rtt_ms.max),
-            t.rtt_ms.samples.unwrap_or(0),
-            f(t.rtt_ms.rttvar),
-            f(t.rtt_ms.kernel_min_rtt),
-            t.cwnd_bytes
-                .map(|c| format_bytes(c as f64))
-                .unwrap_or_else(|| "-".into())
-        );
-        if let Some(l) = t.limited {
-            let _ = write!(
-                out,
-                "; time limited by network {:.0}%, receiver window {:.0}%, send buffer {:.0}%, application {:.0}%",
-                l.network * 100.0,
-                l.rwnd * 100.0,
-                l.sndbuf * 100.0,
-                l.app * 100.0
-            );
-        }
-        window_line(out, t);
+        tcp_lines(out, t);
     }
     if let Some(g) = &s.send_gaps {
         let _ = writeln!(
@@ -191,10 +167,39 @@ fn direction_block(out: &mut String, s: &DirectionSummary, udp: bool) {
     }
 }
 
-/// Ends the tcp line, then the window the receiver really advertised, which
-/// `-w` does not set exactly (the kernel doubles a buffer and keeps part).
-fn window_line(out: &mut String, t: &crate::report::TcpSummary) {
+/// The sender's TCP figures: RTT samples, cwnd, what limited it, the window.
+fn tcp_lines(out: &mut String, t: &crate::report::TcpSummary) {
+    let f = |v: Option<f64>| v.map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into());
+    let _ = write!(
+        out,
+        "  tcp       rtt mean {} ms (min {}, max {} of {} samples; rttvar {}, kernel min_rtt {}), cwnd {}",
+        f(t.rtt_ms.mean),
+        f(t.rtt_ms.min),
+        f(t.rtt_ms.max),
+        t.rtt_ms.samples.unwrap_or(0),
+        f(t.rtt_ms.rttvar),
+        f(t.rtt_ms.kernel_min_rtt),
+        t.cwnd_bytes
+            .map(|c| format_bytes(c as f64))
+            .unwrap_or_else(|| "-".into())
+    );
+    if let Some(l) = t.limited {
+        let _ = write!(
+            out,
+            "; time limited by network {:.0}%, receiver window {:.0}%, send buffer {:.0}%, application {:.0}%",
+            l.network * 100.0,
+            l.rwnd * 100.0,
+            l.sndbuf * 100.0,
+            l.app * 100.0
+        );
+    }
     out.push('\n');
+    window_line(out, t);
+}
+
+/// The window the receiver really advertised, which `-w` does not set
+/// exactly (the kernel doubles a buffer and keeps part for overhead).
+fn window_line(out: &mut String, t: &crate::report::TcpSummary) {
     let bytes = |v: Option<u64>| v.map(|b| format!("{b} B")).unwrap_or_else(|| "-".into());
     let _ = writeln!(
         out,

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::sweep::sweep_args;
+use common::sweep::{pg_url, Loopback, PgSchema};
 use common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -42,17 +42,16 @@ fn entries(db: &str) -> Vec<Value> {
 
 #[test]
 fn client_prints_the_id_of_the_run_it_stored() {
-    let server = Server::start();
-    let dir = scratch("id");
-    let db = s(&dir.join("a.db"));
+    let lo = Loopback::new("id");
+    let (server, db) = (&lo.server, lo.db.as_str());
     // A fresh archive numbers its first entry 1, the next 2.
-    let text = client(server.port, &["-t", "0.3", "--db", &db]);
+    let text = client(server.port, &["-t", "0.3", "--db", db]);
     let last = ok(&text).lines().last().unwrap_or_default().to_string();
     assert_eq!(last, format!("stored as run 1 in {db}"), "{}", text.stdout);
-    let json = client(server.port, &["-t", "0.3", "--db", &db, "-J"]).report();
+    let json = client(server.port, &["-t", "0.3", "--db", db, "-J"]).report();
     assert_valid(&json);
     assert_eq!(json["id"], 2, "{json:#}");
-    let mut store = linkperf_store::Store::open_existing(Some(&db)).unwrap();
+    let mut store = linkperf_store::Store::open_existing(Some(db)).unwrap();
     let stored = store.run(2, true).unwrap().expect("run 2 is stored");
     let mut printed = json.clone();
     printed.as_object_mut().unwrap().remove("id");
@@ -62,8 +61,7 @@ fn client_prints_the_id_of_the_run_it_stored() {
     assert_eq!(unstored["id"], Value::Null);
     let quiet = client(server.port, &["-t", "0.2", "--no-store"]);
     assert!(!ok(&quiet).contains("stored as"), "{}", quiet.stdout);
-    assert_eq!(entries(&db).len(), 2);
-    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(entries(db).len(), 2);
 }
 
 #[test]
@@ -142,9 +140,8 @@ fn the_default_archive_is_created_on_first_write() {
 
 #[test]
 fn show_names_the_congestion_control_the_sender_used() {
-    let server = Server::start();
-    let dir = scratch("cc");
-    let db = s(&dir.join("a.db"));
+    let lo = Loopback::new("cc");
+    let (server, db) = (&lo.server, lo.db.as_str());
     // What the kernel gives a socket that asks for nothing.
     let default = read_proc("/proc/sys/net/ipv4/tcp_congestion_control").expect("tcp default");
     let mut cases = vec![(vec!["-t", "0.3"], default.clone())];
@@ -157,9 +154,9 @@ fn show_names_the_congestion_control_the_sender_used() {
     }
     for (args, want) in &cases {
         let mut all = args.clone();
-        all.extend(["--db", db.as_str(), "-J"]);
+        all.extend(["--db", db, "-J"]);
         let id = client(server.port, &all).report()["id"].as_i64().unwrap();
-        let shown = linkperf(&["results", "--db", &db, "show", &id.to_string()]);
+        let shown = linkperf(&["results", "--db", db, "show", &id.to_string()]);
         let line = ok(&shown)
             .lines()
             .find(|l| l.contains("congestion"))
@@ -169,32 +166,22 @@ fn show_names_the_congestion_control_the_sender_used() {
             line.ends_with(&format!("congestion {want}")),
             "{args:?}: {line}"
         );
-        let listed = entries(&db);
+        let listed = entries(db);
         let row = listed.iter().find(|e| e["id"] == id).unwrap();
         assert_eq!(row["congestion"], want.as_str(), "{row:#}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn compare_names_the_points_only_one_side_has() {
-    let server = Server::start();
-    let dir = scratch("compare");
-    let db = s(&dir.join("a.db"));
-    let port = server.port.to_string();
+    let lo = Loopback::new("compare");
+    let db = lo.db.as_str();
     let mut ids = vec![];
     for values in ["length=8K,64K", "length=64K,128K"] {
-        let run = wait_child(
-            spawn(&sweep_args(
-                &port,
-                &db,
-                &["-t", "0.3", "--vary", values, "-J"],
-            )),
-            Duration::from_secs(60),
-        );
+        let run = lo.sweep(&["-t", "0.3", "--vary", values, "-J"]);
         ids.push(run.json()["id"].as_i64().expect("sweep id").to_string());
     }
-    let text = linkperf(&["results", "--db", &db, "compare", &ids[0], &ids[1]]);
+    let text = linkperf(&["results", "--db", db, "compare", &ids[0], &ids[1]]);
     let out = ok(&text);
     assert!(
         out.contains(&format!(
@@ -211,11 +198,10 @@ fn compare_names_the_points_only_one_side_has() {
         "{out}"
     );
     assert!(out.contains("length=64K:"), "{out}");
-    let json = linkperf(&["results", "--db", &db, "compare", &ids[0], &ids[1], "-J"]);
+    let json = linkperf(&["results", "--db", db, "compare", &ids[0], &ids[1], "-J"]);
     let v = json.json();
     assert_eq!(v["only_in_a"], serde_json::json!([{"length": "8K"}]));
     assert_eq!(v["only_in_b"], serde_json::json!([{"length": "128K"}]));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -345,14 +331,13 @@ fn count(hay: &str, needle: &str) -> usize {
 
 #[test]
 fn rr_runs_are_stored_listed_shown_and_reported() {
-    let server = Server::start();
-    let dir = scratch("rr");
-    let db = s(&dir.join("a.db"));
-    let sizes = rr(server.port, &["--sizes", "64,8K", "-n", "500", "--db", &db]);
+    let lo = Loopback::new("rr");
+    let (server, dir, db) = (&lo.server, &lo.dir, lo.db.as_str());
+    let sizes = rr(server.port, &["--sizes", "64,8K", "-n", "500", "--db", db]);
     let id = sizes["id"].as_i64().expect("rr id");
     let loaded = rr(
         server.port,
-        &["-t", "1", "--load", "-t 2", "--db", &db, "-i", "0.5"],
+        &["-t", "1", "--load", "-t 2", "--db", db, "-i", "0.5"],
     );
     let load_id = loaded["id"].as_i64().unwrap();
     let text_run = linkperf(&[
@@ -363,12 +348,12 @@ fn rr_runs_are_stored_listed_shown_and_reported() {
         "-n",
         "300",
         "--db",
-        &db,
+        db,
     ]);
     let last = ok(&text_run).lines().last().unwrap().to_string();
     assert_eq!(last, format!("stored as run {} in {db}", load_id + 1));
 
-    let listed = entries(&db);
+    let listed = entries(db);
     let row = listed.iter().find(|e| e["id"] == id).unwrap();
     assert_eq!(row["kind"], "rr");
     // -n is per size: two sizes, 500 each.
@@ -381,21 +366,21 @@ fn rr_runs_are_stored_listed_shown_and_reported() {
             .any(|e| e["id"] == load_id + 1 && e["transactions"] == 300),
         "{listed:#?}"
     );
-    let text = linkperf(&["results", "--db", &db, "list"]);
+    let text = linkperf(&["results", "--db", db, "list"]);
     assert!(
         ok(&text).contains("tcp sizes: 1000 transactions, RTT p50"),
         "{}",
         text.stdout
     );
 
-    let shown = linkperf(&["results", "--db", &db, "show", &id.to_string()]);
+    let shown = linkperf(&["results", "--db", db, "show", &id.to_string()]);
     let out = ok(&shown);
     assert!(out.contains("1000 transactions of 1000"), "{out}");
     for size in ["      64           500", "    8192           500"] {
         assert!(out.contains(size), "{size:?} in {out}");
     }
     assert!(out.contains("fit       rtt = "), "{out}");
-    let shown = linkperf(&["results", "--db", &db, "show", &load_id.to_string()]);
+    let shown = linkperf(&["results", "--db", db, "show", &load_id.to_string()]);
     assert!(ok(&shown).contains("  idle      min"), "{}", shown.stdout);
     assert!(ok(&shown).contains("  loaded    min"), "{}", shown.stdout);
 
@@ -408,7 +393,7 @@ fn rr_runs_are_stored_listed_shown_and_reported() {
         ),
     ] {
         let page = dir.join(format!("rr-{rid}.html"));
-        let run = linkperf(&["report", &rid.to_string(), "--db", &db, "-o", &s(&page)]);
+        let run = linkperf(&["report", &rid.to_string(), "--db", db, "-o", &s(&page)]);
         ok(&run);
         let html = std::fs::read_to_string(&page).unwrap();
         for sec in sections {
@@ -422,40 +407,22 @@ fn rr_runs_are_stored_listed_shown_and_reported() {
     }
     let html = std::fs::read_to_string(dir.join(format!("rr-{id}.html"))).unwrap();
     assert!(html.contains("least-squares line"));
-    let _ = std::fs::remove_dir_all(&dir);
-}
-
-fn pg_url() -> Option<String> {
-    let url = std::env::var("LINKPERF_TEST_PG")
-        .ok()
-        .filter(|u| !u.is_empty());
-    if url.is_none() {
-        linkperf_testsupport::skip(
-            "set LINKPERF_TEST_PG=postgres://USER:PASS@127.0.0.1/DB (scripts/test sets it)",
-        );
-    }
-    url
 }
 
 #[test]
 fn postgres_archive_keeps_rr_runs_and_campaigns() {
     let Some(base) = pg_url() else { return };
-    let schema = format!("lp_archive_{}", std::process::id());
-    let url = linkperf_store::postgres_schema_url(&base, &schema);
-    linkperf_store::drop_postgres_schema(&base, &schema).unwrap();
-    linkperf_store::create_postgres_schema(&base, &schema).unwrap();
+    let pg = PgSchema::new(&base, "archive");
+    let url = pg.url.as_str();
     // An empty schema is no archive to a reader.
-    let run = linkperf(&["results", "--db", &url, "list"]);
+    let run = linkperf(&["results", "--db", url, "list"]);
     assert!(run.assert_one_line_failure(2).contains("no archive"));
     let server = Server::start();
-    let v = rr(
-        server.port,
-        &["--sizes", "64,4K", "-n", "200", "--db", &url],
-    );
+    let v = rr(server.port, &["--sizes", "64,4K", "-n", "200", "--db", url]);
     let id = v["id"].as_i64().unwrap();
     let dir = scratch("pg");
-    let doc = run_campaign(&dir, &url, "10M");
-    let listed = entries(&url);
+    let doc = run_campaign(&dir, url, "10M");
+    let listed = entries(url);
     let row = listed.iter().find(|e| e["id"] == id).unwrap();
     assert_eq!(row["transactions"], 400);
     let camp = listed
@@ -468,12 +435,11 @@ fn postgres_archive_keeps_rr_runs_and_campaigns() {
     );
     let got = camp["received_bits_per_second"].as_f64().unwrap();
     assert!((got - 20e6).abs() < 20e6 * 0.05, "{got}");
-    let shown = linkperf(&["results", "--db", &url, "show", &id.to_string()]);
+    let shown = linkperf(&["results", "--db", url, "show", &id.to_string()]);
     assert!(
         ok(&shown).contains("400 transactions of 400"),
         "{}",
         shown.stdout
     );
     let _ = std::fs::remove_dir_all(&dir);
-    linkperf_store::drop_postgres_schema(&base, &schema).unwrap();
 }

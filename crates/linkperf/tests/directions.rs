@@ -58,8 +58,7 @@ fn forward_server_line_counts_what_it_received() {
 
 #[test]
 fn bidir_reports_both_directions() {
-    let server = Server::start();
-    let r = client_json(server.port, &["--bidir", "-t", "1"]);
+    let r = loopback_json(&["--bidir", "-t", "1"]);
     assert_eq!(r["test"]["direction"], "bidir");
     assert_eq!(r["summary"]["direction"], "client_to_server");
     assert_eq!(r["summary_reverse"]["direction"], "server_to_client");

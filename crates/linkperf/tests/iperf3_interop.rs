@@ -91,7 +91,7 @@ fn counts_of_test(server: &Server, n: usize) -> (u64, u64) {
         server
             .stdout_lines()
             .into_iter()
-            .filter(|l| l.starts_with("iperf3 client"))
+            .filter(|l| l.contains("iperf3 client") && l.contains("test-done"))
             .collect()
     };
     server.wait_stdout(Duration::from_secs(10), |_| test_lines().len() >= n);
@@ -110,14 +110,20 @@ fn counts_of_test(server: &Server, n: usize) -> (u64, u64) {
 
 // ---------- iperf3 client -> linkperf server ----------
 
+/// A stock iperf3 client's `-J` document against a linkperf server started
+/// for it, and (received, sent) from that server's line for the test.
+fn iperf3_to_a_server_of_its_own(args: &[&str]) -> (Value, (u64, u64)) {
+    let server = Server::start();
+    let j = iperf3_json(server.port, args);
+    (j, only_counts(&server))
+}
+
 #[test]
 fn iperf3_client_tcp_forward_with_server_output() {
     let Some(_turn) = have_iperf3() else {
         return;
     };
-    let server = Server::start();
-    let j = iperf3_json(server.port, &["-t", "1", "--get-server-output"]);
-    let (received, sent) = only_counts(&server);
+    let (j, (received, sent)) = iperf3_to_a_server_of_its_own(&["-t", "1", "--get-server-output"]);
     assert_eq!(sent, 0);
     let end = &j["end"];
     // The results exchange carries the server's count: it is what the server logged,
@@ -142,9 +148,7 @@ fn iperf3_client_reverse_bytes_are_exact() {
     let Some(_turn) = have_iperf3() else {
         return;
     };
-    let server = Server::start();
-    let j = iperf3_json(server.port, &["-R", "-n", "50M"]);
-    let (received, sent) = only_counts(&server);
+    let (j, (received, sent)) = iperf3_to_a_server_of_its_own(&["-R", "-n", "50M"]);
     assert_eq!((received, sent), (0, 52_428_800));
     assert_eq!(u64_at(&j, "/end/sum_sent/bytes"), 52_428_800);
     assert_eq!(u64_at(&j, "/end/sum_received/bytes"), 52_428_800);
@@ -502,14 +506,11 @@ fn iperf3_server() -> (std::process::Child, u16) {
 /// Starts `iperf3 -s -p PORT ARGS...` and waits until it listens.
 fn iperf3_server_with(args: &[&str]) -> (std::process::Child, u16) {
     let port = free_port();
-    let child = Command::new(IPERF3)
-        .args(["-s", "-p", &port.to_string()])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn iperf3 -s");
+    let child = spawn_piped(
+        Command::new(IPERF3)
+            .args(["-s", "-p", &port.to_string()])
+            .args(args),
+    );
     // Wait until it listens, without connecting: with -1 any connection is its one test.
     let hex = format!(":{port:04X} ");
     for _ in 0..250 {
@@ -637,19 +638,15 @@ fn iperf3_json_format_has_iperf3_layout() {
     let Some(_turn) = have_iperf3() else {
         return;
     };
-    let server = Server::start();
-    let run = client(
-        server.port,
-        &[
-            "-n",
-            "8M",
-            "-P",
-            "2",
-            "--format",
-            "iperf3-json",
-            "--no-store",
-        ],
-    );
+    let run = loopback_client(&[
+        "-n",
+        "8M",
+        "-P",
+        "2",
+        "--format",
+        "iperf3-json",
+        "--no-store",
+    ]);
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
     let j = run.json();
     for key in ["start", "intervals", "end"] {

@@ -7,8 +7,7 @@ use serde_json::{json, Value};
 
 #[test]
 fn tcp_report_validates() {
-    let server = Server::start();
-    let r = client_json(server.port, &["-t", "1"]);
+    let r = loopback_json(&["-t", "1"]);
     assert_valid(&r);
     assert!(r["summary"]["sent"]["retransmits"].is_u64());
     assert!(r["summary"]["received"]["jitter_ms"].is_null());
@@ -17,44 +16,38 @@ fn tcp_report_validates() {
 
 #[test]
 fn udp_report_validates() {
-    let server = Server::start();
-    let r = client_json(server.port, &["-u", "-b", "5M", "-t", "1"]);
+    let r = loopback_json(&["-u", "-b", "5M", "-t", "1"]);
     assert_valid(&r);
 }
 
 #[test]
 fn reverse_report_validates() {
-    let server = Server::start();
-    let r = client_json(server.port, &["-R", "-t", "1"]);
+    let r = loopback_json(&["-R", "-t", "1"]);
     assert_valid(&r);
 }
 
 #[test]
 fn bidir_report_validates() {
-    let server = Server::start();
-    let r = client_json(server.port, &["--bidir", "-t", "1"]);
+    let r = loopback_json(&["--bidir", "-t", "1"]);
     assert_valid(&r);
 }
 
 #[test]
 fn bidir_udp_report_validates() {
-    let server = Server::start();
-    let r = client_json(server.port, &["--bidir", "-u", "-b", "2M", "-t", "1"]);
+    let r = loopback_json(&["--bidir", "-u", "-b", "2M", "-t", "1"]);
     assert_valid(&r);
     assert!(u64_at(&r, "/summary_reverse/received/packets") > 0);
 }
 
 #[test]
 fn parallel_report_validates() {
-    let server = Server::start();
-    let r = client_json(server.port, &["-P", "2", "-t", "1"]);
+    let r = loopback_json(&["-P", "2", "-t", "1"]);
     assert_valid(&r);
 }
 
 #[test]
 fn schema_rejects_what_it_should() {
-    let server = Server::start();
-    let r = client_json(server.port, &["-n", "1M"]);
+    let r = loopback_json(&["-n", "1M"]);
     assert_valid(&r);
     let broken = |f: &dyn Fn(&mut Value)| {
         let mut v = r.clone();
@@ -84,8 +77,7 @@ fn schema_rejects_what_it_should() {
 
 #[test]
 fn json_stream_lines_are_intervals_then_one_summary() {
-    let server = Server::start();
-    let run = client(server.port, &["--json-stream", "-t", "2", "-i", "0.5"]);
+    let run = loopback_client(&["--json-stream", "-t", "2", "-i", "0.5"]);
     assert_eq!(run.code(), Some(0), "stderr: {}", run.stderr);
     let lines: Vec<Value> = run
         .stdout
@@ -115,8 +107,7 @@ fn json_stream_lines_are_intervals_then_one_summary() {
 
 #[test]
 fn stream_schema_rejects_a_bare_report() {
-    let server = Server::start();
-    let r = client_json(server.port, &["-n", "1M"]);
+    let r = loopback_json(&["-n", "1M"]);
     assert!(check_schema("linkperf-1-stream.schema.json", &r).is_err());
     let line = json!({"schema": "linkperf/1", "event": "interval", "data": r});
     assert!(check_schema("linkperf-1-stream.schema.json", &line).is_err());
@@ -126,8 +117,7 @@ fn stream_schema_rejects_a_bare_report() {
 
 #[test]
 fn omitted_intervals_are_marked_and_left_out_of_the_summary() {
-    let server = Server::start();
-    let r = client_json(server.port, &["-O", "1", "-t", "2", "-i", "0.5"]);
+    let r = loopback_json(&["-O", "1", "-t", "2", "-i", "0.5"]);
     assert_valid(&r);
     assert_eq!(f64_at(&r, "/test/omit_s"), 1.0);
     let intervals = array_at(&r, "/intervals");
@@ -180,8 +170,7 @@ fn run_failure_document_validates() {
 
 #[test]
 fn server_refusal_document_validates() {
-    let server = Server::start();
-    let run = client(server.port, &["-R", "-C", "nosuch", "-t", "1", "-J"]);
+    let run = loopback_client(&["-R", "-C", "nosuch", "-t", "1", "-J"]);
     run.assert_one_line_failure(1);
     let doc = run.json();
     assert!(doc["error"].as_str().unwrap().contains("nosuch"), "{doc}");

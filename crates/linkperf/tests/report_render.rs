@@ -6,7 +6,7 @@ mod common;
 #[path = "../../report/tests/common/svg.rs"]
 mod report_svg;
 
-use common::sweep::sweep_args;
+use common::sweep::{export, Loopback};
 use common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -20,39 +20,38 @@ fn s(p: &Path) -> String {
     p.display().to_string()
 }
 
+/// `linkperf report ID -o DIR/NAME --db DB` against a loopback archive,
+/// asserted successful: the run and the page it wrote.
+fn report_page(lo: &Loopback, id: &str, name: &str) -> (Run, String) {
+    let page = s(&lo.dir.join(name));
+    let run = linkperf(&["report", id, "-o", &page, "--db", &lo.db]);
+    assert_eq!(run.code(), Some(0), "report {id} failed: {}", run.stderr);
+    let html = std::fs::read_to_string(&page).unwrap();
+    (run, html)
+}
+
 #[test]
 fn report_of_a_stored_sweep_and_of_one_run() {
-    let dir = scratch("sweep");
-    let db = s(&dir.join("archive.db"));
-    let server = Server::start();
-    let port = server.port.to_string();
-    let sweep = wait_child(
-        spawn(&sweep_args(
-            &port,
-            &db,
-            &[
-                "-t",
-                "0.3",
-                "-i",
-                "0.1",
-                "--vary",
-                "window=32K,128K,512K",
-                "--repeat",
-                "2",
-                "-J",
-            ],
-        )),
-        Duration::from_secs(120),
-    );
+    let lo = Loopback::new("sweep");
+    let (dir, db) = (&lo.dir, lo.db.as_str());
+    let sweep = lo.sweep(&[
+        "-t",
+        "0.3",
+        "-i",
+        "0.1",
+        "--vary",
+        "window=32K,128K,512K",
+        "--repeat",
+        "2",
+        "-J",
+    ]);
     assert_eq!(sweep.code(), Some(0), "sweep failed: {}", sweep.stderr);
     let sweep = sweep.json();
     let id = sweep["id"].as_i64().expect("sweep id").to_string();
 
-    let page = dir.join("sweep.html");
-    let run = linkperf(&["report", &id, "-o", &s(&page), "--db", &db]);
-    assert_eq!(run.code(), Some(0), "report failed: {}", run.stderr);
-    assert!(run.stdout.contains(&s(&page)), "says where: {}", run.stdout);
-    let html = std::fs::read_to_string(&page).unwrap();
+    let (run, html) = report_page(&lo, &id, "sweep.html");
+    let page = s(&dir.join("sweep.html"));
+    assert!(run.stdout.contains(&page), "says where: {}", run.stdout);
     assert!(html.starts_with("<!DOCTYPE html>"));
     // Self-contained: nothing fetched from anywhere.
     assert!(!html.contains("<script") && !html.contains(" src=") && !html.contains("<link"));
@@ -68,7 +67,7 @@ fn report_of_a_stored_sweep_and_of_one_run() {
         let text = linkperf_units::format_rate(mean);
         assert!(html.contains(&text), "page lacks the mean {text} of {p}");
     }
-    let export = linkperf(&["results", "export", &id, "--format", "json", "--db", &db]).json();
+    let export = export(db, &id, "json").json();
     let runs = export["runs"].as_array().expect("runs");
     assert_eq!(runs.len(), 6);
     for r in runs {
@@ -87,10 +86,7 @@ fn report_of_a_stored_sweep_and_of_one_run() {
 
     // One run of it, by its own id: a time series page.
     let run_id = runs[0]["id"].to_string();
-    let page = dir.join("run.html");
-    let r = linkperf(&["report", &run_id, "-o", &s(&page), "--db", &db]);
-    assert_eq!(r.code(), Some(0), "report failed: {}", r.stderr);
-    let html = std::fs::read_to_string(&page).unwrap();
+    let (_, html) = report_page(&lo, &run_id, "run.html");
     assert!(html.contains("Throughput per interval"));
     check_run_lines(&html, &runs[0]["report"]);
     let received = runs[0]["report"]["summary"]["received"]["bits_per_second"]
@@ -109,8 +105,6 @@ fn report_of_a_stored_sweep_and_of_one_run() {
     assert_eq!(r.code(), Some(0), "{}", r.stderr);
     let by_id = std::fs::read_to_string(dir.join("sweep.html")).unwrap();
     assert_eq!(std::fs::read_to_string(&again).unwrap(), by_id);
-    drop(server);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// What the sweep page of a real `--vary window=... --repeat 2` sweep must
@@ -220,10 +214,8 @@ fn check_run_lines(html: &str, report: &Value) {
 
 #[test]
 fn report_marks_an_interrupted_run() {
-    let dir = scratch("interrupted-run");
-    let db = s(&dir.join("archive.db"));
-    let server = Server::start();
-    let port = server.port.to_string();
+    let lo = Loopback::new("interrupted-run");
+    let db = lo.db.as_str();
 
     // A 10 s run stopped by Ctrl-C a second after its first interval report.
     let spawned = Instant::now();
@@ -231,13 +223,13 @@ fn report_marks_an_interrupted_run() {
         "client",
         "127.0.0.1",
         "-p",
-        &port,
+        &lo.port,
         "-t",
         "10",
         "-i",
         "0.5",
         "--db",
-        &db,
+        db,
     ]);
     let lines = stdout_lines(&mut child);
     let first = lines
@@ -249,14 +241,11 @@ fn report_marks_an_interrupted_run() {
     let signalled = Instant::now();
     let stderr = wait_stopped(child, Duration::from_secs(30));
     assert!(!stderr.contains("panicked"), "{first}\n{stderr}");
-    let list = linkperf(&["results", "--db", &db, "list", "--json"]).json();
+    let list = linkperf(&["results", "--db", db, "list", "--json"]).json();
     let entry = &list["entries"][0];
     assert_eq!(entry["interrupted"], Value::Bool(true), "{list:#}");
     let id = entry["id"].to_string();
-    let page = dir.join("run.html");
-    let r = linkperf(&["report", &id, "-o", &s(&page), "--db", &db]);
-    assert_eq!(r.code(), Some(0), "{}", r.stderr);
-    let html = std::fs::read_to_string(&page).unwrap();
+    let (_, html) = report_page(&lo, &id, "run.html");
     let banner = html
         .find("<div class=\"banner\"")
         .expect("an interrupted banner");
@@ -284,43 +273,32 @@ fn report_marks_an_interrupted_run() {
     assert!(text.contains(" of 10 s)"), "{text}");
     let row = report_svg::row_text(&html, &format!("row-run-{id}")).expect("run row");
     assert!(row.contains("interrupted (stopped after"), "{row}");
-    drop(server);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn report_marks_a_partial_sweep() {
-    let dir = scratch("interrupted-sweep");
-    let db = s(&dir.join("archive.db"));
-    let server = Server::start();
-    let port = server.port.to_string();
+    let lo = Loopback::new("interrupted-sweep");
+    let db = lo.db.as_str();
 
     // A sweep of 2 x 3 runs of 0.5 s stopped once its first run is stored.
-    let child = spawn(&sweep_args(
-        &port,
-        &db,
-        &[
-            "-t",
-            "0.5",
-            "-i",
-            "0.25",
-            "--vary",
-            "window=64K,256K",
-            "--repeat",
-            "3",
-            "-J",
-        ],
-    ));
-    wait_for_a_stored_sweep_run(&db);
+    let child = lo.spawn_sweep(&[
+        "-t",
+        "0.5",
+        "-i",
+        "0.25",
+        "--vary",
+        "window=64K,256K",
+        "--repeat",
+        "3",
+        "-J",
+    ]);
+    wait_for_a_stored_sweep_run(db);
     send_signal(&child, libc::SIGINT);
     let sweep = wait_child(child, Duration::from_secs(60));
     assert_eq!(sweep.code(), Some(130), "{}", sweep.stderr);
     let id = sweep.json()["id"].to_string();
-    let page = dir.join("sweep.html");
-    let r = linkperf(&["report", &id, "-o", &s(&page), "--db", &db]);
-    assert_eq!(r.code(), Some(0), "{}", r.stderr);
-    let html = std::fs::read_to_string(&page).unwrap();
-    let export = linkperf(&["results", "export", &id, "--format", "json", "--db", &db]).json();
+    let (_, html) = report_page(&lo, &id, "sweep.html");
+    let export = export(db, &id, "json").json();
     let stored = export["runs"].as_array().unwrap().len();
     assert!(stored < 6, "the sweep was stopped: {stored} runs");
     assert!(
@@ -331,8 +309,6 @@ fn report_marks_a_partial_sweep() {
     );
     assert!(html.contains(&format!("{stored} runs are stored of the 6 planned")));
     assert_eq!(report_svg::dangling_links(&html), Vec::<String>::new());
-    drop(server);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Waits (at most 60 s) until the archive holds a sweep with a run stored.
@@ -361,19 +337,15 @@ fn wait_for_a_stored_sweep_run(db: &str) {
 
 #[test]
 fn report_of_a_udp_run_summarises_the_jitter_it_plots() {
-    let dir = scratch("udp");
-    let db = s(&dir.join("archive.db"));
-    let server = Server::start();
+    let lo = Loopback::new("udp");
+    let db = lo.db.as_str();
     let report = client_json(
-        server.port,
-        &["-u", "-b", "50M", "-t", "2", "-i", "0.5", "--db", &db],
+        lo.server.port,
+        &["-u", "-b", "50M", "-t", "2", "-i", "0.5", "--db", db],
     );
-    let list = linkperf(&["results", "--db", &db, "list", "--json"]).json();
+    let list = linkperf(&["results", "--db", db, "list", "--json"]).json();
     let id = list["entries"][0]["id"].to_string();
-    let page = dir.join("udp.html");
-    let r = linkperf(&["report", &id, "-o", &s(&page), "--db", &db]);
-    assert_eq!(r.code(), Some(0), "{}", r.stderr);
-    let html = std::fs::read_to_string(&page).unwrap();
+    let (_, html) = report_page(&lo, &id, "udp.html");
     // The mean of the per-interval jitter the plot shows, computed here from
     // the client's own report, is the summary's jitter; the final running
     // estimate is beside it under its own name.
@@ -419,8 +391,6 @@ fn report_of_a_udp_run_summarises_the_jitter_it_plots() {
     let legend = plot.split("mean jitter ").nth(1).expect("mean jitter line");
     assert!(near(as_ms(&legend[..legend.find('<').unwrap()]), mean));
     check_run_lines(&html, &report);
-    drop(server);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Waits for a child whose stdout is read elsewhere; returns its stderr.

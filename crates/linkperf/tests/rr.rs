@@ -8,6 +8,7 @@ mod common;
 use common::*;
 use linkperf_proto::rr::{self, RrClientMessage, RrServerMessage, RrServerSession};
 use linkperf_proto::udp;
+use linkperf_testsupport::bed::{two_hosts, CliBed};
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::{TcpListener, UdpSocket};
@@ -515,55 +516,15 @@ fn emulated_link_rtt_matches_the_configured_delay() {
     }
     let _alone = CPUS.write().unwrap_or_else(|e| e.into_inner());
     let name = format!("rr{}", std::process::id() % 100_000);
-    let file = std::env::temp_dir().join(format!("{name}.toml"));
-    std::fs::write(
-        &file,
-        format!(
-            "name = \"{name}\"\nseed = 1\nsubnet = \"10.78.0.0/24\"\n[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n\
-             [[link]]\nends = [\"a\", \"b\"]\ndelay = \"5ms\"\n"
-        ),
-    )
-    .unwrap();
-    struct Down(String);
-    impl Drop for Down {
-        fn drop(&mut self) {
-            let _ = std::process::Command::new(bin())
-                .args(["testbed", "down", &self.0])
-                .output();
-        }
-    }
-    let up = linkperf(&["testbed", "up", file.to_str().unwrap()]);
-    assert_eq!(up.code(), Some(0), "testbed up: {}", up.stderr);
-    let _down = Down(name.clone());
-    let mut server = spawn(&[
-        "testbed",
-        "exec",
-        "--testbed",
-        &name,
-        "b",
-        "--",
-        bin(),
-        "server",
-    ]);
-    thread::sleep(Duration::from_millis(500));
+    let topology = two_hosts(&name, "10.78.0.1", "10.78.0.2", "delay = \"5ms\"");
+    let mut bed = CliBed::up(bin(), &std::env::temp_dir(), &name, &topology);
+    let mut server = bed.exec("b", bin());
+    bed.serve("b", server.arg("server"), linkperf_proto::DEFAULT_PORT);
     let mut result = None;
     for proto in [&[][..], &["-u"][..]] {
-        let mut args = vec![
-            "testbed",
-            "exec",
-            "--testbed",
-            &name,
-            "a",
-            "--",
-            bin(),
-            "rr",
-            "10.78.0.2",
-            "-n",
-            "200",
-            "-J",
-        ];
+        let mut args = vec!["rr", "10.78.0.2", "-n", "200", "-J"];
         args.extend_from_slice(proto);
-        let run = linkperf(&args);
+        let run = linkperf_in(&bed, "a", &args);
         assert_eq!(run.code(), Some(0), "{}\n{}", run.stdout, run.stderr);
         let v = run.json();
         assert_valid_rr(&v);
@@ -578,7 +539,5 @@ fn emulated_link_rtt_matches_the_configured_delay() {
         assert!((fwd - 5.0).abs() <= 0.1 + 0.02 * 5.0, "forward {fwd}");
         result = Some(v);
     }
-    let _ = server.kill();
-    let _ = server.wait();
     assert!(result.is_some());
 }

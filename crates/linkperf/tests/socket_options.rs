@@ -121,8 +121,7 @@ fn congestion_bbr_when_available() {
 
 #[test]
 fn unknown_congestion_control_is_a_usage_error_listing_the_available_ones() {
-    let server = Server::start();
-    let run = client(server.port, &["-C", "nosuch", "-t", "1"]);
+    let run = loopback_client(&["-C", "nosuch", "-t", "1"]);
     let line = run.assert_one_line_failure(2);
     assert!(line.contains("nosuch"), "{line}");
     for cc in available_congestion_controls() {
@@ -159,8 +158,7 @@ fn mss_is_clamped() {
 
 #[test]
 fn pacing_rate_caps_the_rate() {
-    let server = Server::start();
-    let r = client_json(server.port, &["--pacing-rate", "50M", "-t", "1"]);
+    let r = loopback_json(&["--pacing-rate", "50M", "-t", "1"]);
     assert_eq!(r["test"]["pacing_rate"], 50_000_000);
     let bps = f64_at(&r, "/summary/received/bits_per_second");
     assert!(bps < 60e6, "paced at 50M but received {bps} bit/s");
@@ -169,9 +167,8 @@ fn pacing_rate_caps_the_rate() {
 
 #[test]
 fn tcp_bitrate_is_an_application_rate() {
-    let server = Server::start();
     // Small writes so that the write granularity does not blur the rate.
-    let r = client_json(server.port, &["-b", "20M", "-l", "16K", "-t", "1"]);
+    let r = loopback_json(&["-b", "20M", "-l", "16K", "-t", "1"]);
     assert_eq!(r["test"]["bitrate"], 20_000_000);
     for key in ["sent", "received"] {
         let bps = f64_at(&r, &format!("/summary/{key}/bits_per_second"));
@@ -184,9 +181,8 @@ fn tcp_bitrate_is_an_application_rate() {
 
 #[test]
 fn tcp_paced_sender_starts_no_write_after_the_deadline() {
-    let server = Server::start();
     // 1 MiB writes at 20 Mbit/s are due at 0, 0.42 and 0.84 s: three fit in 1 s.
-    let r = client_json(server.port, &["-b", "20M", "-l", "1M", "-t", "1"]);
+    let r = loopback_json(&["-b", "20M", "-l", "1M", "-t", "1"]);
     let due_before_end = (1.0f64 * 20e6 / 8.0 / 1_048_576.0).ceil() as u64;
     assert_eq!(due_before_end, 3);
     let sent = u64_at(&r, "/summary/sent/bytes");
@@ -199,8 +195,7 @@ fn tcp_paced_sender_starts_no_write_after_the_deadline() {
 
 #[test]
 fn tcp_bitrate_with_default_writes_stays_within_ten_percent() {
-    let server = Server::start();
-    let r = client_json(server.port, &["-b", "20M", "-t", "1"]);
+    let r = loopback_json(&["-b", "20M", "-t", "1"]);
     let bps = f64_at(&r, "/summary/sent/bits_per_second");
     assert!(
         (bps - 20e6).abs() <= 0.10 * 20e6,

@@ -7,28 +7,25 @@ mod common;
 use common::sweep::*;
 use common::*;
 use linkperf_store::{Location, Store};
-use linkperf_testsupport::bed::CliBed;
+use linkperf_testsupport::bed::{two_hosts, CliBed};
 use serde_json::Value;
 use std::collections::HashSet;
 
 #[test]
 fn sweep_json_is_stored_and_matches_the_runs() {
-    let (_server, dir, db, port) = loopback_sweep("json");
-    let run = long(&sweep_args(
-        &port,
-        &db,
-        &[
-            "-t",
-            "0.3",
-            "--vary",
-            "length=8K,64K",
-            "--vary",
-            "parallel=1,2",
-            "--repeat",
-            "2",
-            "-J",
-        ],
-    ));
+    let lo = Loopback::new("json");
+    let db = lo.db.as_str();
+    let run = lo.sweep(&[
+        "-t",
+        "0.3",
+        "--vary",
+        "length=8K,64K",
+        "--vary",
+        "parallel=1,2",
+        "--repeat",
+        "2",
+        "-J",
+    ]);
     assert_eq!(run.code(), Some(0), "{}\n{}", run.stdout, run.stderr);
     assert!(
         run.stderr.is_empty(),
@@ -72,26 +69,16 @@ fn sweep_json_is_stored_and_matches_the_runs() {
         "{params:?}"
     );
 
-    let runs = export_matches_the_points(&db, id);
-    csv_has_a_row_per_run(&db, id);
-    list_and_show_fold_the_sweep(&db, id, &runs);
-    compared_with_itself_nothing_differs(&db, id);
-    let _ = std::fs::remove_dir_all(&dir);
+    let runs = export_matches_the_points(db, id);
+    csv_has_a_row_per_run(db, id);
+    list_and_show_fold_the_sweep(db, id, &runs);
+    compared_with_itself_nothing_differs(db, id);
 }
 
 /// The export holds every run's full report; its statistics agree with
 /// the reports' own numbers and each run used the point's options.
 fn export_matches_the_points(db: &str, id: i64) -> Vec<Value> {
-    let ex = long(&[
-        "results",
-        "--db",
-        db,
-        "export",
-        &id.to_string(),
-        "--format",
-        "json",
-    ]);
-    assert_eq!(ex.code(), Some(0), "{}", ex.stderr);
+    let ex = export(db, &id.to_string(), "json");
     let e = ex.json();
     assert_eq!(e["kind"], "sweep");
     assert_eq!(e["sweep"]["status"], "complete");
@@ -145,16 +132,7 @@ fn export_matches_the_points(db: &str, id: i64) -> Vec<Value> {
 
 /// CSV: a header and one flat row per run, with the varied values.
 fn csv_has_a_row_per_run(db: &str, id: i64) {
-    let csv = long(&[
-        "results",
-        "--db",
-        db,
-        "export",
-        &id.to_string(),
-        "--format",
-        "csv",
-    ]);
-    assert_eq!(csv.code(), Some(0), "{}", csv.stderr);
+    let csv = export(db, &id.to_string(), "csv");
     let lines: Vec<&str> = csv.stdout.lines().collect();
     assert_eq!(lines.len(), 9);
     let header: Vec<&str> = lines[0].split(',').collect();
@@ -210,12 +188,11 @@ fn compared_with_itself_nothing_differs(db: &str, id: i64) {
 
 #[test]
 fn client_runs_are_stored_unless_told_not_to() {
-    let server = Server::start();
-    let dir = scratch("client");
-    let db = db_arg(&dir);
-    let a = client(server.port, &["-t", "0.3", "-J", "--db", &db]).report();
-    let b = client(server.port, &["-t", "0.3", "-J", "--db", &db]).report();
-    let list = long(&["results", "--db", &db, "list", "-J"]);
+    let lo = Loopback::new("client");
+    let (server, dir, db) = (&lo.server, &lo.dir, lo.db.as_str());
+    let a = client(server.port, &["-t", "0.3", "-J", "--db", db]).report();
+    let b = client(server.port, &["-t", "0.3", "-J", "--db", db]).report();
+    let list = long(&["results", "--db", db, "list", "-J"]);
     let entries = array_at(&list.json(), "/entries").clone();
     assert_eq!(entries.len(), 2);
     assert_eq!(entries[0]["kind"], "test");
@@ -230,14 +207,14 @@ fn client_runs_are_stored_unless_told_not_to() {
     );
     // Two single runs: the difference only, no test of significance.
     let (ia, ib) = (entries[1]["id"].to_string(), entries[0]["id"].to_string());
-    let cmp = long(&["results", "--db", &db, "compare", &ia, &ib, "-J"]).json();
+    let cmp = long(&["results", "--db", db, "compare", &ia, &ib, "-J"]).json();
     let row = &array_at(&cmp, "/rows")[0];
     assert_eq!(row["metric"], "received_bits_per_second");
     assert!(row["welch"].is_null() && row["significant"].is_null());
     let want = f64_at(&b, "/summary/received/bits_per_second")
         - f64_at(&a, "/summary/received/bits_per_second");
     assert!((row["difference"].as_f64().unwrap() - want).abs() <= 1e-6 * want.abs().max(1.0));
-    let text = long(&["results", "--db", &db, "compare", &ia, &ib]);
+    let text = long(&["results", "--db", db, "compare", &ia, &ib]);
     assert!(text.stdout.contains("difference only"), "{}", text.stdout);
 
     // --no-store: nothing written.
@@ -273,24 +250,18 @@ fn client_runs_are_stored_unless_told_not_to() {
         "{}",
         lines[0]
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// On loopback a 4 KiB socket buffer clearly limits TCP; 64 KiB and 1 MiB do not.
 #[test]
 fn window_sweep_small_window_limits_throughput_on_loopback() {
-    let (_server, dir, db, port) = loopback_sweep("window");
-    let run = long(&sweep_args(
-        &port,
-        &db,
-        &["-t", "0.5", "--vary", "window=4K,64K,1M", "-J"],
-    ));
+    let lo = Loopback::new("window");
+    let run = lo.sweep(&["-t", "0.5", "--vary", "window=4K,64K,1M", "-J"]);
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
     let rates = rates_by_window(&run.json());
     assert_eq!(rates.len(), 3);
     let (small, mid, big) = (rates[0].1, rates[1].1, rates[2].1);
     assert!(mid > 5.0 * small && big > 5.0 * small, "{rates:?}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// On an emulated 20 ms RTT link, a window-limited TCP flow carries about
@@ -303,36 +274,27 @@ fn window_sweep_rises_with_the_window_on_a_delayed_link() {
     }
     let name = format!("sw{}", std::process::id() % 100_000);
     let dir = scratch("testbed");
-    let mut bed = CliBed::up(
-        bin(),
-        &dir,
-        &name,
-        &format!(
-            "name = \"{name}\"\nseed = 1\nsubnet = \"10.79.0.0/24\"\n[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n\
-             [[link]]\nends = [\"a\", \"b\"]\nrate = \"500M\"\ndelay = \"10ms\"\nqueue = \"2M\"\n"
-        ),
-    );
+    let link = "rate = \"500M\"\ndelay = \"10ms\"\nqueue = \"2M\"";
+    let topology = two_hosts(&name, "10.79.0.1", "10.79.0.2", link);
+    let mut bed = CliBed::up(bin(), &dir, &name, &topology);
     let mut server = bed.exec("b", bin());
     bed.serve("b", server.args(["server", "-q"]), 5211);
     let db = db_arg(&dir);
-    let run = long(&[
-        "testbed",
-        "exec",
-        "--testbed",
-        &name,
+    let run = linkperf_in(
+        &bed,
         "a",
-        "--",
-        bin(),
-        "sweep",
-        "10.79.0.2",
-        "--db",
-        &db,
-        "-t",
-        "1.5",
-        "--vary",
-        "window=16K,64K,256K",
-        "-J",
-    ]);
+        &[
+            "sweep",
+            "10.79.0.2",
+            "--db",
+            &db,
+            "-t",
+            "1.5",
+            "--vary",
+            "window=16K,64K,256K",
+            "-J",
+        ],
+    );
     assert_eq!(run.code(), Some(0), "{}\n{}", run.stdout, run.stderr);
     let rates = rates_by_window(&run.json());
     // 16K / 20 ms is about 6.5 Mbit/s, 256K about 100 Mbit/s: all far below 500M.
@@ -351,13 +313,13 @@ fn window_sweep_rises_with_the_window_on_a_delayed_link() {
 
 #[test]
 fn confidence_mode_iterates_until_the_interval_is_narrow_or_gives_up() {
-    let (_server, dir, db, port) = loopback_sweep("confidence");
+    let lo = Loopback::new("confidence");
     // One 8K-length point of a 50 Mbit/s paced flow, run until `confidence` says.
     let paced = |confidence: &[&str]| {
         let mut args = vec!["-t", "0.3", "-b", "50M", "--vary", "length=8K"];
         args.extend_from_slice(confidence);
         args.push("-J");
-        long(&sweep_args(&port, &db, &args))
+        lo.sweep(&args)
     };
     // A paced flow (-b) gives steady rates, yet never steady to a few parts
     // per million: that interval is out of reach and the sweep must say so.
@@ -379,7 +341,6 @@ fn confidence_mode_iterates_until_the_interval_is_narrow_or_gives_up() {
     let p = &array_at(&v, "/points")[0];
     assert_eq!(p["runs"], 3, "netperf's minimum of 3 runs");
     assert_eq!(p["confidence_reached"], true);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -95,7 +95,7 @@ fn point_received(doc: &Value, param: &str, value: &str) -> Vec<f64> {
 /// with the stored command line, and each point's goodput follows the link rate it set.
 #[test]
 fn link_rate_sweep_follows_the_link_and_resumes() {
-    let Some(_lock) = common::testbed_turn("link_rate_sweep_follows_the_link_and_resumes") else {
+    let Some(_lock) = common::testbed_turn() else {
         return;
     };
     let topo = Topo::new("lpswnet");
@@ -177,19 +177,14 @@ fn link_rate_sweep_follows_the_link_and_resumes() {
 /// A testbed that is up is used as it is and stays up; a delay point shows in the RTT.
 #[test]
 fn a_testbed_that_is_up_is_reused_and_kept() {
-    let Some(_lock) = common::testbed_turn("a_testbed_that_is_up_is_reused_and_kept") else {
+    let Some(_lock) = common::testbed_turn() else {
         return;
     };
     let topo = Topo::new("lpswreuse");
-    let up = Command::new(bin())
-        .args(["testbed", "up", "bed.toml"])
-        .current_dir(&topo.dir)
-        .output()
-        .unwrap();
-    assert!(
-        up.status.success(),
-        "{}",
-        String::from_utf8_lossy(&up.stderr)
+    common::output_ok(
+        Command::new(bin())
+            .args(["testbed", "up", "bed.toml"])
+            .current_dir(&topo.dir),
     );
     let out = sweep(
         &topo.dir,
@@ -226,7 +221,7 @@ fn a_testbed_that_is_up_is_reused_and_kept() {
 /// Bad link names and values: one line naming the problem, exit 2, no testbed built.
 #[test]
 fn bad_link_varies_fail_up_front() {
-    let Some(_lock) = common::testbed_turn("bad_link_varies_fail_up_front") else {
+    let Some(_lock) = common::testbed_turn() else {
         return;
     };
     let topo = Topo::new("lpswbad");

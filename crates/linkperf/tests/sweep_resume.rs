@@ -17,22 +17,17 @@ use std::time::{Duration, Instant};
 
 #[test]
 fn killed_sweep_resumes_without_duplicates() {
-    let server = Server::start();
-    let dir = scratch("resume");
-    kill_and_resume(&db_arg(&dir), server.port, true);
-    let _ = std::fs::remove_dir_all(&dir);
+    let lo = Loopback::new("resume");
+    kill_and_resume(&lo.db, lo.server.port, true);
 }
 
 #[test]
 fn interrupted_sweep_keeps_its_runs_and_says_how_to_resume() {
-    let (_server, dir, db, port) = loopback_sweep("sigint");
-    let child = spawn(&sweep_args(
-        &port,
-        &db,
-        &["-t", "0.5", "--vary", "length=8K,16K", "--repeat", "3"],
-    ));
-    let id = wait_sweep(&db).expect("the sweep never appeared");
-    assert!(wait_runs(&db, id, 2, Duration::from_secs(30)) >= 2);
+    let lo = Loopback::new("sigint");
+    let db = lo.db.as_str();
+    let child = lo.spawn_sweep(&["-t", "0.5", "--vary", "length=8K,16K", "--repeat", "3"]);
+    let id = wait_sweep(db).expect("the sweep never appeared");
+    assert!(wait_runs(db, id, 2, Duration::from_secs(30)) >= 2);
     send_signal(&child, libc::SIGINT);
     let run = wait_child(child, Duration::from_secs(20));
     assert_eq!(run.code(), Some(130), "{}", run.stderr);
@@ -44,7 +39,7 @@ fn interrupted_sweep_keeps_its_runs_and_says_how_to_resume() {
         .collect();
     assert_eq!(lines.len(), 1, "{:?}", run.stderr);
     assert!(lines[0].contains(&format!("--resume {id}")), "{}", lines[0]);
-    let stored = Store::open(Some(db.as_str()))
+    let stored = Store::open(Some(db))
         .unwrap()
         .sweep_runs(id, false)
         .unwrap()
@@ -52,7 +47,6 @@ fn interrupted_sweep_keeps_its_runs_and_says_how_to_resume() {
     assert!((2..6).contains(&stored), "{stored}");
     // The partial table was printed.
     assert!(run.stdout.contains("partial"), "{}", run.stdout);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The same runs give the same answers from SQLite and from PostgreSQL:
@@ -61,26 +55,23 @@ fn interrupted_sweep_keeps_its_runs_and_says_how_to_resume() {
 #[test]
 fn sqlite_and_postgres_return_identical_results() {
     let Some(base) = pg_url() else { return };
-    let (server, _dir, db, port) = loopback_sweep("pg-same");
-    let run = long(&sweep_args(
-        &port,
-        &db,
-        &[
-            "-t",
-            "0.3",
-            "--vary",
-            "length=16K,64K",
-            "--repeat",
-            "2",
-            "-J",
-        ],
-    ));
+    let lo = Loopback::new("pg-same");
+    let db = lo.db.as_str();
+    let run = lo.sweep(&[
+        "-t",
+        "0.3",
+        "--vary",
+        "length=16K,64K",
+        "--repeat",
+        "2",
+        "-J",
+    ]);
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
-    let c = client(server.port, &["-t", "0.3", "-J", "--db", &db]);
+    let c = client(lo.server.port, &["-t", "0.3", "-J", "--db", db]);
     c.report();
 
     let pg = PgSchema::new(&base, "same");
-    let mut lite = Store::open(Some(db.as_str())).unwrap();
+    let mut lite = Store::open(Some(db)).unwrap();
     let mut post = Store::open(Some(pg.url.as_str())).unwrap();
     // Copy in id order so both archives number them alike.
     let entries = lite
@@ -111,7 +102,7 @@ fn sqlite_and_postgres_return_identical_results() {
             assert_eq!(post.insert_run(&new).unwrap(), e.id);
         }
     }
-    let sweep_id = newest_sweep(&db).unwrap().to_string();
+    let sweep_id = newest_sweep(db).unwrap().to_string();
     let run_id = entries[0].id.to_string();
     for view in [
         vec!["list", "-J"],
@@ -135,7 +126,7 @@ fn sqlite_and_postgres_return_identical_results() {
         // `list` and `show` name the archive they read; the rest must match exactly.
         let norm = |s: &str, loc: &str| s.replace(loc, "ARCHIVE");
         assert_eq!(
-            norm(&ra.stdout, &db),
+            norm(&ra.stdout, db),
             norm(&rb.stdout, &Location::parse(&pg.url).unwrap().describe()),
             "{view:?} differs between SQLite and PostgreSQL"
         );

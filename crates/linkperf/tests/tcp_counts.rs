@@ -6,8 +6,7 @@ use common::*;
 
 #[test]
 fn bytes_mode_is_exact() {
-    let server = Server::start();
-    let r = client_json(server.port, &["-n", "10M"]);
+    let r = loopback_json(&["-n", "10M"]);
     assert_eq!(r["test"]["bytes"], 10_485_760);
     assert_eq!(u64_at(&r, "/summary/received/bytes"), 10_485_760);
     assert_eq!(u64_at(&r, "/summary/sent/bytes"), 10_485_760);
@@ -16,9 +15,8 @@ fn bytes_mode_is_exact() {
 
 #[test]
 fn bytes_split_across_streams_is_exact() {
-    let server = Server::start();
     let total = 1_000_003u64;
-    let r = client_json(server.port, &["-P", "3", "-n", "1000003"]);
+    let r = loopback_json(&["-P", "3", "-n", "1000003"]);
     assert_eq!(u64_at(&r, "/summary/sent/bytes"), total);
     assert_eq!(u64_at(&r, "/summary/received/bytes"), total);
     let streams = array_at(&r, "/summary/streams");
@@ -42,8 +40,7 @@ fn bytes_split_across_streams_is_exact() {
 
 #[test]
 fn parallel_streams_add_up_to_the_summary() {
-    let server = Server::start();
-    let r = client_json(server.port, &["-P", "4", "-t", "1"]);
+    let r = loopback_json(&["-P", "4", "-t", "1"]);
     let streams = array_at(&r, "/summary/streams");
     assert_eq!(streams.len(), 4);
     let sent: u64 = streams.iter().map(|s| u64_at(s, "/sender/bytes")).sum();
@@ -71,8 +68,7 @@ fn parallel_streams_add_up_to_the_summary() {
 
 #[test]
 fn zerocopy_moves_exact_bytes() {
-    let server = Server::start();
-    let r = client_json(server.port, &["--zerocopy", "-n", "5M"]);
+    let r = loopback_json(&["--zerocopy", "-n", "5M"]);
     assert_eq!(r["test"]["zerocopy"], true);
     assert_eq!(u64_at(&r, "/summary/sent/bytes"), 5 * 1024 * 1024);
     assert_eq!(u64_at(&r, "/summary/received/bytes"), 5 * 1024 * 1024);
@@ -80,8 +76,7 @@ fn zerocopy_moves_exact_bytes() {
 
 #[test]
 fn zerocopy_timed_moves_data() {
-    let server = Server::start();
-    let r = client_json(server.port, &["-Z", "-t", "1"]);
+    let r = loopback_json(&["-Z", "-t", "1"]);
     let received = u64_at(&r, "/summary/received/bytes");
     assert!(received > 0);
     assert_eq!(received, u64_at(&r, "/summary/sent/bytes"));
@@ -89,8 +84,7 @@ fn zerocopy_timed_moves_data() {
 
 #[test]
 fn nodelay_with_small_writes_is_exact() {
-    let server = Server::start();
-    let r = client_json(server.port, &["-N", "-l", "1000", "-n", "1000000"]);
+    let r = loopback_json(&["-N", "-l", "1000", "-n", "1000000"]);
     assert_eq!(r["test"]["nodelay"], true);
     assert_eq!(r["test"]["length"], 1000);
     assert_eq!(u64_at(&r, "/summary/received/bytes"), 1_000_000);

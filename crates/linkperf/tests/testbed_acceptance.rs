@@ -43,17 +43,10 @@ impl Bed {
 
     /// Runs `linkperf client 10.77.0.2 -J ARGS...` in host a and returns its JSON document.
     fn client(&self, args: &[&str]) -> Value {
-        let out = self
-            .exec("a", bin())
-            .args(["client", "10.77.0.2", "-J", "-i", "0"])
-            .args(args)
-            .output()
-            .expect("run linkperf client in host a");
-        assert!(
-            out.status.success(),
-            "client {args:?} failed: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
+        let mut cmd = self.exec("a", bin());
+        let out = common::output_ok(
+            cmd.args(["client", "10.77.0.2", "-J", "-i", "0"])
+                .args(args),
         );
         serde_json::from_slice(&out.stdout).expect("client JSON")
     }
@@ -83,8 +76,7 @@ fn ethernet_wire_bytes(payload: f64) -> f64 {
 
 #[test]
 fn udp_above_the_link_rate_is_received_at_the_rate() {
-    let Some(_lock) = common::testbed_turn("udp_above_the_link_rate_is_received_at_the_rate")
-    else {
+    let Some(_lock) = common::testbed_turn() else {
         return;
     };
     let bed = Bed::up(
@@ -109,9 +101,7 @@ fn udp_above_the_link_rate_is_received_at_the_rate() {
 
 #[test]
 fn tcp_on_a_clean_link_reaches_90_percent_of_the_payload_rate() {
-    let Some(_lock) =
-        common::testbed_turn("tcp_on_a_clean_link_reaches_90_percent_of_the_payload_rate")
-    else {
+    let Some(_lock) = common::testbed_turn() else {
         return;
     };
     let bed = Bed::up(
@@ -134,8 +124,7 @@ fn tcp_on_a_clean_link_reaches_90_percent_of_the_payload_rate() {
 
 #[test]
 fn tcp_over_oc3c_atm_tops_out_at_the_cell_tax_ceiling() {
-    let Some(_lock) = common::testbed_turn("tcp_over_oc3c_atm_tops_out_at_the_cell_tax_ceiling")
-    else {
+    let Some(_lock) = common::testbed_turn() else {
         return;
     };
     let bed = Bed::up("lpacc-oc3", "preset = \"oc3c-atm\"\nqueue = \"1M\"");
@@ -153,7 +142,7 @@ fn tcp_over_oc3c_atm_tops_out_at_the_cell_tax_ceiling() {
 
 #[test]
 fn wan_600km_window_limited_against_tuned() {
-    let Some(_lock) = common::testbed_turn("wan_600km_window_limited_against_tuned") else {
+    let Some(_lock) = common::testbed_turn() else {
         return;
     };
     let bed = Bed::up("lpacc-wan", "preset = \"wan-600km\"");
@@ -179,9 +168,7 @@ fn wan_600km_window_limited_against_tuned() {
 
 #[test]
 fn udp_loss_matches_the_configured_probability_and_the_emulator() {
-    let Some(_lock) =
-        common::testbed_turn("udp_loss_matches_the_configured_probability_and_the_emulator")
-    else {
+    let Some(_lock) = common::testbed_turn() else {
         return;
     };
     let p = 0.02;
@@ -282,7 +269,7 @@ const WINDOW_LINK: &str = "rate = \"100M\"\ndelay = \"10ms\"\nqueue = \"1M\"";
 /// scale fits the window (set after accept, a 4K window collapsed to 0.5 Mbit/s).
 #[test]
 fn window_sweep_matches_iperf3_in_both_directions() {
-    let Some(_lock) = common::testbed_turn("window_sweep_matches_iperf3_in_both_directions") else {
+    let Some(_lock) = common::testbed_turn() else {
         return;
     };
     if Command::new("iperf3").arg("--version").output().is_err() {
@@ -323,8 +310,7 @@ fn window_sweep_matches_iperf3_in_both_directions() {
 /// configured delay plus one frame's serialisation), in both directions.
 #[test]
 fn receive_window_bounds_throughput_at_window_over_rtt() {
-    let Some(_lock) = common::testbed_turn("receive_window_bounds_throughput_at_window_over_rtt")
-    else {
+    let Some(_lock) = common::testbed_turn() else {
         return;
     };
     let bed = Bed::up("lpacc-rwin", WINDOW_LINK);
@@ -342,4 +328,44 @@ fn receive_window_bounds_throughput_at_window_over_rtt() {
             assert_within(&what, goodput(&doc), advertised * 8.0 / rtt, 0.10);
         }
     }
+}
+
+#[test]
+fn a_test_inside_a_testbed_carries_the_emulators_timing() {
+    let Some(_lock) = common::testbed_turn() else {
+        return;
+    };
+    let bed = Bed::up("lpacc-timing", "rate = \"50M\"\ndelay = \"1500us\"");
+    // 20 Mbit/s into 50: nothing queues or drops, so every datagram the server received
+    // crossed a_to_b once, beside the control connection's few segments.
+    let doc = bed.client(&["-u", "-b", "20M", "-l", "1400", "-t", "1"]);
+    let received = f64_at(&doc, "/summary/received/packets");
+    let timing = &doc["testbed"];
+    assert_eq!(timing["name"], "lpacc-timing", "{timing}");
+    let links = timing["links"].as_array().unwrap();
+    assert_eq!(links.len(), 2, "{timing}");
+    let a_to_b = links.iter().find(|l| l["direction"] == "a_to_b").unwrap();
+    let packets = f64_at(a_to_b, "/packets");
+    eprintln!(
+        "  {received} datagrams received; the emulator released {packets} packets a -> b, \
+         {} over 100 us late, delay p50 {} ns",
+        a_to_b["late_over_100us"], a_to_b["measured_delay_p50_ns"]
+    );
+    assert!(
+        packets >= received && packets <= received + 100.0,
+        "the emulator's window holds {packets} packets for {received} datagrams"
+    );
+    assert_eq!(f64_at(a_to_b, "/configured_delay_ns"), 1.5e6);
+    // The delay measured from the emulator's own release times: the configured 1.5 ms
+    // within the 20 us exact-delay bound.
+    assert!((f64_at(a_to_b, "/measured_delay_p50_ns") - 1.5e6).abs() <= 20e3);
+    // Outside `testbed exec` (no LINKPERF_TESTBED) the same client says nothing about it.
+    let out = bed
+        .in_netns("a", bin())
+        .args(["client", "10.77.0.2", "-J", "-i", "0", "-t", "0.3"])
+        .env_remove("LINKPERF_TESTBED")
+        .output()
+        .unwrap();
+    let plain: Value = serde_json::from_slice(&out.stdout).expect("client JSON");
+    assert!(plain.get("testbed").is_none(), "{}", plain["testbed"]);
 }

@@ -5,8 +5,7 @@ use common::*;
 
 #[test]
 fn udp_at_10_mbit_loses_nothing() {
-    let server = Server::start();
-    let r = client_json(server.port, &["-u", "-b", "10M", "-t", "1"]);
+    let r = loopback_json(&["-u", "-b", "10M", "-t", "1"]);
     assert_eq!(r["test"]["protocol"], "udp");
     let sent_packets = u64_at(&r, "/summary/sent/packets");
     let received_packets = u64_at(&r, "/summary/received/packets");
@@ -36,8 +35,7 @@ fn udp_at_10_mbit_loses_nothing() {
 
 #[test]
 fn udp_parallel_rate_is_per_stream() {
-    let server = Server::start();
-    let r = client_json(server.port, &["-u", "-b", "5M", "-P", "2", "-t", "1"]);
+    let r = loopback_json(&["-u", "-b", "5M", "-P", "2", "-t", "1"]);
     let streams = array_at(&r, "/summary/streams");
     assert_eq!(streams.len(), 2);
     let packets: u64 = streams
@@ -51,20 +49,16 @@ fn udp_parallel_rate_is_per_stream() {
 
 #[test]
 fn dont_fragment_with_jumbo_datagrams_over_loopback() {
-    let server = Server::start();
-    let r = client_json(
-        server.port,
-        &[
-            "-u",
-            "--dont-fragment",
-            "-l",
-            "9000",
-            "-b",
-            "10M",
-            "-t",
-            "1",
-        ],
-    );
+    let r = loopback_json(&[
+        "-u",
+        "--dont-fragment",
+        "-l",
+        "9000",
+        "-b",
+        "10M",
+        "-t",
+        "1",
+    ]);
     assert_eq!(r["test"]["dont_fragment"], true);
     assert_eq!(r["test"]["length"], 9000);
     let sent = u64_at(&r, "/summary/sent/packets");
@@ -75,12 +69,8 @@ fn dont_fragment_with_jumbo_datagrams_over_loopback() {
 
 #[test]
 fn udp_bytes_mode_is_exact_in_datagrams() {
-    let server = Server::start();
     // 100 datagrams of 1000 bytes at 10 Mbit/s: 80 ms.
-    let r = client_json(
-        server.port,
-        &["-u", "-l", "1000", "-n", "100000", "-b", "10M"],
-    );
+    let r = loopback_json(&["-u", "-l", "1000", "-n", "100000", "-b", "10M"]);
     assert_eq!(u64_at(&r, "/summary/sent/bytes"), 100_000);
     assert_eq!(u64_at(&r, "/summary/sent/packets"), 100);
     assert_eq!(u64_at(&r, "/summary/received/packets"), 100);
@@ -89,9 +79,8 @@ fn udp_bytes_mode_is_exact_in_datagrams() {
 
 #[test]
 fn udp_paced_sender_sends_nothing_after_the_deadline() {
-    let server = Server::start();
     // 60000-byte datagrams at 1 Mbit/s are due at 0, 0.48 and 0.96 s.
-    let r = client_json(server.port, &["-u", "-b", "1M", "-l", "60000", "-t", "1"]);
+    let r = loopback_json(&["-u", "-b", "1M", "-l", "60000", "-t", "1"]);
     let due_before_end = (1e6f64 / 8.0 / 60_000.0).ceil() as u64;
     assert_eq!(due_before_end, 3);
     let sent = u64_at(&r, "/summary/sent/packets");

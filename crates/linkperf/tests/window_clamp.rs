@@ -57,8 +57,7 @@ fn json(out: &std::process::Output, what: &str) -> Value {
 
 #[test]
 fn a_clamp_sets_the_advertised_window_and_throughput_is_window_over_rtt() {
-    let name = "a_clamp_sets_the_advertised_window_and_throughput_is_window_over_rtt";
-    let Some(_turn) = common::testbed_turn(name) else {
+    let Some(_turn) = common::testbed_turn() else {
         return;
     };
     let topology = two_hosts("lpclamp", "10.78.0.1", "10.78.0.2", LINK);

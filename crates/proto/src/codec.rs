@@ -12,8 +12,9 @@ const _: () = assert!(MAX_FRAME < 1 << 24);
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CodecError {
-    /// The peer announced a frame larger than [`MAX_FRAME`].
-    TooLarge(usize),
+    /// The peer announced a frame (first number) larger than the limit
+    /// (second number; [`MAX_FRAME`] unless set lower).
+    TooLarge(usize, usize),
     /// The frame is not a valid message.
     Malformed(String),
     /// A frame cannot start with this byte (its length would exceed
@@ -26,10 +27,10 @@ pub enum CodecError {
 impl fmt::Display for CodecError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CodecError::TooLarge(n) => {
+            CodecError::TooLarge(n, limit) => {
                 write!(
                     f,
-                    "control message of {n} bytes exceeds the {MAX_FRAME}-byte limit"
+                    "control message of {n} bytes exceeds the {limit}-byte limit"
                 )
             }
             CodecError::Malformed(why) => write!(f, "malformed control message: {why}"),
@@ -53,14 +54,32 @@ pub fn encode<T: Serialize>(message: &T) -> Vec<u8> {
 }
 
 /// Accumulates bytes and yields whole messages.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Decoder {
     buffer: Vec<u8>,
+    /// The largest frame accepted now (at most [`MAX_FRAME`]).
+    limit: usize,
+}
+
+impl Default for Decoder {
+    fn default() -> Self {
+        Decoder {
+            buffer: Vec::new(),
+            limit: MAX_FRAME,
+        }
+    }
 }
 
 impl Decoder {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Accepts frames of at most `limit` bytes from now on (capped at
+    /// [`MAX_FRAME`]): a server takes only small frames from a peer that has
+    /// not said hello, so a stranger cannot make it buffer megabytes.
+    pub fn set_limit(&mut self, limit: usize) {
+        self.limit = limit.min(MAX_FRAME);
     }
 
     /// Adds bytes read from the connection.
@@ -90,8 +109,8 @@ impl Decoder {
             return Ok(None);
         }
         let len = frame_len(&self.buffer);
-        if len > MAX_FRAME {
-            return Err(CodecError::TooLarge(len));
+        if len > self.limit {
+            return Err(CodecError::TooLarge(len, self.limit));
         }
         if self.buffer.len() < 4 + len {
             return Ok(None);
@@ -160,7 +179,7 @@ mod tests {
         d.feed(&[0x00, 0x41, 0x00, 0x00]);
         assert!(matches!(
             d.next_message::<ClientMessage>(),
-            Err(CodecError::TooLarge(0x41_0000))
+            Err(CodecError::TooLarge(0x41_0000, MAX_FRAME))
         ));
         let mut d = Decoder::new();
         d.feed(&[0xff, 0xff, 0xff, 0xff]);
@@ -180,6 +199,17 @@ mod tests {
             d.next_message::<ClientMessage>(),
             Err(CodecError::Malformed(_))
         ));
+    }
+
+    #[test]
+    fn a_lowered_limit_refuses_at_the_length() {
+        let mut d = Decoder::new();
+        d.set_limit(4096);
+        d.feed(&[0, 0, 0x10, 0x01]);
+        assert_eq!(
+            d.next_message::<ClientMessage>().unwrap_err(),
+            CodecError::TooLarge(4097, 4096)
+        );
     }
 
     #[test]

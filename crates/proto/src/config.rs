@@ -35,6 +35,8 @@ pub const MAX_UDP_PAYLOAD: u32 = 65_507;
 pub const MIN_UDP_PAYLOAD: u32 = crate::udp::HEADER_LEN as u32;
 /// Bounds Linux accepts for TCP_MAXSEG.
 pub const MSS_RANGE: std::ops::RangeInclusive<u32> = 88..=65_495;
+/// Longest test, interval or warm-up in seconds: a day.
+pub const MAX_SECONDS: f64 = 86_400.0;
 /// Most streams one test may open; beyond this it is a mistake, not a test.
 pub const MAX_STREAMS: u32 = 256;
 
@@ -68,6 +70,14 @@ pub struct TestConfig {
     /// Wall-clock start (ms since the Unix epoch) agreed by a controller, for
     /// synchronised campaigns and third-party tests.
     pub start_at_unix_ms: Option<u64>,
+    /// The traffic model of each direction and the run's seed; `None` sends
+    /// as before (full speed, or `bitrate` evenly paced).
+    #[serde(default)]
+    pub traffic: Option<Box<linkperf_traffic::Traffic>>,
+    /// IP TOS / traffic class byte of data packets (DSCP << 2), set on both
+    /// ends before connect and listen.
+    #[serde(default)]
+    pub tos: Option<u8>,
     /// TCP_WINDOW_CLAMP in bytes on both ends' data sockets, before connect
     /// and listen: the largest window the receiver advertises, whatever the
     /// buffers. Absent from older peers' configs.
@@ -96,6 +106,8 @@ impl Default for TestConfig {
             dont_fragment: false,
             zerocopy: false,
             start_at_unix_ms: None,
+            traffic: None,
+            tos: None,
             window_clamp: None,
         }
     }
@@ -111,10 +123,14 @@ impl TestConfig {
                 self.parallel
             ));
         }
-        if !(self.duration_s.is_finite() && self.duration_s > 0.0) && self.bytes.is_none() {
+        // Checked with -n too: the ends turn it into timers, and a peer's
+        // wire config may hold anything JSON can (-1, 1e300).
+        if !(self.duration_s.is_finite() && self.duration_s >= 0.0)
+            || (self.duration_s == 0.0 && self.bytes.is_none())
+        {
             return Err("-t must be a positive number of seconds".into());
         }
-        if self.duration_s > 86_400.0 {
+        if self.duration_s > MAX_SECONDS {
             return Err("-t longer than a day is not a test; split it into sessions".into());
         }
         if let Some(0) = self.bytes {
@@ -123,11 +139,23 @@ impl TestConfig {
         if !(self.interval_s.is_finite() && self.interval_s >= 0.0) {
             return Err("-i must be 0 (off) or a positive number of seconds".into());
         }
+        if self.interval_s > MAX_SECONDS {
+            return Err(format!(
+                "-i must be at most {MAX_SECONDS} s (a day), got {:e}",
+                self.interval_s
+            ));
+        }
         if self.interval_s > 0.0 && self.interval_s < 0.01 {
             return Err("-i below 0.01 s is too fine to measure; use at least 0.01".into());
         }
         if !(self.omit_s.is_finite() && self.omit_s >= 0.0) {
             return Err("-O must be a non-negative number of seconds".into());
+        }
+        if self.omit_s > MAX_SECONDS {
+            return Err(format!(
+                "-O must be at most {MAX_SECONDS} s (a day), got {:e}",
+                self.omit_s
+            ));
         }
         if self.bytes.is_none() && self.omit_s >= self.duration_s {
             return Err(format!(
@@ -181,7 +209,44 @@ impl TestConfig {
                 }
             }
         }
+        self.check_traffic()?;
         self.check_protocol_options()
+    }
+
+    /// A model whose mean rate exceeds what `-b` allows cannot run as asked.
+    fn check_traffic(&self) -> Result<(), String> {
+        let (Some(t), Some(cap)) = (&self.traffic, self.stream_rate()) else {
+            return Ok(());
+        };
+        for model in [&t.forward, &t.reverse] {
+            if let Some(rate) = model.mean_rate_bps().filter(|&r| r > cap as f64) {
+                return Err(format!(
+                    "traffic model '{}' averages {:.0} bit/s, more than -b {cap} allows; raise -b or slow the model",
+                    t.text(),
+                    rate
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// True when stream `id` carries client-to-server data (the forward
+    /// model's direction): all streams forward, none with -R, the first
+    /// `parallel` with --bidir.
+    pub fn stream_is_forward(&self, id: u32) -> bool {
+        match self.direction {
+            Direction::Forward => true,
+            Direction::Reverse => false,
+            Direction::Bidir => id < self.parallel,
+        }
+    }
+
+    /// The model and seed stream `id` sends by, when it follows a schedule
+    /// (not `full`, not `cbr`).
+    pub fn stream_model(&self, id: u32) -> Option<(&linkperf_traffic::Model, u64)> {
+        let t = self.traffic.as_ref()?;
+        let model = t.model(self.stream_is_forward(id));
+        (!model.is_plain()).then_some((model, t.seed.unwrap_or(0)))
     }
 
     /// Options of the other protocol would be silently ignored: refuse them.
@@ -281,6 +346,32 @@ mod tests {
         };
         assert!(cc.validate().is_err());
         assert!(TestConfig::default().validate().is_ok());
+    }
+
+    #[test]
+    fn every_timer_is_bounded_even_with_a_byte_count() {
+        let with_bytes = |f: fn(&mut TestConfig)| {
+            let mut c = TestConfig {
+                bytes: Some(1 << 20),
+                ..Default::default()
+            };
+            f(&mut c);
+            c.validate()
+        };
+        assert!(with_bytes(|c| c.duration_s = 0.0).is_ok());
+        assert!(with_bytes(|c| c.duration_s = -1.0)
+            .unwrap_err()
+            .starts_with("-t"));
+        assert!(with_bytes(|c| c.duration_s = f64::NAN)
+            .unwrap_err()
+            .starts_with("-t"));
+        assert!(with_bytes(|c| c.interval_s = 1e300)
+            .unwrap_err()
+            .starts_with("-i"));
+        assert!(with_bytes(|c| c.omit_s = 1e300)
+            .unwrap_err()
+            .starts_with("-O"));
+        assert!(with_bytes(|c| c.interval_s = MAX_SECONDS).is_ok());
     }
 
     #[test]

@@ -76,6 +76,55 @@ pub struct UdpStats {
     pub jitter_ms: f64,
     /// Mean one-way delay, meaningful only when both ends share a clock.
     pub one_way_delay_ms: Option<f64>,
+    /// One-way delay's distribution (shared clocks only).
+    #[serde(default)]
+    pub delay: Option<Spread>,
+    /// Distribution of |IPDV| (RFC 3393): the change in one-way delay from
+    /// one datagram to the next in sequence; clock offsets cancel out.
+    #[serde(default)]
+    pub ipdv: Option<Spread>,
+}
+
+/// A distribution of times, in milliseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Spread {
+    pub samples: u64,
+    pub min_ms: f64,
+    pub mean_ms: f64,
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+}
+
+/// How a sender kept its traffic model's schedule (streams that follow a
+/// model only).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct ScheduleStats {
+    /// The model as written, and the seed of its draws.
+    pub model: String,
+    pub seed: u64,
+    /// Messages (datagram groups, writes, bursts) due before the end.
+    pub messages_due: u64,
+    pub messages_sent: u64,
+    /// Sent more than `late_limit_us` after they were due.
+    pub late: u64,
+    /// `burst` only: skipped for being a whole period late.
+    pub skipped: u64,
+    /// Due before the end but never sent: the sender fell behind.
+    pub unsent: u64,
+    /// late + skipped + unsent: the schedule not kept.
+    pub misses: u64,
+    pub late_limit_us: f64,
+    /// Bytes due before the end, and that rate over the test: what the model offered.
+    pub offered_bytes: u64,
+    pub offered_bits_per_second: f64,
+    /// |actual - scheduled| send time of the messages sent.
+    pub error_p50_us: f64,
+    pub error_p99_us: f64,
+    pub error_max_us: f64,
+    /// Mean of actual - scheduled (negative: early on average).
+    pub error_mean_us: f64,
 }
 
 /// Distribution of the gaps between datagram sends of a paced UDP sender,
@@ -120,6 +169,9 @@ pub struct StreamInterval {
     pub packets: Option<u64>,
     pub udp: Option<UdpStats>,
     pub tcp: Option<TcpStats>,
+    /// A model's sender: the rate its schedule offered in the interval.
+    #[serde(default)]
+    pub offered_bits_per_second: Option<f64>,
     /// Inside the `-O` warm-up, excluded from the summary.
     pub omitted: bool,
 }
@@ -137,6 +189,9 @@ pub struct StreamResult {
     pub tcp: Option<TcpStats>,
     pub socket: SocketFacts,
     pub send_gaps: Option<GapStats>,
+    /// How the sender kept its traffic model's schedule.
+    #[serde(default)]
+    pub schedule: Option<ScheduleStats>,
     /// When a sender really started (ns since the Unix epoch): campaigns
     /// measure the spread of start times across flows from it.
     #[serde(default)]

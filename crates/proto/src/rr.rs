@@ -235,13 +235,19 @@ impl Default for RrServerSession {
     }
 }
 
+/// The largest frame an rr client sends: its messages (hello, join,
+/// finish) are a few dozen bytes, so the server buffers no more.
+pub const MAX_CLIENT_FRAME: usize = 4 * 1024;
+
 impl RrServerSession {
     pub fn new() -> Self {
+        let mut decoder = Decoder::new();
+        decoder.set_limit(MAX_CLIENT_FRAME);
         RrServerSession {
             machine: Machine {
                 phase: RrPhase::Opening,
             },
-            decoder: Decoder::new(),
+            decoder,
         }
     }
 

@@ -208,6 +208,8 @@ impl Message for ServerMessage {
 pub struct Session<In, Out> {
     decoder: Decoder,
     machine: Machine,
+    /// The decoder's limit is lowered until the first message.
+    first_frame_limited: bool,
     _messages: std::marker::PhantomData<fn(In) -> Out>,
 }
 
@@ -227,8 +229,18 @@ impl<In: Message, Out: Message> Session<In, Out> {
         Session {
             decoder: Decoder::new(),
             machine: Machine::new(),
+            first_frame_limited: false,
             _messages: std::marker::PhantomData,
         }
+    }
+
+    /// Accepts only frames of up to `limit` bytes until the first message
+    /// arrives, then up to [`crate::codec::MAX_FRAME`] (servers: see
+    /// [`Decoder::set_limit`]).
+    pub fn with_first_frame_limit(mut self, limit: usize) -> Self {
+        self.decoder.set_limit(limit);
+        self.first_frame_limited = true;
+        self
     }
 
     pub fn phase(&self) -> Phase {
@@ -246,6 +258,9 @@ impl<In: Message, Out: Message> Session<In, Out> {
         let mut out = Vec::new();
         while let Some(m) = self.decoder.next_message::<In>()? {
             m.apply(&mut self.machine)?;
+            if std::mem::take(&mut self.first_frame_limited) {
+                self.decoder.set_limit(crate::codec::MAX_FRAME);
+            }
             out.push(m);
         }
         Ok(out)

@@ -148,6 +148,21 @@ pub fn utc(unix_ms: i64) -> String {
     )
 }
 
+/// Milliseconds since the Unix epoch as RFC 3339 in UTC with milliseconds,
+/// "2026-05-01T14:03:07.123Z" (for logs).
+pub fn rfc3339(unix_ms: i64) -> String {
+    let secs = unix_ms.div_euclid(1000);
+    let rem = secs.rem_euclid(86_400);
+    let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        unix_ms.rem_euclid(1000)
+    )
+}
+
 /// Gregorian date of a day count since 1970-01-01 (proleptic calendar,
 /// 400-year eras of 146097 days).
 fn civil_from_days(days: i64) -> (i64, u32, u32) {
@@ -197,6 +212,16 @@ mod tests {
         assert_eq!(millis(0.047), "47.0 µs");
         assert_eq!(millis(12.34), "12.3 ms");
         assert_eq!(rate(941e6), "941 Mbit/s");
+    }
+
+    #[test]
+    fn rfc3339_stamps() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
+        // 2000-03-01 is day 11017: a leap-year February lies before it.
+        assert_eq!(
+            rfc3339(11_017 * 86_400_000 + 3_723_456),
+            "2000-03-01T01:02:03.456Z"
+        );
     }
 
     #[test]

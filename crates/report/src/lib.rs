@@ -51,6 +51,8 @@ mod svg;
 
 pub use error::ReportError;
 pub use export::SCHEMA;
+/// Timestamps for logs (the server's event log).
+pub use format::rfc3339;
 
 /// Renders an archive export as one self-contained HTML document.
 pub fn render(export: &serde_json::Value) -> Result<String, ReportError> {

@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::browser::{check_dom_plots, check_ink, chromium_or_skip, pixels, Browser};
+use common::browser::{check_dom_plots, check_ink, pixels, Browser};
 use common::svg;
 use std::path::Path;
 
@@ -28,10 +28,9 @@ struct Page {
 
 #[test]
 fn reports_render_in_headless_chromium() {
-    let Some(bin) = chromium_or_skip() else {
+    let Some(browser) = Browser::or_skip("linkperf-report-chromium") else {
         return;
     };
-    let browser = Browser::new(bin, "linkperf-report-chromium");
     for page in &pages() {
         check_page(&browser, page);
     }

@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::browser::{check_dom_plots, check_ink, chromium_or_skip, Browser};
+use common::browser::{check_dom_plots, check_ink, Browser};
 
 struct Page {
     name: &'static str,
@@ -20,10 +20,9 @@ struct Page {
 
 #[test]
 fn rr_reports_render_in_headless_chromium() {
-    let Some(bin) = chromium_or_skip() else {
+    let Some(browser) = Browser::or_skip("linkperf-rr-chromium") else {
         return;
     };
-    let browser = Browser::new(bin, "linkperf-rr-chromium");
     let sizes = common::fixture("rr_sizes.json");
     let load = common::fixture("rr_load.json");
     // What the runs asked for: 2000 transactions at each of the 5 sizes; 100

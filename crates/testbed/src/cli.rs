@@ -138,6 +138,10 @@ pub fn run(cmd: TestbedCommand) -> Result<i32, TestbedError> {
             }
             let mut cmd = tb.command(&host, &command[0]);
             cmd.args(&command[1..]);
+            if let Some(share) = tb.topology().host(&host).and_then(|h| h.cpu) {
+                let procs = crate::cpu_limit::ensure_group(tb.name(), &host, share)?;
+                crate::cpu_limit::join_before_exec(&mut cmd, &procs)?;
+            }
             crate::exec::run_tied(cmd)
         }
         TestbedCommand::Set {

@@ -17,6 +17,10 @@ pub struct DirectionCounters {
     /// Dropped from a queue made smaller (by `testbed set` or a schedule) than its content.
     pub dropped_resize: AtomicU64,
     pub write_errors: AtomicU64,
+    /// Circuits set up by this direction's packets (see [`crate::circuit`]).
+    pub circuit_setups: AtomicU64,
+    /// Circuits released after their idle timeout, counted when the next packet finds it so.
+    pub circuit_releases: AtomicU64,
     pub queue_high_water_bytes: AtomicU64,
     pub queue_high_water_packets: AtomicU64,
 }
@@ -38,6 +42,8 @@ impl DirectionCounters {
             dropped_oversize: self.dropped_oversize.load(Relaxed),
             dropped_resize: self.dropped_resize.load(Relaxed),
             write_errors: self.write_errors.load(Relaxed),
+            circuit_setups: self.circuit_setups.load(Relaxed),
+            circuit_releases: self.circuit_releases.load(Relaxed),
             queue_high_water_bytes: self.queue_high_water_bytes.load(Relaxed),
             queue_high_water_packets: self.queue_high_water_packets.load(Relaxed),
         }
@@ -59,6 +65,10 @@ pub struct CounterValues {
     #[serde(default)]
     pub dropped_resize: u64,
     pub write_errors: u64,
+    #[serde(default)]
+    pub circuit_setups: u64,
+    #[serde(default)]
+    pub circuit_releases: u64,
     pub queue_high_water_bytes: u64,
     pub queue_high_water_packets: u64,
 }
@@ -81,6 +91,10 @@ impl CounterValues {
                 .saturating_sub(earlier.dropped_oversize),
             dropped_resize: self.dropped_resize.saturating_sub(earlier.dropped_resize),
             write_errors: self.write_errors.saturating_sub(earlier.write_errors),
+            circuit_setups: self.circuit_setups.saturating_sub(earlier.circuit_setups),
+            circuit_releases: self
+                .circuit_releases
+                .saturating_sub(earlier.circuit_releases),
             ..*self
         }
     }

@@ -4,6 +4,7 @@
 //! reporter thread that writes counters, timing and the parameters in force to the state
 //! directory.
 
+use crate::circuit::Circuit;
 use crate::control::{self, Control};
 use crate::counters::{DirectionCounters, LinkCounters};
 use crate::error::TestbedError;
@@ -118,6 +119,7 @@ fn start_forwarders(
     };
     let links = plan.topology.links.iter().zip(&taps).zip(probe_sockets);
     for (index, ((link, fds), [(send_a, receive_a), (send_b, receive_b)])) in links.enumerate() {
+        let circuit = Arc::new(Circuit::default());
         for (dir_index, name, params, from, to, socket, probe_rx) in [
             (
                 0usize,
@@ -155,13 +157,15 @@ fn start_forwarders(
             };
             let (params, mtu) = (params.clone(), link.mtu);
             let (thread_counters, thread_timing) = (counters.clone(), timing.clone());
+            let circuit = circuit.clone();
             std::thread::Builder::new()
                 .name(io.name.clone())
                 .spawn(move || {
                     // Built on its own thread: the frames it will hold are not Send.
                     let now = now_ns(epoch);
                     let scheduler =
-                        Scheduler::new(params, mtu, seed, thread_counters, thread_timing, now);
+                        Scheduler::new(params, mtu, seed, thread_counters, thread_timing, now)
+                            .with_circuit(circuit);
                     Forwarder::new(scheduler, io).run()
                 })
                 .map_err(|e| {

@@ -403,12 +403,21 @@ impl Forwarder {
                 .map_or(0, |(p50, _)| p50),
         }
         .min(blocked);
-        // Woken at or after the timer's deadline: unless the thread waited for a CPU (which
-        // the run delay above covers), the frame came after the deadline, so it waited at
-        // most since then; the clamp can only under-compensate (a later release), never
-        // release early.
-        let compensation = match sleep {
-            Some((_, t)) if woke >= slept_at + t => compensation.min(woke - slept_at - t),
+        // Woken at or after the timer's deadline: the frame may have woken the thread before
+        // the deadline (then it waited the run delay and the rest, as computed), or the timer
+        // did and the frame came while the thread waited for a CPU, at an unknown instant up
+        // to `woke`. Only a known run delay tells them apart: the thread became runnable at
+        // `woke - run_delay`, and if that is before the deadline the frame woke it. Otherwise
+        // nothing is compensated: a later release, never an early one.
+        let compensation = match (sleep, run_delay) {
+            (Some((_, t)), Some(delay)) if woke >= slept_at + t => {
+                if woke.saturating_sub(delay) < slept_at + t {
+                    compensation
+                } else {
+                    0
+                }
+            }
+            (Some((_, t)), None) if woke >= slept_at + t => 0,
             _ => compensation,
         };
         self.timing

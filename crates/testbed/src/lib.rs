@@ -5,9 +5,11 @@
 //! frames between the TAPs applying rate, delay, jitter, loss, bit errors, queue limit and
 //! framing overhead), [`down`] removes every trace of it.
 
+pub mod circuit;
 pub mod cli;
 pub mod control;
 pub mod counters;
+pub mod cpu_limit;
 pub mod delay_line;
 pub mod emulator;
 pub mod error;
@@ -18,6 +20,7 @@ pub mod gso;
 pub mod impairment;
 pub mod mailbox;
 pub mod netns;
+pub mod nic;
 pub mod params;
 pub mod presets;
 pub mod probe;

@@ -14,7 +14,7 @@ pub fn netns_name(testbed: &str, node: &str) -> String {
     format!("lp-{testbed}-{node}")
 }
 
-fn ip_program() -> &'static str {
+pub fn ip_program() -> &'static str {
     // Prefer the absolute path: sudo and CI often run with a PATH that lacks /usr/sbin.
     ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"]
         .into_iter()

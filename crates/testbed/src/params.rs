@@ -33,6 +33,20 @@ pub struct DirectionParams {
     /// Delivery opportunities that replace `rate` (a trace-driven link); see [`crate::trace`].
     #[serde(default)]
     pub trace: Option<Trace>,
+    /// Switched circuit: set-up delay of the first packet after the circuit was released
+    /// (0 = a permanent link); see [`crate::circuit`].
+    #[serde(default)]
+    pub circuit_setup_ns: u64,
+    /// Switched circuit: released after carrying nothing for this long.
+    #[serde(default = "default_circuit_idle_ns")]
+    pub circuit_idle_ns: u64,
+}
+
+/// Idle timeout of a switched circuit when only its set-up delay is given.
+pub const DEFAULT_CIRCUIT_IDLE_NS: u64 = 10_000_000_000;
+
+fn default_circuit_idle_ns() -> u64 {
+    DEFAULT_CIRCUIT_IDLE_NS
 }
 
 impl Default for DirectionParams {
@@ -50,6 +64,8 @@ impl Default for DirectionParams {
             queue_packets: Some(DEFAULT_QUEUE_PACKETS),
             framing: Framing::Ethernet,
             trace: None,
+            circuit_setup_ns: 0,
+            circuit_idle_ns: DEFAULT_CIRCUIT_IDLE_NS,
         }
     }
 }
@@ -111,6 +127,13 @@ impl DirectionParams {
             (None, None) => parts.push("queue unlimited".to_string()),
         }
         parts.push(self.framing.name().to_string());
+        if self.circuit_setup_ns > 0 {
+            parts.push(format!(
+                "circuit set-up {} after {} idle",
+                format_ns(self.circuit_setup_ns),
+                format_ns(self.circuit_idle_ns)
+            ));
+        }
         parts.join(", ")
     }
 }
@@ -133,6 +156,8 @@ pub struct DirectionOverrides {
     pub queue_packets: Option<u64>,
     pub framing: Option<Framing>,
     pub trace: Option<Trace>,
+    pub circuit_setup_ns: Option<u64>,
+    pub circuit_idle_ns: Option<u64>,
 }
 
 impl DirectionOverrides {
@@ -175,6 +200,12 @@ impl DirectionOverrides {
         }
         if let Some(v) = self.framing {
             params.framing = v;
+        }
+        if let Some(v) = self.circuit_setup_ns {
+            params.circuit_setup_ns = v;
+        }
+        if let Some(v) = self.circuit_idle_ns {
+            params.circuit_idle_ns = v;
         }
     }
 }

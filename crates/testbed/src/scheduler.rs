@@ -8,6 +8,7 @@
 //! caller advances the clock whenever it wakes, and [`Scheduler::next_release_ns`] says when
 //! the next packet will be due.
 
+use crate::circuit::Circuit;
 use crate::counters::DirectionCounters;
 use crate::delay_line::{DelayLine, Entry};
 use crate::framing::{Framing, TAP_HEADER_BYTES};
@@ -112,6 +113,8 @@ pub struct Scheduler<T> {
     backlog_end: f64,
     /// Next instant at which the queueing delay is sampled.
     next_sample_ns: u64,
+    /// The link's switched circuit, shared with the other direction.
+    circuit: Option<Arc<Circuit>>,
 }
 
 fn reorders(params: &DirectionParams) -> bool {
@@ -143,6 +146,27 @@ impl<T> Scheduler<T> {
             timing,
             backlog_end: 0.0,
             next_sample_ns: now_ns,
+            circuit: None,
+        }
+    }
+
+    /// Shares the link's circuit state (used while `circuit_setup` is set).
+    pub fn with_circuit(mut self, circuit: Arc<Circuit>) -> Self {
+        self.circuit = Some(circuit);
+        self
+    }
+
+    /// When a packet offered at `now_ns` may start serialisation: later than now only while
+    /// the link's switched circuit is being set up.
+    fn circuit_ready(&self, now_ns: u64) -> u64 {
+        match &self.circuit {
+            Some(c) if self.params.circuit_setup_ns > 0 => c.admit(
+                now_ns,
+                self.params.circuit_idle_ns,
+                self.params.circuit_setup_ns,
+                &self.counters,
+            ),
+            _ => now_ns,
         }
     }
 
@@ -223,17 +247,20 @@ impl<T> Scheduler<T> {
         }
         self.queued_packets += 1;
         self.queued_bytes += bytes;
+        // A packet held for a circuit set-up counts as arriving when the circuit is ready.
+        let arrival = self.circuit_ready(now_ns);
         if let Serialiser::Rate { bps, framing } = &self.serialiser {
             let wire = framing.wire_bytes_for_tap_frame(frame_bytes) as f64;
-            self.backlog_end = self.backlog_end.max(now_ns as f64) + wire * 8.0 * 1e9 / *bps as f64;
+            self.backlog_end =
+                self.backlog_end.max(arrival as f64) + wire * 8.0 * 1e9 / *bps as f64;
         }
         if self.service.is_none() {
-            self.start_service(now_ns as f64, now_ns, bytes, item);
+            self.start_service(arrival as f64, arrival, bytes, item);
             // An unlimited link serialises at once: straight to the delay line.
             self.advance(now_ns);
         } else {
             self.waiting.push_back(Waiting {
-                arrival: now_ns,
+                arrival,
                 bytes,
                 item,
             });

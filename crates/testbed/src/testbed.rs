@@ -99,7 +99,20 @@ impl Testbed {
             .unwrap_or("ip");
         let mut cmd = Command::new(ip);
         cmd.args(["netns", "exec", &ns, program]);
+        // A linkperf test run this way puts the links' timing into its result.
+        cmd.env("LINKPERF_TESTBED", self.name())
+            .env("LINKPERF_TESTBED_HOST", host);
         cmd
+    }
+
+    /// Packets `host`'s own interface dropped (a full interface queue on a `line_rate`
+    /// link): sender-side drops, apart from the network's in [`Testbed::counters`].
+    pub fn host_drops(&self, host: &str) -> Result<u64, TestbedError> {
+        let end = self
+            .plan
+            .host_device(host)
+            .ok_or_else(|| TestbedError::bad(format!("no host '{host}' with a link")))?;
+        crate::nic::dropped(&end.netns, &end.device)
     }
 
     /// Pid of the emulator if it is running.
@@ -268,13 +281,25 @@ fn build(plan: &Plan, dir: &Path) -> Result<(), TestbedError> {
     }
     start_emulator(dir)?;
     for (link, lp) in plan.topology.links.iter().zip(&plan.links) {
-        for end in &lp.ends {
+        for (index, end) in lp.ends.iter().enumerate() {
             let mut cmds = Vec::new();
             if let Some(mac) = &end.mac {
                 cmds.push(format!("link set {} address {mac}", end.device));
             }
+            // The direction leaving this end; a line-rate host end sends at its rate.
+            let out = if index == 0 {
+                &link.a_to_b
+            } else {
+                &link.b_to_a
+            };
+            let shaped = link.line_rate && !end.switch && out.rate_bps > 0 && out.trace.is_none();
+            let txqueuelen = if shaped {
+                link.txqueuelen
+            } else {
+                KERNEL_TXQUEUE
+            };
             cmds.push(format!(
-                "link set {} mtu {} txqueuelen {KERNEL_TXQUEUE} up",
+                "link set {} mtu {} txqueuelen {txqueuelen} up",
                 end.device, link.mtu
             ));
             if end.switch {
@@ -291,6 +316,9 @@ fn build(plan: &Plan, dir: &Path) -> Result<(), TestbedError> {
                 cmds.extend(static_neighbours(plan, &h.name, &end.device));
             }
             ip_batch(&end.netns, &cmds)?;
+            if shaped {
+                crate::nic::install(&end.netns, &end.device, out.rate_bps, out.framing)?;
+            }
         }
     }
     Ok(())
@@ -409,6 +437,9 @@ pub fn down(name: &str) -> Result<(), TestbedError> {
         if let Err(e) = netns::delete_netns(ns) {
             first_error.get_or_insert(e);
         }
+    }
+    if let Err(e) = crate::cpu_limit::remove_groups(name) {
+        first_error.get_or_insert(e);
     }
     if dir.exists() {
         if let Err(e) = std::fs::remove_dir_all(&dir) {

@@ -12,7 +12,7 @@ use linkperf_testbed::params::DirectionOverrides;
 use linkperf_testbed::schedule::LinkChange;
 use linkperf_testbed::topology::schedule_from_file;
 use linkperf_testbed::Testbed;
-use std::net::{SocketAddr, UdpSocket};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::thread::JoinHandle;
@@ -146,9 +146,9 @@ fn set_changes_the_delay_within_a_millisecond_and_loses_nothing() {
     let sender =
         std::thread::spawn(move || send_timed(&a, to, 1000, 3000, Duration::from_micros(500)));
     std::thread::sleep(Duration::from_millis(700));
-    let asked = mono_ns();
+    let asked = realtime_ns();
     let outcome = tb.set(&[delay_change(0, [true, true], 2.0)]).unwrap();
-    let answered = mono_ns();
+    let answered = realtime_ns();
     let sent = sender.join().unwrap();
     let got = sink.join().unwrap();
     let tx = udp_wire_ms(1000, 20e6);
@@ -177,12 +177,15 @@ fn set_changes_the_delay_within_a_millisecond_and_loses_nothing() {
     );
     assert_eq!(got.len() as u64, sent, "a delay change must lose nothing");
     assert_eq!(tb.emulator_pid(), pid, "the emulator was not restarted");
-    // Every datagram sent over 1 ms after the request had the new delay (the two delays are
-    // 18 ms apart, far beyond any host or scheduling noise); those sent before had the old
-    // one, unless still queued for the serialiser at the change (a burst from a sender
-    // that fell behind): those get the new delay after their wait, as documented.
+    // Every datagram sent over 1 ms after the request had the new delay: the old one would
+    // hold it at least 20 ms (the emulator never releases early), while the new delay plus
+    // what a loaded host adds (a sender that stalled and catches up in a burst queues at
+    // the 20 Mbit/s serialiser; the receive time is the kernel's, so the sink's wake-up is
+    // not in it) stays below that. Those sent before had the old delay, unless still
+    // queued for the serialiser at the change: those get the new delay after their wait,
+    // as documented.
     assert!(
-        percentile(&after, 1.0) < 11.0,
+        percentile(&after, 1.0) < 20.0 - 0.02,
         "a datagram sent > 1 ms after set had the old delay"
     );
     // The emulator removes its own latency, so only the spec's 20 µs may go below.
@@ -341,36 +344,6 @@ fn bad_input_is_one_line_exit_2_and_changes_nothing() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// UDP echo probes every `gap` for `span`: (send time on CLOCK_MONOTONIC, RTT in ms).
-fn timed_rtts(ns: &str, server: SocketAddr, gap: Duration, span: Duration) -> Vec<(u64, f64)> {
-    let ns = ns.to_string();
-    spawn_in(&ns, move || {
-        let sock = UdpSocket::bind("0.0.0.0:0").unwrap();
-        sock.connect(server).unwrap();
-        sock.set_read_timeout(Some(Duration::from_millis(200)))
-            .unwrap();
-        let start = Instant::now();
-        let mut out = Vec::new();
-        let mut buf = [0u8; 64];
-        let mut i = 0u64;
-        while start.elapsed() < span {
-            let sent = mono_ns();
-            sock.send(&i.to_be_bytes()).unwrap();
-            while let Ok(n) = sock.recv(&mut buf) {
-                if n == 8 && buf[..8] == i.to_be_bytes() {
-                    out.push((sent, (mono_ns() - sent) as f64 / 1e6));
-                    break;
-                }
-            }
-            i += 1;
-            std::thread::sleep(gap);
-        }
-        out
-    })
-    .join()
-    .unwrap()
-}
-
 fn a_schedule_steps_and_repeats() {
     let tb = Guard::up("lpt12-sched", &pair("name = \"wan\"\ndelay = \"5ms\""));
     let dir = temp_dir("sched");
@@ -381,18 +354,19 @@ fn a_schedule_steps_and_repeats() {
          [[step]]\nat = \"300ms\"\nlink = \"wan\"\ndelay = \"15ms\"\n",
     )
     .unwrap();
-    let _echo = start_udp_echo(&ns(&tb, "b"), 7121);
+    let (to, sink) = timed_sink_in_b(&tb, 7121, Duration::from_millis(300));
     let schedule = schedule_from_file(&file, tb.topology()).unwrap();
-    let asked = mono_ns();
+    let before = tb.link_status().unwrap();
+    let asked = realtime_ns();
     tb.start_schedule(&schedule).unwrap();
-    let started = (asked + mono_ns()) / 2;
-    let server: SocketAddr = (tb.ipv4("b").unwrap(), 7121).into();
-    let rtts = timed_rtts(
-        &ns(&tb, "a"),
-        server,
-        Duration::from_millis(3),
-        Duration::from_millis(1900),
-    );
+    let started = (asked + realtime_ns()) / 2;
+    // A timed datagram every 3 ms for 1.9 s, one way from a to b.
+    send_timed(&ns(&tb, "a"), to, 64, 633, Duration::from_millis(3));
+    let got = sink.join().unwrap();
+    let late_releases = tb.link_status().unwrap()[0]
+        .since(&before[0])
+        .timing
+        .late_over_100us;
     // The delay in force at time t (ns since the schedule started), as the file says.
     let delay_at = |t: f64| {
         if t.rem_euclid(600e6) < 300e6 {
@@ -401,47 +375,59 @@ fn a_schedule_steps_and_repeats() {
             15.0
         }
     };
-    let near_step = |t: f64| {
-        let phase = t.rem_euclid(300e6);
-        !(2e6..=298e6).contains(&phase)
-    };
-    let mut errors = Vec::new();
-    for &(sent, rtt) in &rtts {
-        // The request leaves at once, the reply when the request arrives: each takes the
-        // delay in force when it reaches the link. Probes near a step may see either.
-        let t = sent as f64 - started as f64;
-        let reply = t + delay_at(t) * 1e6;
-        if near_step(t) || near_step(reply) {
-            continue;
+    // Each datagram takes the delay in force when it reaches the link; those sent within
+    // 2 ms of a step may see either. Send and receive times are the kernel's side of the
+    // sockets (the receive time is the kernel's stamp), so what is left is the sender's
+    // own stack and the emulator's timing. Error = one-way delay - the delay in force,
+    // per 300 ms step window.
+    let mut windows: std::collections::BTreeMap<u64, Vec<f64>> = Default::default();
+    for d in &got {
+        let t = d.sent_ns as f64 - started as f64;
+        if (2e6..=298e6).contains(&t.rem_euclid(300e6)) {
+            let error = d.one_way_ms() - delay_at(t);
+            windows.entry((t / 300e6) as u64).or_default().push(error);
         }
-        let expected = delay_at(t) + delay_at(reply);
-        errors.push((rtt - expected).abs());
     }
+    let mut errors: Vec<f64> = windows.values().flatten().copied().collect();
     errors.sort_by(f64::total_cmp);
     let checked = errors.len();
-    let worst = errors.last().copied().unwrap_or(0.0);
-    let p95 = errors[(checked * 95 / 100).min(checked.saturating_sub(1))];
+    let earliest = errors.first().copied().unwrap_or(0.0);
+    let late = errors.iter().filter(|&&e| e > 1.0).count() as u64;
+    let medians: Vec<f64> = windows.values().map(|w| percentile(w, 0.5)).collect();
     let status = tb.link_status().unwrap();
     let doc = linkperf_testbed::cli::status_document(&[Testbed::attach("lpt12-sched").unwrap()]);
     let schedule = &doc["testbeds"][0]["schedule"];
     println!(
-        "  {} probes, {checked} away from steps: |RTT - schedule| p95 {p95:.3} ms, worst {:.3} ms; status: step {}, pass {}",
-        rtts.len(),
-        worst,
+        "  {} datagrams, {checked} away from steps: one-way - schedule: earliest {earliest:.3} ms, \
+         median per step {medians:.3?} ms, {late} over 1 ms late (emulator: {late_releases} \
+         releases > 100 us late); status: step {}, pass {}",
+        got.len(),
         schedule["step"],
         schedule["pass"]
     );
-    // One probe at a time, each waiting for its answer (10-30 ms): about 100 in 1.9 s.
-    assert!(checked > 50, "{checked}");
-    // Host stacks and wake-ups add well under a millisecond, loaded or idle;
-    // a VM's vCPU may now and then wake a probe late by a few ms, so one
-    // probe in twenty may be off by more, but none by half a step (the two
-    // steps' RTTs are 10 ms apart): no probe saw the wrong delay.
+    // 633 sent, about 2 % of them within 2 ms of a step.
+    assert!(checked > 550, "{checked}");
+    // A datagram that saw 5 ms where 15 were in force would be 10 ms early. The emulator
+    // releases early only by its write lead's error (tens of microseconds on a loaded
+    // machine; how exact the delay is, is the timing test's to check), so none may be
+    // early by a millisecond.
     assert!(
-        p95 < 1.0,
-        "RTTs did not follow the schedule: p95 off by {p95} ms"
+        earliest > -1.0,
+        "a datagram arrived {earliest} ms before the delay in force"
     );
-    assert!(worst < 5.0, "an RTT saw the wrong step: off by {worst} ms");
+    // One that saw 15 where 5 were in force would be 10 ms late; a late release (the
+    // emulator or the sender short of CPU on a loaded machine) may delay a few, but the
+    // median of each step's hundred datagrams is the delay in force.
+    assert!(
+        medians.iter().all(|m| m.abs() < 0.5),
+        "a step's one-way delays did not follow the schedule: medians {medians:?}"
+    );
+    // The emulator says when it was late: every datagram more than 1 ms late is one of the
+    // releases it reports as over 100 us late.
+    assert!(
+        late <= late_releases,
+        "{late} datagrams over 1 ms late, the emulator reported {late_releases} late releases"
+    );
     assert!(schedule["pass"].as_u64().unwrap() >= 2, "{schedule}");
     assert!(schedule["step"].is_u64());
     assert!(status

@@ -4,6 +4,7 @@
 //! each on a thread that has entered a testbed namespace.
 
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
@@ -184,13 +185,14 @@ pub struct Arrival {
 pub trait Datagram: Send + 'static {
     /// Shorter datagrams are not counted.
     const MIN_LEN: usize;
-    /// Reads `datagram`, received now by a sink that started at `start`.
-    fn parse(datagram: &[u8], start: Instant) -> Self;
+    /// Reads `datagram`, received now by a sink that started at `start`; the
+    /// kernel stamped its arrival at `kernel_rx_ns` (CLOCK_REALTIME).
+    fn parse(datagram: &[u8], start: Instant, kernel_rx_ns: u64) -> Self;
 }
 
 impl Datagram for Arrival {
     const MIN_LEN: usize = 8;
-    fn parse(d: &[u8], start: Instant) -> Arrival {
+    fn parse(d: &[u8], start: Instant, _kernel_rx_ns: u64) -> Arrival {
         Arrival {
             seq: u64::from_be_bytes(d[..8].try_into().unwrap()),
             at: Instant::now() - start,
@@ -212,6 +214,7 @@ pub fn start_udp_sink<T: Datagram>(
     let handle = spawn_in(ns, move || {
         let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::DGRAM, None).unwrap();
         sock.set_recv_buffer_size(8 << 20).unwrap();
+        set_kernel_rx_timestamps(sock.as_raw_fd());
         sock.bind(&SocketAddr::from(([0, 0, 0, 0], port)).into())
             .unwrap();
         let sock: UdpSocket = sock.into();
@@ -223,12 +226,11 @@ pub fn start_udp_sink<T: Datagram>(
         let mut out = Vec::new();
         let mut buf = vec![0u8; 65536];
         loop {
-            match sock.recv(&mut buf) {
-                Ok(n) if n >= T::MIN_LEN => {
-                    out.push(T::parse(&buf[..n], start));
+            if let Some((n, _, stamp)) = recv_stamped(sock.as_raw_fd(), &mut buf) {
+                if n >= T::MIN_LEN {
+                    out.push(T::parse(&buf[..n], start, stamp));
                     last = Some(Instant::now());
                 }
-                _ => {}
             }
             let now = Instant::now();
             if last.is_some_and(|l| now - l > idle) || now - start > limit {
@@ -375,15 +377,7 @@ pub struct Wire {
 }
 
 fn ip(args: &[&str]) {
-    let out = std::process::Command::new("ip")
-        .args(args)
-        .output()
-        .expect("run ip");
-    assert!(
-        out.status.success(),
-        "ip {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    linkperf_testsupport::process::output_ok(std::process::Command::new("ip").args(args));
 }
 
 impl Wire {
@@ -541,16 +535,27 @@ pub fn ping_rtts(ns: &str, to: std::net::Ipv4Addr, count: usize, interval: Durat
 /// CLOCK_MONOTONIC in ns: one clock for every namespace, so a sender in one host and a sink
 /// in another measure one-way delays directly.
 pub fn mono_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// CLOCK_REALTIME in ns: the clock the kernel's receive timestamps (SO_TIMESTAMPNS) use.
+pub fn realtime_ns() -> u64 {
+    clock_ns(libc::CLOCK_REALTIME)
+}
+
+fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: clock_gettime fills the timespec we pass.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    unsafe { libc::clock_gettime(clock, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// One datagram of a timed stream: sequence number, when it was sent and when it arrived.
+/// One datagram of a timed stream: sequence number, when the sender handed it to the
+/// kernel and when the receiving kernel stamped it, both CLOCK_REALTIME (one clock for
+/// every namespace): neither end's wake-up is in the difference.
 #[derive(Debug, Clone, Copy)]
 pub struct Timed {
     pub seq: u64,
@@ -566,9 +571,9 @@ impl Timed {
 
 impl Datagram for Timed {
     const MIN_LEN: usize = 16;
-    fn parse(d: &[u8], _: Instant) -> Timed {
+    fn parse(d: &[u8], _: Instant, kernel_rx_ns: u64) -> Timed {
         Timed {
-            received_ns: mono_ns(),
+            received_ns: kernel_rx_ns,
             seq: u64::from_be_bytes(d[..8].try_into().unwrap()),
             sent_ns: u64::from_be_bytes(d[8..16].try_into().unwrap()),
         }
@@ -591,7 +596,7 @@ pub fn send_timed(ns: &str, to: SocketAddr, size: usize, count: u64, gap: Durati
                 std::thread::sleep(due - now);
             }
             payload[..8].copy_from_slice(&i.to_be_bytes());
-            payload[8..16].copy_from_slice(&mono_ns().to_be_bytes());
+            payload[8..16].copy_from_slice(&realtime_ns().to_be_bytes());
             if sock.send(&payload).is_ok() {
                 sent += 1;
             }
@@ -602,19 +607,10 @@ pub fn send_timed(ns: &str, to: SocketAddr, size: usize, count: u64, gap: Durati
     .unwrap()
 }
 
-fn realtime_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime fills the timespec we pass.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// One ICMP datagram from a raw socket: bytes, sender, and the kernel's receive time
-/// (CLOCK_REALTIME ns); None on timeout.
-fn recv_icmp(fd: i32, buf: &mut [u8]) -> Option<(usize, libc::sockaddr_in, u64)> {
+/// One datagram from a socket with kernel receive timestamps on (see
+/// [`set_kernel_rx_timestamps`]): bytes, sender (IPv4), and the kernel's receive time
+/// (CLOCK_REALTIME ns), so the receiving thread's wake-up is not in it; None on timeout.
+fn recv_stamped(fd: i32, buf: &mut [u8]) -> Option<(usize, libc::sockaddr_in, u64)> {
     let mut control = [0u64; 16];
     // SAFETY: plain data structures, filled by recvmsg below.
     let mut from: libc::sockaddr_in = unsafe { std::mem::zeroed() };
@@ -647,6 +643,23 @@ fn recv_icmp(fd: i32, buf: &mut [u8]) -> Option<(usize, libc::sockaddr_in, u64)>
     Some((n as usize, from, stamp))
 }
 
+/// Asks the kernel to stamp every datagram `fd` receives (SO_TIMESTAMPNS), read by
+/// [`recv_stamped`].
+fn set_kernel_rx_timestamps(fd: i32) {
+    let on: libc::c_int = 1;
+    // SAFETY: an int option we own, with its size.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPNS,
+            (&on as *const libc::c_int).cast(),
+            4,
+        )
+    };
+    assert_eq!(r, 0, "SO_TIMESTAMPNS: {}", std::io::Error::last_os_error());
+}
+
 fn icmp_checksum(data: &[u8]) -> u16 {
     let mut sum: u32 = data
         .chunks(2)
@@ -672,20 +685,13 @@ pub fn start_icmp_echo_holding(ns: &str, hold: Duration) -> Echo {
         // SAFETY: socket(2) and setsockopt(2) on a descriptor we own, closed at the end.
         let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_RAW, libc::IPPROTO_ICMP) };
         assert!(fd >= 0, "raw socket: {}", std::io::Error::last_os_error());
-        let on: libc::c_int = 1;
         let timeout = libc::timeval {
             tv_sec: 0,
             tv_usec: 50_000,
         };
+        set_kernel_rx_timestamps(fd);
         // SAFETY: option values we own, with their sizes.
         unsafe {
-            libc::setsockopt(
-                fd,
-                libc::SOL_SOCKET,
-                libc::SO_TIMESTAMPNS,
-                (&on as *const libc::c_int).cast(),
-                4,
-            );
             libc::setsockopt(
                 fd,
                 libc::SOL_SOCKET,
@@ -697,7 +703,7 @@ pub fn start_icmp_echo_holding(ns: &str, hold: Duration) -> Echo {
         ready_tx.send(()).unwrap();
         let mut buf = [0u8; 2048];
         while !flag.load(Ordering::Relaxed) {
-            let Some((n, from, received)) = recv_icmp(fd, &mut buf) else {
+            let Some((n, from, received)) = recv_stamped(fd, &mut buf) else {
                 continue;
             };
             let header = ((buf[0] & 0x0f) as usize) * 4;

@@ -3,7 +3,7 @@
 //! starts in its hosts. Everything is removed when the value is dropped,
 //! whatever the test did, so no namespace outlives a test.
 
-use crate::process::{poll, spawn_quiet};
+use crate::process::{output_ok, poll, spawn_quiet};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
@@ -33,16 +33,7 @@ impl CliBed {
         let file = dir.join(format!("{name}.toml"));
         std::fs::write(&file, topology).unwrap();
         let _ = Command::new(bin).args(["testbed", "down", name]).output();
-        let out = Command::new(bin)
-            .args(["testbed", "up"])
-            .arg(&file)
-            .output()
-            .expect("run linkperf testbed up");
-        assert!(
-            out.status.success(),
-            "testbed up: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        output_ok(Command::new(bin).args(["testbed", "up"]).arg(&file));
         CliBed {
             bin: bin.into(),
             name: name.into(),

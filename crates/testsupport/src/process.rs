@@ -1,11 +1,12 @@
 //! Child processes under a time limit: a finished process's exit status and
-//! output ([`Run`]), the error-output contracts every command shares, free
-//! loopback ports, and polling with a deadline.
+//! output ([`Run`]), commands that must succeed ([`output_ok`]), the
+//! error-output contracts every command shares, free loopback ports, and
+//! polling with a deadline.
 
 use serde_json::Value;
 use std::io::Read;
 use std::net::TcpListener;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -172,11 +173,7 @@ pub fn wait_child(mut child: Child, limit: Duration) -> Run {
 
 /// Spawns `cmd` with no stdin and piped stdout/stderr.
 pub fn spawn_piped(cmd: &mut Command) -> Child {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawn {:?}: {e}", cmd.get_program()))
+    spawn_with(cmd, Stdio::piped)
 }
 
 /// Runs `cmd` to completion (killed after `limit`).
@@ -186,11 +183,32 @@ pub fn run(cmd: &mut Command, limit: Duration) -> Run {
 
 /// Spawns `cmd` in the background with all output discarded.
 pub fn spawn_quiet(cmd: &mut Command) -> Child {
+    spawn_with(cmd, Stdio::null)
+}
+
+/// Spawns `cmd` with no stdin and `output()` for both stdout and stderr.
+fn spawn_with(cmd: &mut Command, output: fn() -> Stdio) -> Child {
     cmd.stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stdout(output())
+        .stderr(output())
         .spawn()
         .unwrap_or_else(|e| panic!("spawn {:?}: {e}", cmd.get_program()))
+}
+
+/// Runs `cmd` to completion and asserts that it succeeded, failing with the
+/// command line and both outputs otherwise.
+pub fn output_ok(cmd: &mut Command) -> Output {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("run {:?}: {e}", cmd.get_program()));
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
 }
 
 /// Sends `signal` to a child.

@@ -50,8 +50,8 @@ pub fn run_phase(
             from: f.from.clone(),
             to: f.to.clone(),
             status: "ok",
-            reverse: f.config.direction == Direction::Reverse,
-            bidir: f.config.direction == Direction::Bidir,
+            reverse: f.spec.direction == Direction::Reverse,
+            bidir: f.spec.direction == Direction::Bidir,
             ..Default::default()
         })
         .collect();
@@ -129,8 +129,10 @@ fn spawn_flow(
     tx: mpsc::Sender<FlowMessage>,
     cancel: Arc<AtomicBool>,
 ) {
-    let mut config = flow.config.clone();
-    config.start_at_unix_ms = Some(start_at);
+    let mut spec = flow.spec.clone();
+    (spec.host, spec.port) = (to.host.clone(), to.port);
+    spec.start_at = Some(start_at);
+    let config = spec.config();
     let spawned = std::thread::Builder::new()
         .name(format!("lp-flow-{index}"))
         .spawn(move || {
@@ -140,7 +142,7 @@ fn spawn_flow(
             };
             let result = client::run_third_party(
                 (&from.host, from.port),
-                (&to.host, to.port),
+                (&spec.host, spec.port),
                 &config,
                 None,
                 &mut on_interval,

@@ -33,8 +33,11 @@ pub struct CampaignFile {
     #[serde(default, rename = "phase")]
     pub phases: Vec<PhaseEntry>,
     /// Sweep over flow options, as `linkperf sweep --vary`: every phase of
-    /// every session runs once per combination, e.g. `["bitrate=500M,950M"]`.
+    /// every session runs once per combination, e.g. `["bitrate=500M,950M"]`;
+    /// with `testbed`, also over its links (`"link.wan.ber=1e-7,1e-6"`).
     pub vary: Option<Spanned<Vec<String>>>,
+    /// A running emulated testbed whose links phases and `vary` set.
+    pub testbed: Option<Spanned<String>>,
 }
 
 fn one() -> Spanned<u32> {
@@ -60,6 +63,9 @@ pub struct AgentEntry {
 pub struct PhaseEntry {
     pub name: Spanned<String>,
     pub duration: Spanned<String>,
+    /// Link parameters set on the testbed before the phase runs, named as
+    /// `vary` names them: `["link.wan.ber=1e-6", "link.wan.a_to_b.delay=5ms"]`.
+    pub set: Option<Spanned<Vec<String>>>,
     #[serde(default, rename = "flow")]
     pub flows: Vec<FlowEntry>,
 }
@@ -117,6 +123,10 @@ pub struct FlowOptions {
     pub bidir: Option<bool>,
     pub dont_fragment: Option<bool>,
     pub zerocopy: Option<bool>,
+    /// A traffic model or profile (docs/traffic.md), its seed, a DSCP mark.
+    pub traffic: Option<String>,
+    pub traffic_seed: Option<u64>,
+    pub dscp: Option<String>,
     pub window_clamp: Option<toml::Value>,
     #[serde(flatten)]
     pub unknown: BTreeMap<String, toml::Value>,

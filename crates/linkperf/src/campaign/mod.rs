@@ -9,6 +9,7 @@
 pub mod analysis;
 mod controller;
 mod file;
+mod links;
 pub mod plan;
 mod ssh;
 pub mod text;
@@ -68,7 +69,10 @@ pub fn load(path: &str) -> Result<plan::Campaign, String> {
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "campaign".into());
-    plan::build(path, &text, parsed, &stem)
+    let testbed = parsed.testbed.clone();
+    let campaign = plan::build(path, &text, parsed, &stem)?;
+    links::check(path, &text, testbed.as_ref(), &campaign)?;
+    Ok(campaign)
 }
 
 /// Runs a loaded campaign: agents over SSH started, every agent probed, then
@@ -185,6 +189,11 @@ fn run_rounds(
                     phase.flows.len(),
                     phase.duration_s
                 ));
+                let links = links::in_force(point, phase);
+                if let Err(m) = links::apply(campaign, &links) {
+                    observer.warning(&format!("phase {}: {m}; the campaign stops", phase.name));
+                    break 'points;
+                }
                 let mut live = LiveAggregate::new(phase.flows.len());
                 let mut on_progress = |p: &controller::Progress| {
                     let controller::Progress::Interval(interval) = p;
@@ -199,7 +208,11 @@ fn run_rounds(
                     cancel,
                     &mut on_progress,
                 );
-                result.params = varied.then(|| point.clone());
+                result.params = (varied || !phase.set.is_empty()).then(|| {
+                    let mut params = point.clone();
+                    params.extend(phase.set.clone());
+                    params
+                });
                 phases.push(result);
                 if phases.len() < rounds {
                     controller::pause(campaign.pause_s, cancel);

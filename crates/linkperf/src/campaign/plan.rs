@@ -1,7 +1,11 @@
-//! From a parsed campaign file to the list of phases and flows to run.
+//! From a parsed campaign file to the list of phases and flows to run. Each
+//! flow's test is a [`TestSpec`], built from the file's flow options in one
+//! place ([`flow_spec`]) and varied by a sweep point through
+//! [`TestSpec::set`], with the names of `linkperf sweep --vary`.
 
 use super::file::{at, CampaignFile, FlowEntry, FlowOptions, PhaseEntry};
-use linkperf_proto::{Direction, Protocol, TestConfig};
+use crate::spec::TestSpec;
+use linkperf_proto::TestConfig;
 use std::collections::BTreeSet;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -18,9 +22,17 @@ pub struct Agent {
 pub struct Flow {
     pub from: String,
     pub to: String,
-    /// The options as written, so a sweep point can override some of them.
-    pub options: FlowOptions,
-    pub config: TestConfig,
+    /// The test the flow runs, as the file (and the sweep point) state it.
+    /// Its target is the `to` agent, whose address is known only once the
+    /// agents run: the controller fills in `host`, `port` and `start_at`.
+    pub spec: TestSpec,
+}
+
+impl Flow {
+    /// The configuration both ends of the flow run.
+    pub fn config(&self) -> TestConfig {
+        self.spec.config()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -28,6 +40,8 @@ pub struct Phase {
     pub name: String,
     pub duration_s: f64,
     pub flows: Vec<Flow>,
+    /// Testbed link parameters set before the phase (`link.LINK.KEY` -> value).
+    pub set: Point,
 }
 
 /// One combination of the campaign's `vary` values (empty without `vary`).
@@ -46,10 +60,12 @@ pub struct Campaign {
     pub phases: Vec<Phase>,
     /// The sweep's points; a single empty point when nothing varies.
     pub points: Vec<Point>,
+    /// The running testbed whose links phases and points set.
+    pub testbed: Option<String>,
 }
 
 impl Campaign {
-    /// The phases with every flow's options overridden by `point`.
+    /// The phases with every flow's test varied by `point`.
     pub fn phases_at(&self, point: &Point) -> Result<Vec<Phase>, String> {
         self.phases
             .iter()
@@ -58,14 +74,8 @@ impl Campaign {
                     .flows
                     .iter()
                     .map(|f| {
-                        let mut options = f.options.clone();
-                        for (name, value) in point {
-                            set_option(&mut options, name, value)?;
-                        }
-                        let config = flow_config(&options, p.duration_s, self.interval_s)?;
                         Ok(Flow {
-                            options,
-                            config,
+                            spec: vary_flow(&f.spec, point)?,
                             ..f.clone()
                         })
                     })
@@ -96,101 +106,84 @@ fn value_text(v: &toml::Value) -> Option<String> {
     }
 }
 
-fn size(v: &Option<toml::Value>, key: &str) -> Result<Option<u32>, String> {
-    let Some(v) = v else { return Ok(None) };
-    let text = value_text(v).ok_or_else(|| format!("key '{key}': expected a size such as 64K"))?;
-    let bytes = linkperf_units::parse_size(&text).map_err(|e| format!("key '{key}': {e}"))?;
-    u32::try_from(bytes)
-        .map(Some)
-        .map_err(|_| format!("key '{key}': {text} is too large"))
+/// A size or rate option's value as text, or what the key expects.
+fn scalar(v: &Option<toml::Value>, key: &str, expected: &str) -> Result<Option<String>, String> {
+    v.as_ref()
+        .map(|v| value_text(v).ok_or_else(|| format!("key '{key}': expected {expected}")))
+        .transpose()
 }
 
-fn rate(v: &Option<toml::Value>, key: &str) -> Result<Option<u64>, String> {
-    let Some(v) = v else { return Ok(None) };
-    let text = value_text(v).ok_or_else(|| format!("key '{key}': expected a rate such as 950M"))?;
-    linkperf_units::parse_rate(&text)
-        .map(Some)
-        .map_err(|e| format!("key '{key}': {e}"))
+/// The options a flow entry gives, each as its `--vary` name and the value
+/// as text: the one map from the campaign file's keys to [`TestSpec`]
+/// fields. (A file key is the name with `_` for `-`.)
+fn flow_values(o: &FlowOptions) -> Result<Vec<(&'static str, String)>, String> {
+    const SIZE: &str = "a size such as 64K";
+    const RATE: &str = "a rate such as 950M";
+    let flag = |b: Option<bool>| b.map(|b| b.to_string());
+    let count = |n: Option<u32>| n.map(|n| n.to_string());
+    let given = [
+        ("udp", flag(o.udp)),
+        // reverse before bidir: with both on, the flow is bidirectional.
+        ("reverse", flag(o.reverse)),
+        ("bidir", flag(o.bidir)),
+        ("bitrate", scalar(&o.bitrate, "bitrate", RATE)?),
+        ("length", scalar(&o.length, "length", SIZE)?),
+        ("parallel", count(o.parallel)),
+        ("window", scalar(&o.window, "window", SIZE)?),
+        ("sndbuf", scalar(&o.sndbuf, "sndbuf", SIZE)?),
+        ("rcvbuf", scalar(&o.rcvbuf, "rcvbuf", SIZE)?),
+        ("congestion", o.congestion.clone()),
+        ("nodelay", flag(o.nodelay)),
+        ("mss", count(o.mss)),
+        ("pacing-rate", scalar(&o.pacing_rate, "pacing_rate", RATE)?),
+        ("dont-fragment", flag(o.dont_fragment)),
+        ("zerocopy", flag(o.zerocopy)),
+        ("clamp", scalar(&o.window_clamp, "window_clamp", SIZE)?),
+        ("dscp", o.dscp.clone()),
+        ("traffic-seed", o.traffic_seed.map(|s| s.to_string())),
+        ("traffic", o.traffic.clone()),
+    ];
+    Ok(given
+        .into_iter()
+        .filter_map(|(name, value)| value.map(|v| (name, v)))
+        .collect())
 }
 
-/// The test configuration of one flow of a phase.
-pub fn flow_config(
-    o: &FlowOptions,
-    duration_s: f64,
-    interval_s: f64,
-) -> Result<TestConfig, String> {
+/// The test of one flow of a phase: the phase gives its duration, the
+/// campaign its interval, the file's flow options the rest.
+pub fn flow_spec(o: &FlowOptions, duration_s: f64, interval_s: f64) -> Result<TestSpec, String> {
     if let Some(k) = o.unknown.keys().next() {
         return Err(format!("unknown flow option '{k}'"));
     }
-    let udp = o.udp.unwrap_or(false);
-    let bitrate = rate(&o.bitrate, "bitrate")?;
-    let config = TestConfig {
-        protocol: if udp { Protocol::Udp } else { Protocol::Tcp },
-        direction: match (o.reverse.unwrap_or(false), o.bidir.unwrap_or(false)) {
-            (_, true) => Direction::Bidir,
-            (true, false) => Direction::Reverse,
-            _ => Direction::Forward,
-        },
-        duration_s,
-        bytes: None,
-        interval_s,
-        omit_s: 0.0,
-        parallel: o.parallel.unwrap_or(1),
-        length: size(&o.length, "length")?.unwrap_or(if udp { 1460 } else { 128 * 1024 }),
-        sndbuf: size(&o.sndbuf, "sndbuf")?.or(size(&o.window, "window")?),
-        rcvbuf: size(&o.rcvbuf, "rcvbuf")?.or(size(&o.window, "window")?),
-        nodelay: o.nodelay.unwrap_or(false),
-        mss: o.mss,
-        congestion: o.congestion.clone(),
-        pacing_rate: rate(&o.pacing_rate, "pacing_rate")?,
-        bitrate: match (bitrate, udp) {
-            (Some(0), _) => None,
-            (Some(r), _) => Some(r),
-            (None, true) => Some(1_000_000),
-            (None, false) => None,
-        },
-        dont_fragment: o.dont_fragment.unwrap_or(false),
-        zerocopy: o.zerocopy.unwrap_or(false),
-        start_at_unix_ms: None,
-        window_clamp: size(&o.window_clamp, "window_clamp")?,
-    };
-    config.validate()?;
-    Ok(config)
+    // No target yet: the controller names the `to` agent's address.
+    let mut spec = TestSpec::new("");
+    spec.time = duration_s;
+    spec.interval = interval_s;
+    for (name, value) in flow_values(o)? {
+        spec.set(name, &value)
+            .map_err(|e| format!("key '{}': {e}", name.replace('-', "_")))?;
+    }
+    spec.config().validate()?;
+    Ok(spec)
 }
 
-/// Sets one varied option (canonical `linkperf sweep --vary` name) on a flow.
-fn set_option(o: &mut FlowOptions, name: &str, value: &str) -> Result<(), String> {
-    let text = || Some(toml::Value::String(value.to_string()));
-    let on = matches!(value, "on" | "true" | "yes" | "1");
-    let count = || {
-        linkperf_units::parse_count(value)
-            .map_err(|e| e.to_string())
-            .and_then(|n| u32::try_from(n).map_err(|_| format!("{name}={value} is too large")))
-    };
-    match name {
-        "window" => o.window = text(),
-        "sndbuf" => o.sndbuf = text(),
-        "rcvbuf" => o.rcvbuf = text(),
-        "length" => o.length = text(),
-        "bitrate" => o.bitrate = text(),
-        "pacing-rate" => o.pacing_rate = text(),
-        "congestion" => o.congestion = Some(value.to_string()),
-        "parallel" => o.parallel = Some(count()?),
-        "mss" => o.mss = Some(count()?),
-        "nodelay" => o.nodelay = Some(on),
-        "udp" => o.udp = Some(on),
-        "reverse" => o.reverse = Some(on),
-        "bidir" => o.bidir = Some(on),
-        "zerocopy" => o.zerocopy = Some(on),
-        "dont-fragment" => o.dont_fragment = Some(on),
-        "clamp" => o.window_clamp = text(),
-        other => {
+/// A flow's test with a sweep point's values set by their `--vary` names.
+fn vary_flow(spec: &TestSpec, point: &Point) -> Result<TestSpec, String> {
+    let mut spec = spec.clone();
+    // `link.*` values set the testbed (campaign::links), not the flows.
+    for (name, value) in point
+        .iter()
+        .filter(|(n, _)| !crate::sweep::plan::is_link(n))
+    {
+        if matches!(name.as_str(), "time" | "omit" | "bytes") {
             return Err(format!(
-                "'{other}' cannot vary in a campaign (phases set the duration)"
-            ))
+                "'{name}' cannot vary in a campaign (phases set the duration)"
+            ));
         }
+        spec.set(name, value)?;
     }
-    Ok(())
+    spec.config().validate()?;
+    Ok(spec)
 }
 
 /// The (from, to) pairs a flow entry stands for.
@@ -299,6 +292,7 @@ pub fn build(
         agents,
         phases,
         points: sweep_points(path, text, &file)?,
+        testbed: file.testbed.as_ref().map(|t| t.get_ref().clone()),
     };
     // Every point must give valid flows before anything runs.
     for p in &campaign.points {
@@ -392,7 +386,7 @@ fn phase(
         let span = entry_span(entry);
         let bad = |m: &str| at(path, text, span.clone(), "flow", m);
         let pairs = expand(entry).map_err(|m| bad(&m))?;
-        let config = flow_config(&entry.options, duration_s, interval_s).map_err(|m| bad(&m))?;
+        let spec = flow_spec(&entry.options, duration_s, interval_s).map_err(|m| bad(&m))?;
         for (from, to) in pairs {
             if let Some(n) = [&from, &to].into_iter().find(|n| !names.contains(*n)) {
                 return Err(bad(&format!("no agent named '{n}'")));
@@ -403,8 +397,7 @@ fn phase(
             flows.push(Flow {
                 from,
                 to,
-                options: entry.options.clone(),
-                config: config.clone(),
+                spec: spec.clone(),
             });
         }
     }
@@ -421,7 +414,34 @@ fn phase(
         name: p.name.get_ref().clone(),
         duration_s,
         flows,
+        set: phase_set(path, text, p)?,
     })
+}
+
+/// A phase's `set = ["link.wan.ber=1e-6", ...]` as names and values.
+fn phase_set(path: &str, text: &str, p: &PhaseEntry) -> Result<Point, String> {
+    let mut set = Point::new();
+    let Some(entries) = &p.set else {
+        return Ok(set);
+    };
+    let bad = |m: &str| at(path, text, entries.span(), "set", m);
+    for entry in entries.get_ref() {
+        let (name, value) = entry
+            .split_once('=')
+            .filter(|(n, v)| crate::sweep::plan::is_link(n.trim()) && !v.trim().is_empty())
+            .ok_or_else(|| {
+                bad(&format!(
+                    "'{entry}' is not a link setting; accepted: link.LINK[.DIRECTION].KEY=VALUE, e.g. link.wan.ber=1e-6"
+                ))
+            })?;
+        if set
+            .insert(name.trim().to_string(), value.trim().to_string())
+            .is_some()
+        {
+            return Err(bad(&format!("'{}' is set twice", name.trim())));
+        }
+    }
+    Ok(set)
 }
 
 /// The points of the file's `vary` (one empty point without it).
@@ -486,8 +506,8 @@ address = "[fd00::3]:5400"
         let c = build_text(&text).unwrap();
         assert_eq!(c.phases[0].flows.len(), 6 + 2);
         let f = &c.phases[0].flows[0];
-        assert_eq!(f.config.bitrate, Some(10_000_000));
-        assert_eq!(f.config.duration_s, 2.0);
+        assert_eq!(f.config().bitrate, Some(10_000_000));
+        assert_eq!(f.config().duration_s, 2.0);
         assert_eq!(c.agent("a2").unwrap().port, 5300);
         assert_eq!(c.agent("b").unwrap().host, "fd00::3");
         assert_eq!(c.agent("a1").unwrap().port, linkperf_proto::DEFAULT_PORT);
@@ -508,6 +528,64 @@ address = "[fd00::3]:5400"
     }
 
     #[test]
+    fn every_flow_option_reaches_the_test_both_ends_run() {
+        let text = format!(
+            "{AGENTS}\n[[phase]]\nname = \"p\"\nduration = \"3s\"\n[[phase.flow]]\nfrom = \"a1\"\nto = \"b\"\n\
+             reverse = true\nlength = \"1K\"\nparallel = 3\nwindow = \"64K\"\nsndbuf = \"8K\"\nnodelay = true\n\
+             mss = 1000\npacing_rate = \"5M\"\ncongestion = \"reno\"\nzerocopy = true\n\
+             window_clamp = \"32K\"\ndscp = \"EF\"\n\
+             [[phase.flow]]\nfrom = \"a2\"\nto = \"b\"\nudp = true\nbitrate = 2000000\ndont_fragment = true\n"
+        );
+        let c = build_text(&text).unwrap();
+        let (tcp, udp) = (&c.phases[0].flows[0], &c.phases[0].flows[1]);
+        assert_eq!(tcp.spec.host, "", "the controller names the target");
+        let want = TestConfig {
+            protocol: linkperf_proto::Protocol::Tcp,
+            direction: linkperf_proto::Direction::Reverse,
+            duration_s: 3.0,
+            bytes: None,
+            interval_s: 1.0,
+            omit_s: 0.0,
+            parallel: 3,
+            length: 1024,
+            sndbuf: Some(8192),
+            rcvbuf: Some(65536),
+            nodelay: true,
+            mss: Some(1000),
+            congestion: Some("reno".into()),
+            pacing_rate: Some(5_000_000),
+            bitrate: None,
+            dont_fragment: false,
+            zerocopy: true,
+            start_at_unix_ms: None,
+            traffic: None,
+            tos: Some(0xb8),
+            window_clamp: Some(32768),
+        };
+        assert_eq!(tcp.config(), want);
+        let u = udp.config();
+        assert_eq!(u.protocol, linkperf_proto::Protocol::Udp);
+        assert_eq!(
+            (u.bitrate, u.length, u.dont_fragment),
+            (Some(2_000_000), 1460, true)
+        );
+        // A point varies a flow by the sweep's names.
+        let point: Point = [("bidir", "on"), ("pacing-rate", "7M"), ("parallel", "2")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let varied = vary_flow(&tcp.spec, &point).unwrap().config();
+        assert_eq!(varied.direction, linkperf_proto::Direction::Bidir);
+        assert_eq!((varied.pacing_rate, varied.parallel), (Some(7_000_000), 2));
+        let bad = FlowOptions {
+            window: Some(toml::Value::Boolean(true)),
+            ..Default::default()
+        };
+        let e = flow_spec(&bad, 1.0, 1.0).unwrap_err();
+        assert_eq!(e, "key 'window': expected a size such as 64K");
+    }
+
+    #[test]
     fn vary_expands_to_points_that_override_flow_options() {
         let text = format!(
             "vary = [\"bitrate=5M,10M\", \"length=1000,1400\"]\n{AGENTS}\n[[phase]]\nname = \"p\"\nduration = \"1s\"\n[[phase.flow]]\nfrom = \"a1\"\nto = \"b\"\nudp = true\nbitrate = \"1M\"\n"
@@ -515,9 +593,9 @@ address = "[fd00::3]:5400"
         let c = build_text(&text).unwrap();
         assert_eq!(c.points.len(), 4);
         let at = c.phases_at(&c.points[3]).unwrap();
-        assert_eq!(at[0].flows[0].config.bitrate, Some(10_000_000));
-        assert_eq!(at[0].flows[0].config.length, 1400);
-        assert_eq!(c.phases[0].flows[0].config.bitrate, Some(1_000_000));
+        assert_eq!(at[0].flows[0].config().bitrate, Some(10_000_000));
+        assert_eq!(at[0].flows[0].config().length, 1400);
+        assert_eq!(c.phases[0].flows[0].config().bitrate, Some(1_000_000));
         let bad = text.replace("bitrate=5M,10M", "time=1,2");
         assert!(build_text(&bad)
             .unwrap_err()

@@ -55,6 +55,19 @@ pub enum Command {
     Results(crate::results::ResultsArgs),
     /// Write one self-contained HTML report (plots and tables) of a run or sweep.
     Report(crate::report_cmd::ReportArgs),
+    /// Traffic models and application profiles: list them, show one.
+    #[command(subcommand)]
+    Traffic(crate::traffic::TrafficCommand),
+
+    // Installing and configuring linkperf (issue 21).
+    /// Print the manual page of linkperf or of one subcommand (roff; `man -l -` reads it).
+    Man(crate::manual::ManArgs),
+    /// Print the shell completion script for bash, zsh, fish, elvish or powershell.
+    Completions(crate::manual::CompletionsArgs),
+    /// Defaults from ~/.config/linkperf/config.toml (or $XDG_CONFIG_HOME/linkperf)
+    /// over /etc/linkperf/config.toml; flags override them.
+    #[command(subcommand)]
+    Config(crate::config::ConfigCommand),
     /// Run a seed experiment of examples/seeds through its testbed and print
     /// the seed's numbers beside linkperf's.
     Reproduce(crate::reproduce::ReproduceArgs),
@@ -164,6 +177,18 @@ pub struct ServerArgs {
     /// or the MSS (default: any free port); open them in a firewall.
     #[arg(long, value_name = "LOW-HIGH", value_parser = port_range)]
     pub data_ports: Option<std::ops::RangeInclusive<u16>>,
+    #[command(flatten)]
+    pub limits: crate::server_limits::ServerLimitArgs,
+
+    // iperf3's everyday flags (issue 21).
+    /// Run as a daemon: detach once listening (errors before that are printed).
+    #[arg(short = 'D', long)]
+    pub daemon: bool,
+    /// With -D: write the daemon's process id to FILE.
+    #[arg(short = 'I', long, value_name = "FILE", requires = "daemon")]
+    pub pidfile: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub output: crate::process_opts::OutputArgs,
 }
 
 fn port_range(s: &str) -> Result<std::ops::RangeInclusive<u16>, String> {
@@ -293,6 +318,36 @@ pub struct ClientArgs {
     /// Do not store the result in the archive.
     #[arg(long, conflicts_with = "db")]
     pub no_store: bool,
+    // Traffic models and marking (docs/traffic.md).
+    /// How to send: full, cbr, burst:BYTES:PERIOD, burstq:BYTES:PERIOD,
+    /// 'idt=DIST;size=DIST[;on=DIST;off=DIST]', trace:FILE, or a profile
+    /// (linkperf traffic list).
+    #[arg(long, value_name = "MODEL")]
+    pub traffic: Option<String>,
+    /// Seed of the model's random draws (default: a fresh one, kept in the result).
+    #[arg(long, value_name = "N")]
+    pub traffic_seed: Option<u64>,
+    /// DSCP of the data packets: EF, AF11-AF43, CS0-CS7, VA, LE or 0-63.
+    #[arg(long, value_name = "DSCP", conflicts_with = "tos")]
+    pub dscp: Option<String>,
+    /// TOS byte of the data packets, as iperf3's -S: 0-255, e.g. 0xb8 (= --dscp EF).
+    #[arg(short = 'S', long = "tos", value_name = "TOS")]
+    pub tos: Option<String>,
+
+    // iperf3's everyday flags (issue 21).
+    /// Send exactly N blocks of -l bytes each instead of running for -t.
+    #[arg(
+        short = 'k',
+        long = "blocks",
+        value_name = "N",
+        conflicts_with = "bytes"
+    )]
+    pub blocks: Option<u64>,
+    /// Prefix every output line with TITLE.
+    #[arg(short = 'T', long = "title")]
+    pub title: Option<String>,
+    #[command(flatten)]
+    pub output: crate::process_opts::OutputArgs,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -365,7 +420,31 @@ impl ClientArgs {
         spec.zerocopy = self.zerocopy;
         spec.clock_sync = self.clock_sync;
         spec.start_at = self.start_at;
+        // Set by `linkperf testbed exec` for what it runs inside a testbed host.
+        spec.testbed = std::env::var("LINKPERF_TESTBED")
+            .ok()
+            .filter(|name| !name.is_empty());
+        if let Some(seed) = self.traffic_seed {
+            spec.set("traffic-seed", &seed.to_string())?;
+        }
+        if let Some(model) = &self.traffic {
+            spec.set("traffic", model)?;
+        }
+        if let Some(d) = &self.dscp {
+            spec.set("dscp", d)?;
+        }
+        if let Some(t) = &self.tos {
+            spec.set("tos", t)?;
+        }
         spec.window_clamp = self.window_clamp;
+        if let Some(blocks) = self.blocks {
+            let length = u64::from(spec.config().length);
+            spec.bytes = Some(
+                blocks
+                    .checked_mul(length)
+                    .ok_or("-k N x -l: too many bytes")?,
+            );
+        }
         Ok(spec)
     }
 }

@@ -58,7 +58,7 @@ pub fn run(cmd: CampaignCommand) -> ExitCode {
                             "  {} -> {}: {}",
                             f.from,
                             f.to,
-                            text::flow_words(&f.config, &f.to)
+                            text::flow_words(&f.config(), &f.to)
                         );
                     }
                 }

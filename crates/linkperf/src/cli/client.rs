@@ -37,6 +37,17 @@ pub fn run(args: ClientArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return usage(e),
     };
+    // --logfile, -T, --timestamps, -A: every line below goes through them.
+    let output = match crate::process_opts::start(&args.output, args.title.as_deref()) {
+        Ok(o) => o,
+        Err(e) => return usage(e),
+    };
+    let code = run_spec(&args, spec);
+    output.finish();
+    code
+}
+
+fn run_spec(args: &ClientArgs, spec: TestSpec) -> ExitCode {
     if !args.no_store && args.from.is_none() {
         // A result that could not be stored where --db says: refused before the test.
         if let Err(e) = linkperf_store::check_writable(args.db.as_deref()) {
@@ -47,7 +58,7 @@ pub fn run(args: ClientArgs) -> ExitCode {
     if let Some(from) = &args.from {
         return third_party(from, &spec, args.json);
     }
-    let format = Format::of(&args);
+    let format = Format::of(args);
     let mut intervals = Intervals::new(&spec, format);
     let outcome = run_test(
         &spec,

@@ -24,46 +24,70 @@ mod args;
 mod campaign;
 mod campaign_progress;
 mod client;
+mod config;
 mod demo;
+mod manual;
+mod process_opts;
 mod progress;
 mod report_cmd;
 mod reproduce;
 mod results;
 mod rr;
+mod server_limits;
 mod sweep;
+mod traffic;
 
 use args::{Cli, Command};
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use linkperf::{server, signals};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match parse() {
         Ok(c) => c,
-        Err(e) => {
-            use clap::error::ErrorKind;
-            match e.kind() {
-                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
-                    let _ = e.print();
-                    return ExitCode::SUCCESS;
-                }
-                // `linkperf` (or `linkperf results`) alone: the help, on
-                // stderr, and the usage error's exit code.
-                ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-                    let _ = e.print();
-                    return ExitCode::from(2);
-                }
-                _ => {
-                    eprintln!("linkperf: {}", args::one_line(&e));
-                    return ExitCode::from(2);
-                }
-            }
-        }
+        Err(code) => return code,
     };
     let code = dispatch(cli.command);
     // One convention for every command: interrupted means 128 + the signal,
     // after the command has printed (and stored) its partial result.
     signals::exit_code().unwrap_or(code)
+}
+
+/// The command line over the configuration files' defaults: parsed once to
+/// see which options it gives, then again with the files' values for the rest.
+fn parse() -> Result<Cli, ExitCode> {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let matches = Cli::command()
+        .try_get_matches_from(&argv)
+        .map_err(clap_exit)?;
+    let argv = config::with_defaults(argv, &matches).map_err(|e| {
+        eprintln!("linkperf: {e}");
+        ExitCode::from(2)
+    })?;
+    let matches = Cli::command()
+        .try_get_matches_from(&argv)
+        .map_err(clap_exit)?;
+    Cli::from_arg_matches(&matches).map_err(clap_exit)
+}
+
+fn clap_exit(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = e.print();
+            ExitCode::SUCCESS
+        }
+        // `linkperf` (or `linkperf results`) alone: the help, on stderr, and
+        // the usage error's exit code.
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            ExitCode::from(2)
+        }
+        _ => {
+            eprintln!("linkperf: {}", args::one_line(&e));
+            ExitCode::from(2)
+        }
+    }
 }
 
 fn dispatch(command: Command) -> ExitCode {
@@ -77,6 +101,10 @@ fn dispatch(command: Command) -> ExitCode {
         Command::Reproduce(args) => reproduce::run(args),
         Command::Campaign(cmd) => campaign::run(cmd),
         Command::Rr(args) => rr::main(args),
+        Command::Traffic(cmd) => traffic::run(cmd),
+        Command::Man(args) => manual::man(args),
+        Command::Completions(args) => manual::completions(args),
+        Command::Config(cmd) => config::run(cmd),
         Command::Testbed(cmd) => match linkperf_testbed::run(cmd) {
             Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
             Err(e) => {
@@ -97,18 +125,35 @@ fn run_server(args: args::ServerArgs) -> ExitCode {
         iperf3_port: args.iperf3_port,
         exclusive: args.exclusive,
         data_ports: args.data_ports.clone(),
+        limits: args.limits.limits(),
+        log_format: args.limits.log_format(),
+        logfile: args.limits.logfile.clone(),
     };
-    match server::Server::bind(options) {
-        Ok(s) => {
-            if !args.quiet {
-                say!("linkperf server listening on {}", s.local_addr());
-            }
-            s.run();
-            ExitCode::SUCCESS
-        }
+    let s = match server::Server::bind(options) {
+        Ok(s) => s,
         Err(e) => {
             eprintln!("linkperf: {e}");
-            ExitCode::from(1)
+            return ExitCode::from(1);
+        }
+    };
+    // Detached only once bound, so a taken port is still reported here.
+    if args.daemon {
+        if let Err(e) = process_opts::daemonize(args.pidfile.as_deref()) {
+            eprintln!("linkperf: {e}");
+            return ExitCode::from(1);
         }
     }
+    let output = match process_opts::start(&args.output, None) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("linkperf: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if !args.quiet {
+        say!("linkperf server listening on {}", s.local_addr());
+    }
+    s.run();
+    output.finish();
+    ExitCode::SUCCESS
 }

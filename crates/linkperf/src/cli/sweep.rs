@@ -113,6 +113,18 @@ fn failed(msg: impl std::fmt::Display) -> ExitCode {
 }
 
 pub fn run(args: SweepArgs) -> ExitCode {
+    // --logfile, -T, --timestamps, -A apply to the whole sweep.
+    let output = match crate::process_opts::start(&args.client.output, args.client.title.as_deref())
+    {
+        Ok(o) => o,
+        Err(e) => return usage(e),
+    };
+    let code = run_sweep(args);
+    output.finish();
+    code
+}
+
+fn run_sweep(args: SweepArgs) -> ExitCode {
     let json_out = args.client.json || args.client.format == OutputFormat::Json;
     if matches!(
         args.client.format,

@@ -85,5 +85,6 @@ pub(super) fn report(options: &ClientOptions, setup: Setup, outcome: Outcome) ->
         warnings,
         errors,
         interrupted,
+        testbed: None,
     }
 }

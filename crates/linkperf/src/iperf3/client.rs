@@ -371,6 +371,7 @@ fn report(options: &ClientOptions, server: SocketAddr, done: Finished) -> Report
         warnings,
         errors,
         interrupted,
+        testbed: None,
     }
 }
 

@@ -5,7 +5,8 @@
 
 use super::listener::{self, Handshake};
 use super::{config_from_params, iperf3_bytes, iperf3_rate, results_from_side, Extras};
-use crate::data;
+use crate::data::{self, canonical_ip as canonical};
+use crate::guard::{self, Guard, Level};
 use linkperf_engine::{
     sockopt, DataSocket, EventSink, LocalSide, SideEvent, StreamPlan, UdpFormat,
 };
@@ -14,7 +15,7 @@ use linkperf_proto::results::{Role, SideResult, StreamInterval};
 use linkperf_proto::{Protocol, TestConfig};
 use socket2::{Domain, Socket, Type};
 use std::collections::HashMap;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -23,6 +24,9 @@ use std::time::{Duration, Instant};
 
 /// How long a client may take for each step before the test starts.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(15);
+/// The longest parameter object accepted from an iperf3 client (they are a
+/// few hundred bytes).
+const MAX_PARAMS_JSON: usize = 64 * 1024;
 
 /// A data connection handed to its session, with its [`accept_ticket`].
 type Arrived = (u64, TcpStream);
@@ -74,18 +78,28 @@ impl Drop for WaitingGuard {
 /// when an iperf3 test session ran.
 pub fn serve(
     mut stream: TcpStream,
+    peer: SocketAddr,
     first: [u8; 4],
     accepted: u64,
     exclusive: bool,
-    verbose: bool,
+    guard: &Arc<Guard>,
+    deadline: Instant,
 ) -> bool {
     if !iperf3::could_be_cookie(&first) {
+        guard.refused(
+            peer,
+            &format!("unknown protocol (first bytes {first:02x?}); closed"),
+        );
         return false;
     }
-    let _ = stream.set_read_timeout(Some(SETUP_TIMEOUT));
     let mut cookie = [0u8; COOKIE_LEN];
     cookie[..4].copy_from_slice(&first);
-    if stream.read_exact(&mut cookie[4..]).is_err() || !iperf3::is_cookie(&cookie) {
+    if let Err(why) = guard::read_exact_by(&mut stream, &mut cookie[4..], deadline) {
+        guard.refused(peer, &format!("iperf3 cookie incomplete: {why}"));
+        return false;
+    }
+    if !iperf3::is_cookie(&cookie) {
+        guard.refused(peer, "unknown protocol (not an iperf3 cookie); closed");
         return false;
     }
     let waiting = hub()
@@ -102,47 +116,29 @@ pub fn serve(
     if exclusive && previous > 0 {
         // iperf3's answer to a second client: busy, try later.
         let _ = stream.write_all(&[State::AccessDenied.byte()]);
-        if verbose {
-            eprintln!(
-                "iperf3 client {}: refused, a test is running (--exclusive)",
-                peer_text(&stream)
-            );
-        }
+        guard.refused(peer, "iperf3: a test is running (--exclusive)");
         return false;
     }
-    let peer = peer_text(&stream);
-    match Session::run(stream, cookie) {
+    match Session::run(stream, cookie, guard) {
         Ok((line, warnings)) => {
-            if verbose {
-                println!("{line}");
-                for w in warnings {
-                    eprintln!("iperf3 client {peer}: warning: {w}");
-                }
+            guard.log.event(Level::Info, peer, "test-done", &line);
+            for w in warnings {
+                guard.log.event(
+                    Level::Warn,
+                    peer,
+                    "warning",
+                    &format!("iperf3 client {peer}: {w}"),
+                );
             }
         }
-        Err(why) => {
-            if verbose {
-                eprintln!("iperf3 client {peer}: {why}");
-            }
-        }
+        Err(why) => guard.log.event(
+            Level::Warn,
+            peer,
+            "session-failed",
+            &format!("iperf3 client {peer}: {why}"),
+        ),
     }
     true
-}
-
-fn peer_text(s: &TcpStream) -> String {
-    s.peer_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_else(|_| "?".into())
-}
-
-fn canonical(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => v6
-            .to_ipv4_mapped()
-            .map(IpAddr::V4)
-            .unwrap_or(IpAddr::V6(v6)),
-        v4 => v4,
-    }
 }
 
 enum Event {
@@ -155,6 +151,8 @@ struct Session {
     control: TcpStream,
     events: Receiver<Event>,
     tx: Sender<Event>,
+    /// The server's longest test (--server-max-duration), `-n` tests too.
+    max_duration_s: f64,
 }
 
 impl Session {
@@ -177,6 +175,7 @@ impl Session {
     fn run(
         mut control: TcpStream,
         cookie: [u8; COOKIE_LEN],
+        guard: &Arc<Guard>,
     ) -> Result<(String, Vec<String>), String> {
         sockopt::apply_liveness(&socket2::SockRef::from(&control));
         control.set_nodelay(true).ok();
@@ -186,20 +185,33 @@ impl Session {
             .write_all(&[State::ParamExchange.byte()])
             .map_err(|e| e.to_string())?;
         let mut decoder = Decoder::new(Peer::Client, false);
-        let items = super::read_items(&mut control, &mut decoder, SETUP_TIMEOUT)?;
+        decoder.set_json_limit(MAX_PARAMS_JSON);
+        let step = guard.limits.handshake_timeout;
+        let items = super::read_items(&mut control, &mut decoder, step)?;
         let params = match items.first() {
             Some(Item::Json(v)) => Params::from_json(v).map_err(|e| e.to_string())?,
             _ => return Err("expected the iperf3 parameters".into()),
         };
+        // The client's results at the end may be long (many intervals).
+        decoder.set_json_limit(iperf3::MAX_JSON);
         let (tx, events) = mpsc::channel();
         let mut session = Session {
             control,
             events,
             tx,
+            max_duration_s: guard.limits.max_duration_s,
         };
         let (config, extras) = match config_from_params(&params) {
             Ok(c) => c,
             Err(r) => return session.refuse(r.i_errno, r.why),
+        };
+        if let Err(why) = guard.check_config(&config) {
+            return session.refuse(iperf3::errno::ACCESS_DENIED, why);
+        }
+        let streams = super::roles(&config, true).len();
+        let _permit = match guard.admit_test(streams) {
+            Ok(permit) => permit,
+            Err(why) => return session.refuse(iperf3::errno::ACCESS_DENIED, why),
         };
         session.test(config, extras, params, cookie, decoder, peer, local)
     }
@@ -226,7 +238,7 @@ impl Session {
         }
         let mut warnings = Vec::new();
         let sockets = if udp {
-            self.accept_udp_streams(local, &config, &extras, roles.len())?
+            self.accept_udp_streams(local, peer.ip(), &config, &extras, roles.len())?
         } else {
             self.accept_tcp_streams(
                 local,
@@ -294,6 +306,7 @@ impl Session {
     fn accept_udp_streams(
         &mut self,
         local: SocketAddr,
+        peer: IpAddr,
         config: &TestConfig,
         extras: &Extras,
         count: usize,
@@ -308,7 +321,7 @@ impl Session {
         self.state(State::CreateStreams)?;
         let deadline = Instant::now() + SETUP_TIMEOUT;
         for index in 0..count {
-            let from = wait_udp_connect(&listener, deadline).inspect_err(|_| {
+            let from = wait_udp_connect(&listener, peer, deadline).inspect_err(|_| {
                 let _ = self.send(&iperf3::server_error(iperf3::errno::STREAM_ACCEPT, 0));
             })?;
             listener
@@ -384,9 +397,25 @@ impl Session {
         config: &TestConfig,
         intervals: &mut Vec<Vec<StreamInterval>>,
     ) -> Result<LocalSide, String> {
-        let watchdog = Duration::from_secs_f64(config.duration_s) + Duration::from_secs(60);
+        let longest = if config.bytes.is_some() {
+            self.max_duration_s
+        } else {
+            config.duration_s.min(self.max_duration_s)
+        };
+        let watchdog = Duration::from_secs_f64(longest) + Duration::from_secs(60);
         let started = Instant::now();
         loop {
+            // Checked on every event: intervals arrive every second.
+            if started.elapsed() > watchdog {
+                let _ = self.send(&iperf3::server_error(iperf3::errno::ACCESS_DENIED, 0));
+                return Err(abandon(
+                    side,
+                    format!(
+                        "the iperf3 test ran past this server's limit of {} s (--server-max-duration) or was never ended; aborted",
+                        self.max_duration_s
+                    ),
+                ));
+            }
             match self.events.recv_timeout(Duration::from_secs(1)) {
                 Ok(Event::Side(SideEvent::Interval(v))) => intervals.push(v),
                 Ok(Event::Side(_)) => {}
@@ -403,14 +432,7 @@ impl Session {
                 Ok(Event::Lost(why)) => {
                     return Err(abandon(side, format!("test aborted: {why}")));
                 }
-                Err(RecvTimeoutError::Timeout) => {
-                    if config.bytes.is_none() && started.elapsed() > watchdog {
-                        return Err(abandon(
-                            side,
-                            "the iperf3 client never ended the test; aborted",
-                        ));
-                    }
-                }
+                Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => return Err("internal channel closed".into()),
             }
         }
@@ -653,15 +675,30 @@ fn bind_udp_listener(addr: SocketAddr, config: &TestConfig) -> Result<UdpSocket,
     Ok(sock.into())
 }
 
-fn wait_udp_connect(sock: &UdpSocket, deadline: Instant) -> Result<SocketAddr, String> {
+/// The source of the client's UDP connect datagram. Only one from `peer`,
+/// the control connection's address, counts: a datagram from elsewhere may
+/// have a spoofed source, and the test's stream would flood it (reflection).
+fn wait_udp_connect(
+    sock: &UdpSocket,
+    peer: IpAddr,
+    deadline: Instant,
+) -> Result<SocketAddr, String> {
     let mut buf = [0u8; 64 * 1024];
+    let mut strangers = 0u32;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err("no UDP connect datagram from the iperf3 client; is UDP blocked?".into());
+            return Err(format!(
+                "no UDP connect datagram from the iperf3 client at {}; is UDP blocked? ({strangers} datagram(s) from other addresses ignored)",
+                canonical(peer)
+            ));
         }
         let _ = sock.set_read_timeout(Some(left.min(Duration::from_millis(200))));
         if let Ok((_, from)) = sock.recv_from(&mut buf) {
+            if canonical(from.ip()) != canonical(peer) {
+                strangers = strangers.saturating_add(1);
+                continue;
+            }
             // iperf3 servers take any first datagram as the connect message.
             let _ = sock.set_read_timeout(None);
             return Ok(from);

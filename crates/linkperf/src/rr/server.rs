@@ -5,6 +5,7 @@
 //! client that vanishes ends only its own session.
 
 use crate::data;
+use crate::guard::{self, Guard, Level};
 use linkperf_proto::rr::{
     self, RrClientMessage, RrServerMessage, RrServerSession, RR_VERSION, UDP_HEADER_LEN,
 };
@@ -29,16 +30,21 @@ fn sessions() -> &'static Mutex<HashMap<u64, Arc<Counters>>> {
     SESSIONS.get_or_init(Mutex::default)
 }
 
-/// How long a client may take to say what it wants, and to open its UDP flow.
+/// How long a client may take to open its UDP flow.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(15);
 
-/// Serves one rr connection (the preamble is already read). Returns true when
-/// it was a session that ran to its end (for `linkperf server --once`).
-pub fn handle(mut stream: TcpStream, verbose: bool) -> bool {
-    let _ = stream.set_read_timeout(Some(SETUP_TIMEOUT));
+/// Serves one rr connection (the preamble is already read); its first
+/// message must be complete by `deadline`. Returns true when it was a
+/// session that ran to its end (for `linkperf server --once`).
+pub fn handle(
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    guard: &Arc<Guard>,
+    deadline: Instant,
+) -> bool {
     let _ = stream.set_nodelay(true);
     let mut session = RrServerSession::new();
-    let first = match read_message(&mut stream, &mut session) {
+    let first = match read_message(&mut stream, &mut session, Some(deadline)) {
         Ok(m) => m,
         Err(why) => {
             if let Some(message) = why.strip_prefix("refuse: ") {
@@ -49,9 +55,9 @@ pub fn handle(mut stream: TcpStream, verbose: bool) -> bool {
                         message: message.into(),
                     },
                 );
-                if verbose {
-                    eprintln!("rr client {}: {message}", peer(&stream));
-                }
+                guard.refused(peer, &format!("rr: {message}"));
+            } else {
+                guard.refused(peer, &format!("rr: {why}"));
             }
             return false;
         }
@@ -62,43 +68,61 @@ pub fn handle(mut stream: TcpStream, verbose: bool) -> bool {
             request,
             response,
         } => {
-            serve_tcp(stream, cookie, request, response);
+            if guard.cookie_guessing_blocked(peer.ip()) {
+                guard.refused(peer, "rr data connection closed: too many wrong cookies");
+            } else if !serve_tcp(stream, cookie, request, response) {
+                guard.wrong_cookie(peer, "rr data connection");
+            }
             false
         }
         RrClientMessage::Hello { protocol, .. } => {
-            let who = peer(&stream);
-            match run_session(stream, session, protocol) {
-                Ok(line) => {
-                    if verbose {
-                        println!("client {who}: {line}");
-                    }
-                }
+            let permit = match guard.admit_test(1) {
+                Ok(permit) => permit,
                 Err(why) => {
-                    if verbose {
-                        eprintln!("rr client {who}: {why}");
-                    }
+                    let error = RrServerMessage::Error {
+                        message: why.clone(),
+                    };
+                    send(&mut stream, &mut session, &error);
+                    guard.refused(peer, &format!("rr: {why}"));
+                    return false;
+                }
+            };
+            match run_session(stream, session, protocol) {
+                Ok(line) => guard.log.event(
+                    Level::Info,
+                    peer,
+                    "test-done",
+                    &format!("client {peer}: {line}"),
+                ),
+                Err(why) => {
+                    guard
+                        .log
+                        .event(Level::Warn, peer, "session-failed", &format!("rr: {why}"))
                 }
             }
+            drop(permit);
             true
         }
         RrClientMessage::Finish => false,
     }
 }
 
-fn peer(stream: &TcpStream) -> String {
-    stream
-        .peer_addr()
-        .map(|p| p.to_string())
-        .unwrap_or_else(|_| "?".into())
-}
-
 /// Reads exactly one frame (never bytes past it: raw requests may follow).
+/// With a `deadline`, the whole frame must have arrived by then.
 fn read_message(
     stream: &mut TcpStream,
     session: &mut RrServerSession,
+    deadline: Option<Instant>,
 ) -> Result<RrClientMessage, String> {
     let mut buf = vec![0u8; 4096];
     loop {
+        if let Some(deadline) = deadline {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err("the client went silent".into());
+            }
+            let _ = stream.set_read_timeout(Some(left));
+        }
         let want = session.wanted().min(buf.len());
         let n = match stream.read(&mut buf[..want]) {
             Ok(0) => return Err("the client closed the connection".into()),
@@ -123,20 +147,6 @@ fn send(stream: &mut TcpStream, session: &mut RrServerSession, m: &RrServerMessa
         Ok(bytes) => stream.write_all(&bytes).is_ok(),
         Err(_) => false,
     }
-}
-
-fn new_cookie() -> u64 {
-    let mut bytes = [0u8; 8];
-    // SAFETY: getrandom writes at most `len` bytes into the buffer we own.
-    let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
-    if n == bytes.len() as isize {
-        return u64::from_ne_bytes(bytes);
-    }
-    let t = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    t ^ (std::process::id() as u64).rotate_left(40)
 }
 
 /// The kernel's boot id: equal on both ends means one kernel, hence one
@@ -179,7 +189,8 @@ fn run_session(
 ) -> Result<String, String> {
     linkperf_engine::sockopt::apply_liveness(&socket2::SockRef::from(&stream));
     let local = stream.local_addr().map_err(|e| e.to_string())?;
-    let cookie = new_cookie();
+    let peer = stream.peer_addr().map_err(|e| e.to_string())?.ip();
+    let cookie = guard::session_cookie()?;
     let counters = Arc::new(Counters::default());
     if let Ok(mut s) = sessions().lock() {
         s.insert(cookie, counters.clone());
@@ -208,7 +219,7 @@ fn run_session(
         let (counters, stop) = (counters.clone(), guard.stop.clone());
         std::thread::Builder::new()
             .name("lp-rr-udp".into())
-            .spawn(move || serve_udp(sock, cookie, &counters, &stop))
+            .spawn(move || serve_udp(sock, cookie, peer, &counters, &stop))
             .map_err(|e| e.to_string())?;
         Some(port)
     } else {
@@ -227,7 +238,7 @@ fn run_session(
     // The test may idle for long (--cold --idle): no read timeout; keepalive
     // notices a vanished client.
     let _ = stream.set_read_timeout(None);
-    match read_message(&mut stream, &mut session)? {
+    match read_message(&mut stream, &mut session, None)? {
         RrClientMessage::Finish => {}
         _ => return Err("expected finish".into()),
     }
@@ -257,17 +268,18 @@ fn run_session(
 
 /// A TCP data connection: fixed-size requests answered by fixed-size
 /// responses, stamped with the receive time, until the client closes.
-fn serve_tcp(mut stream: TcpStream, cookie: u64, request: u32, response: u32) {
+/// False when `cookie` names no session.
+fn serve_tcp(mut stream: TcpStream, cookie: u64, request: u32, response: u32) -> bool {
     let counters = sessions().lock().ok().and_then(|s| s.get(&cookie).cloned());
     let Some(counters) = counters else {
-        return; // unknown or finished session: close
+        return false; // unknown or finished session: close
     };
     if request == 0
         || response == 0
         || request > rr::MAX_TCP_MESSAGE
         || response > rr::MAX_TCP_MESSAGE
     {
-        return;
+        return true;
     }
     counters.connections.fetch_add(1, Ordering::AcqRel);
     let _ = stream.set_read_timeout(None);
@@ -275,7 +287,7 @@ fn serve_tcp(mut stream: TcpStream, cookie: u64, request: u32, response: u32) {
     let mut resp = vec![0u8; response as usize];
     loop {
         if read_full(&mut stream, &mut req).is_err() {
-            return;
+            return true;
         }
         rr::write_tcp_stamp(&mut resp, wall_ns());
         counters.requests.fetch_add(1, Ordering::Relaxed);
@@ -283,7 +295,7 @@ fn serve_tcp(mut stream: TcpStream, cookie: u64, request: u32, response: u32) {
         // response the count at Finish does not include.
         counters.transactions.fetch_add(1, Ordering::Release);
         if stream.write_all(&resp).is_err() {
-            return;
+            return true;
         }
     }
 }
@@ -304,9 +316,18 @@ fn read_full(stream: &mut TcpStream, buf: &mut [u8]) -> Result<(), ()> {
 
 /// A session's UDP flow: waits for the client's hello, then answers every
 /// request with a response of the size it asks for, until the session ends.
-fn serve_udp(sock: UdpSocket, cookie: u64, counters: &Counters, stop: &AtomicBool) {
+/// Only a hello from `peer`, the control connection's address, is answered
+/// (see [`data::accept_udp`]); the connected socket then hears no one else,
+/// so responses larger than requests go only to a proven address.
+fn serve_udp(
+    sock: UdpSocket,
+    cookie: u64,
+    peer: std::net::IpAddr,
+    counters: &Counters,
+    stop: &AtomicBool,
+) {
     let deadline = Instant::now() + SETUP_TIMEOUT;
-    if data::accept_udp(&sock, cookie, 0, deadline).is_err() {
+    if data::accept_udp(&sock, cookie, 0, peer, deadline).is_err() {
         return;
     }
     // Wake up now and then to notice the end of the session.

@@ -10,19 +10,24 @@ mod test;
 
 use crate::client;
 use crate::control::{Control, Incoming};
+use crate::guard::{self, EventLog, Guard, Level, Limits, LogFormat};
 use linkperf_engine::facts;
 use linkperf_proto::session::ServerSession;
 use linkperf_proto::{
     ClientMessage, DataHello, Preamble, ServerMessage, TestConfig, PROTOCOL_VERSION,
 };
-use session::{ControlSession, Event, Registry, SETUP_TIMEOUT};
-use std::io::Read;
+use session::{ControlSession, Event, Registry};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::ops::RangeInclusive;
-use std::sync::atomic::Ordering;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// The largest control frame before the client's hello: a hello is a few
+/// dozen bytes, and a stranger must not make the server buffer megabytes.
+const FIRST_FRAME_LIMIT: usize = 4 * 1024;
 
 #[derive(Debug, Clone)]
 pub struct ServerOptions {
@@ -41,6 +46,11 @@ pub struct ServerOptions {
     /// Ports for the listeners of tests that set handshake options (buffers,
     /// MSS); any free port when `None`. For firewalls.
     pub data_ports: Option<RangeInclusive<u16>>,
+    /// What the server allows (connections, tests, streams, memory, time, rate).
+    pub limits: Limits,
+    pub log_format: LogFormat,
+    /// Append the event log to this file instead of the terminal.
+    pub logfile: Option<PathBuf>,
 }
 
 impl Default for ServerOptions {
@@ -54,6 +64,9 @@ impl Default for ServerOptions {
             iperf3_port: None,
             exclusive: false,
             data_ports: None,
+            limits: Limits::default(),
+            log_format: LogFormat::Text,
+            logfile: None,
         }
     }
 }
@@ -64,6 +77,7 @@ pub struct Server {
     registry: Registry,
     /// The extra port for iperf3 clients (`--iperf3-port`).
     iperf3_listener: Option<TcpListener>,
+    guard: Arc<Guard>,
 }
 
 impl Server {
@@ -99,8 +113,14 @@ impl Server {
             ),
             None => None,
         };
+        let log = EventLog::new(
+            options.log_format,
+            options.logfile.as_deref(),
+            !options.verbose,
+        )?;
         Ok(Server {
             listener,
+            guard: Guard::new(options.limits.clone(), log),
             options,
             registry: Arc::default(),
             iperf3_listener,
@@ -115,67 +135,22 @@ impl Server {
 
     /// Accepts connections until the process ends (or after one test with `--once`).
     pub fn run(self) {
-        let finished = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let wake = self.local_addr();
+        let ctx = Arc::new(Context {
+            wake: loopback_of(self.local_addr()),
+            registry: self.registry,
+            options: self.options,
+            guard: self.guard,
+            finished: AtomicBool::new(false),
+        });
         if let Some(extra) = self.iperf3_listener {
             // Connections on the iperf3 port are handled like any other; a
-            // finished --once test wakes the main loop below.
-            let registry = self.registry.clone();
-            let options = self.options.clone();
-            let finished = finished.clone();
+            // finished --once test wakes the main loop.
+            let ctx = ctx.clone();
             let _ = std::thread::Builder::new()
                 .name("lp-iperf3-accept".into())
-                .spawn(move || {
-                    for conn in extra.incoming() {
-                        let Ok(stream) = conn else { continue };
-                        let accepted = crate::iperf3::server::accept_ticket();
-                        let registry = registry.clone();
-                        let options = options.clone();
-                        let finished = finished.clone();
-                        let _ =
-                            std::thread::Builder::new()
-                                .name("lp-conn".into())
-                                .spawn(move || {
-                                    if handle_connection(stream, accepted, registry, &options)
-                                        && options.once
-                                    {
-                                        finished.store(true, Ordering::Release);
-                                        let _ = TcpStream::connect_timeout(
-                                            &loopback_of(wake),
-                                            Duration::from_secs(1),
-                                        );
-                                    }
-                                });
-                    }
-                });
+                .spawn(move || accept_loop(extra, &ctx));
         }
-        for conn in self.listener.incoming() {
-            if finished.load(Ordering::Acquire) {
-                return;
-            }
-            let Ok(stream) = conn else { continue };
-            let accepted = crate::iperf3::server::accept_ticket();
-            let registry = self.registry.clone();
-            let options = self.options.clone();
-            let finished = finished.clone();
-            let _ = std::thread::Builder::new()
-                .name("lp-conn".into())
-                .spawn(move || {
-                    if handle_connection(stream, accepted, registry, &options) && options.once {
-                        finished.store(true, Ordering::Release);
-                        // Wake the accept loop so it sees the flag.
-                        let mut addr = wake;
-                        if addr.ip().is_unspecified() {
-                            addr.set_ip(if addr.is_ipv6() {
-                                IpAddr::from([0u16, 0, 0, 0, 0, 0, 0, 1])
-                            } else {
-                                IpAddr::from([127, 0, 0, 1])
-                            });
-                        }
-                        let _ = TcpStream::connect_timeout(&addr, Duration::from_secs(1));
-                    }
-                });
-        }
+        accept_loop(self.listener, &ctx);
     }
 
     /// Runs the server on a background thread (for `linkperf demo` and tests).
@@ -209,64 +184,130 @@ fn bind_dual_stack(port: u16) -> std::io::Result<TcpListener> {
     }
 }
 
+/// What every connection's thread shares.
+struct Context {
+    registry: Registry,
+    options: ServerOptions,
+    guard: Arc<Guard>,
+    /// Set when a `--once` test ended; the accept loops then return.
+    finished: AtomicBool,
+    /// Where to connect to wake the accept loop.
+    wake: SocketAddr,
+}
+
+/// Accepts connections within the limits, each on its own thread. Out of
+/// file descriptors it backs off instead of spinning on accept errors.
+fn accept_loop(listener: TcpListener, ctx: &Arc<Context>) {
+    let local = listener
+        .local_addr()
+        .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
+    loop {
+        let accepted = listener.accept();
+        if ctx.finished.load(Ordering::Acquire) {
+            return;
+        }
+        let (stream, peer) = match accepted {
+            Ok(conn) => conn,
+            Err(e) => {
+                let pause = guard::accept_backoff(&e);
+                if pause >= Duration::from_millis(50) {
+                    ctx.guard.refused(
+                        local,
+                        &format!("cannot accept connections: {e}; backing off"),
+                    );
+                }
+                std::thread::sleep(pause);
+                continue;
+            }
+        };
+        let ticket = crate::iperf3::server::accept_ticket();
+        let permit = match ctx.guard.admit_connection(peer) {
+            Ok(permit) => permit,
+            Err(why) => {
+                ctx.guard.refused(peer, &why);
+                continue;
+            }
+        };
+        let shared = ctx.clone();
+        let spawned = std::thread::Builder::new()
+            .name("lp-conn".into())
+            .spawn(move || {
+                let _permit = permit;
+                let ctx = shared;
+                if handle_connection(stream, peer, ticket, &ctx) && ctx.options.once {
+                    ctx.finished.store(true, Ordering::Release);
+                    let _ = TcpStream::connect_timeout(&ctx.wake, Duration::from_secs(1));
+                }
+            });
+        if let Err(e) = spawned {
+            ctx.guard
+                .refused(peer, &format!("no thread for the connection: {e}"));
+        }
+    }
+}
+
 /// Returns true when a control session ran to its end (for `--once`).
 /// `accepted` is the connection's place in accept order (see
 /// [`crate::iperf3::server::accept_ticket`]).
 fn handle_connection(
     mut stream: TcpStream,
+    peer: SocketAddr,
     accepted: u64,
-    registry: Registry,
-    options: &ServerOptions,
+    ctx: &Context,
 ) -> bool {
-    let _ = stream.set_read_timeout(Some(SETUP_TIMEOUT));
+    let guard = &ctx.guard;
+    let deadline = Instant::now() + guard.limits.handshake_timeout;
     let mut preamble = [0u8; Preamble::LEN];
-    if stream.read_exact(&mut preamble).is_err() {
+    if let Err(why) = guard::read_exact_by(&mut stream, &mut preamble, deadline) {
+        guard.refused(peer, &format!("no preamble: {why}"));
         return false;
     }
     match Preamble::parse(&preamble) {
         Some(Preamble::Control) => {
             let _ = stream.set_read_timeout(None);
-            let peer = stream.peer_addr().ok();
-            match ControlSession::run(stream, registry, options) {
-                Ok(line) => {
-                    if options.verbose {
-                        println!("{}", line);
-                    }
-                }
-                Err(why) => {
-                    if options.verbose {
-                        eprintln!(
-                            "client {}: {why}",
-                            peer.map(|p| p.to_string()).unwrap_or_else(|| "?".into())
-                        );
-                    }
-                }
+            match ControlSession::run(stream, peer, ctx) {
+                Ok(line) => guard.log.event(Level::Info, peer, "test-done", &line),
+                Err(why) => guard.log.event(Level::Warn, peer, "session-failed", &why),
             }
             true
         }
         Some(Preamble::Data) => {
+            if guard.cookie_guessing_blocked(peer.ip()) {
+                guard.refused(
+                    peer,
+                    "data connection closed unread: too many wrong cookies",
+                );
+                return false;
+            }
             let mut hello = [0u8; DataHello::LEN];
-            if stream.read_exact(&mut hello).is_err() {
+            if let Err(why) = guard::read_exact_by(&mut stream, &mut hello, deadline) {
+                guard.refused(peer, &format!("data connection without its hello: {why}"));
                 return false;
             }
             let hello = DataHello::decode(&hello);
-            let tx = registry
+            let tx = ctx
+                .registry
                 .lock()
                 .ok()
                 .and_then(|r| r.get(&hello.cookie).cloned());
-            if let Some(tx) = tx {
-                let _ = stream.set_read_timeout(None);
-                let _ = tx.send(Event::Data(hello.stream_id, stream));
+            match tx {
+                Some(tx) => {
+                    let _ = stream.set_read_timeout(None);
+                    let _ = tx.send(Event::Data(hello.stream_id, stream));
+                }
+                None => guard.wrong_cookie(peer, "data connection"),
             }
             false
         }
-        Some(Preamble::Rr) => crate::rr::server::handle(stream, options.verbose),
+        Some(Preamble::Rr) => crate::rr::server::handle(stream, peer, guard, deadline),
         None => crate::iperf3::server::serve(
             stream,
+            peer,
             preamble,
             accepted,
-            options.exclusive,
-            options.verbose,
+            ctx.options.exclusive,
+            guard,
+            deadline,
         ),
     }
 }
@@ -284,30 +325,28 @@ fn loopback_of(mut addr: SocketAddr) -> SocketAddr {
 }
 
 impl ControlSession {
-    fn run(
-        stream: TcpStream,
-        registry: Registry,
-        options: &ServerOptions,
-    ) -> Result<String, String> {
+    fn run(stream: TcpStream, peer: SocketAddr, ctx: &Context) -> Result<String, String> {
         linkperf_engine::sockopt::apply_liveness(&socket2::SockRef::from(&stream));
-        let peer = stream.peer_addr().map_err(|e| e.to_string())?;
         let local = stream.local_addr().map_err(|e| e.to_string())?;
         let (tx, events) = mpsc::channel();
-        let control = Control::start(stream, ServerSession::new(), tx.clone(), Event::Client)
+        let session = ServerSession::new().with_first_frame_limit(FIRST_FRAME_LIMIT);
+        let control = Control::start(stream, session, tx.clone(), Event::Client)
             .map_err(|e| e.to_string())?;
         let mut session = ControlSession {
             control,
             events,
             tx,
-            registry,
+            registry: ctx.registry.clone(),
             cookie: None,
             peer,
+            guard: ctx.guard.clone(),
         };
-        session.serve(local, options)
+        session.serve(local, &ctx.options)
     }
 
     fn serve(&mut self, local: SocketAddr, options: &ServerOptions) -> Result<String, String> {
-        match self.next_message(SETUP_TIMEOUT) {
+        let step = self.guard.limits.handshake_timeout;
+        match self.next_message(step) {
             Ok(ClientMessage::Hello { .. }) => {}
             Ok(_) => return Err("expected hello".into()),
             Err(why) => {
@@ -324,7 +363,7 @@ impl ControlSession {
             software: crate::report::SOFTWARE.into(),
             facts: facts::collect(crate::report::SOFTWARE),
         })?;
-        match self.next_message(SETUP_TIMEOUT)? {
+        match self.next_message(step)? {
             ClientMessage::Setup { config } => {
                 self.run_test(config, local, options.data_ports.as_ref())
             }

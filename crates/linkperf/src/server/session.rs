@@ -23,9 +23,6 @@ pub(super) enum Event {
 /// The sessions waiting for data connections, by cookie.
 pub(super) type Registry = Arc<Mutex<HashMap<u64, Sender<Event>>>>;
 
-/// How long a client may take for each step before the test starts.
-pub(super) const SETUP_TIMEOUT: Duration = Duration::from_secs(15);
-
 pub(super) struct ControlSession {
     pub control: Arc<Control<ServerSession>>,
     pub events: Receiver<Event>,
@@ -33,6 +30,7 @@ pub(super) struct ControlSession {
     pub registry: Registry,
     pub cookie: Option<u64>,
     pub peer: SocketAddr,
+    pub guard: Arc<crate::guard::Guard>,
 }
 
 impl Drop for ControlSession {

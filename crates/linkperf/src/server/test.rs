@@ -3,17 +3,18 @@
 //! running test with its interval and result exchange, and the log line.
 //! Must not greet clients or serve other kinds of session.
 
-use super::session::{ControlSession, Event, SETUP_TIMEOUT};
+use super::session::{ControlSession, Event};
 use crate::control::Incoming;
 use crate::data;
+use crate::guard;
 use linkperf_engine::{facts, DataSocket, EventSink, LocalSide, SideEvent, StreamPlan};
+use linkperf_proto::config::MAX_SECONDS;
 use linkperf_proto::messages::StreamEndpoint;
 use linkperf_proto::results::{Role, SideResult};
 use linkperf_proto::{ClientMessage, DataHello, Preamble, Protocol, ServerMessage, TestConfig};
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::ops::RangeInclusive;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -51,10 +52,14 @@ impl ControlSession {
         local: SocketAddr,
         data_ports: Option<&RangeInclusive<u16>>,
     ) -> Result<String, String> {
-        if let Err(why) = acceptable(&config) {
+        if let Err(why) = acceptable(&config).and_then(|()| self.guard.check_config(&config)) {
             return self.refuse(why);
         }
         let roles = data::stream_roles(&config, true);
+        let _permit = match self.guard.admit_test(roles.len()) {
+            Ok(permit) => permit,
+            Err(why) => return self.refuse(why),
+        };
         let collected =
             self.announce(&config, local, data_ports, &roles)
                 .and_then(|mut announced| {
@@ -81,7 +86,7 @@ impl ControlSession {
         data_ports: Option<&RangeInclusive<u16>>,
         roles: &[(u32, Role)],
     ) -> Result<Announced, NoStart> {
-        let cookie = new_cookie();
+        let cookie = guard::session_cookie().map_err(NoStart::Refuse)?;
         self.register(cookie);
         let mut endpoints = Vec::new();
         let mut udp_sockets = Vec::new();
@@ -102,7 +107,7 @@ impl ControlSession {
             endpoints.push(StreamEndpoint { id: *id, udp_port });
         }
         // Collect the data connections and the Start message, in any order.
-        let deadline = Instant::now() + SETUP_TIMEOUT;
+        let deadline = Instant::now() + self.guard.limits.handshake_timeout;
         let mut warnings = Vec::new();
         let mut data_port = None;
         if config.protocol == Protocol::Tcp && data::handshake_options_set(config) {
@@ -156,7 +161,7 @@ impl ControlSession {
             vec![]
         };
         for (id, sock) in std::mem::take(&mut announced.udp_sockets) {
-            match data::accept_udp(&sock, cookie, id, deadline) {
+            match data::accept_udp(&sock, cookie, id, self.peer.ip(), deadline) {
                 Ok(()) => plans.push(StreamPlan {
                     id,
                     role: role_of(id),
@@ -181,6 +186,7 @@ impl ControlSession {
                 }
                 Ok(Event::Data(..)) => {}
                 Ok(Event::Client(Incoming::Message(ClientMessage::Start { start_at_unix_ms }))) => {
+                    check_start_time(start_at_unix_ms).map_err(NoStart::Refuse)?;
                     start_at = Some(start_at_unix_ms)
                 }
                 Ok(Event::Client(Incoming::Message(ClientMessage::Cancel { .. }))) => {
@@ -230,27 +236,38 @@ impl ControlSession {
     }
 
     /// Runs the started test: relays intervals and end-of-sending to the
-    /// client, exchanges the results, and stops on Cancel. A test that
-    /// overruns its duration by two minutes is aborted.
+    /// client, exchanges the results, and stops on Cancel. A `-n` test that
+    /// reaches the server's longest duration has its senders stopped; a
+    /// test that overruns by two minutes more is aborted.
     fn serve_test(&self, config: &TestConfig, side: LocalSide) -> Result<SideResult, String> {
         let mut side = Some(side);
         let mut local_result = None;
         let mut peer_finished = false;
-        let watchdog =
-            Duration::from_secs_f64(config.duration_s.min(86_400.0)) + Duration::from_secs(120);
+        let longest = self.guard.limits.max_duration_s.min(MAX_SECONDS);
+        let planned = if config.bytes.is_some() {
+            longest
+        } else {
+            config.duration_s.min(longest)
+        };
+        let watchdog = Duration::from_secs_f64(planned) + Duration::from_secs(120);
+        let stop_at = Duration::from_secs_f64(longest) + Duration::from_secs(1);
         let started = Instant::now();
         while local_result.is_none() || !peer_finished {
+            // Checked on every event: intervals arrive every second, so a
+            // check on a quiet second alone might never run.
+            let elapsed = started.elapsed();
+            if elapsed > stop_at && local_result.is_none() {
+                return Err(self.stop_at_limit(side.take(), longest));
+            }
+            if elapsed > watchdog {
+                if let Some(s) = &side {
+                    s.abort();
+                }
+                return Err("test overran its duration by two minutes; aborted".into());
+            }
             let event = match self.events.recv_timeout(Duration::from_secs(1)) {
                 Ok(e) => e,
-                Err(RecvTimeoutError::Timeout) => {
-                    if config.bytes.is_none() && started.elapsed() > watchdog {
-                        if let Some(s) = &side {
-                            s.abort();
-                        }
-                        return Err("test overran its duration by two minutes; aborted".into());
-                    }
-                    continue;
-                }
+                Err(RecvTimeoutError::Timeout) => continue,
                 Err(RecvTimeoutError::Disconnected) => break,
             };
             match event {
@@ -297,6 +314,25 @@ impl ControlSession {
             }
         }
         Ok(local_result.unwrap_or_default())
+    }
+}
+
+impl ControlSession {
+    /// The test ran for --server-max-duration (a `-n` test; others are
+    /// refused longer): this side stops and the client is told why; it
+    /// keeps what it measured. Returns the log line.
+    fn stop_at_limit(&self, side: Option<LocalSide>, longest: f64) -> String {
+        if let Some(s) = side {
+            s.abort();
+            let _ = s.finish();
+        }
+        let why = format!(
+            "the test reached this server's limit of {longest} s (--server-max-duration); stopped"
+        );
+        let _ = self.control.send(&ServerMessage::Error {
+            message: why.clone(),
+        });
+        format!("refused: {why}")
     }
 }
 
@@ -352,21 +388,24 @@ fn spawn_data_acceptor(
         .spawn(accept);
 }
 
-/// A random-enough session cookie: it only has to be unguessable in practice
-/// for a data connection to find its session, not cryptographically strong.
-fn new_cookie() -> u64 {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let t = SystemTime::now()
+/// A start time a day or more ahead would hold the session (and overflow
+/// the clock arithmetic far enough out): refused.
+fn check_start_time(start_at_unix_ms: Option<u64>) -> Result<(), String> {
+    let Some(at) = start_at_unix_ms else {
+        return Ok(());
+    };
+    let now_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
+        .map(|d| d.as_millis() as u64)
         .unwrap_or(0);
-    let mut x = t
-        ^ (std::process::id() as u64).rotate_left(32)
-        ^ COUNTER.fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed);
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    x ^= x >> 33;
-    x
+    let ahead_s = at.saturating_sub(now_ms) / 1000;
+    if ahead_s as f64 > linkperf_proto::config::MAX_SECONDS {
+        return Err(format!(
+            "the start time is {ahead_s} s ahead; at most {} s (a day) is accepted",
+            linkperf_proto::config::MAX_SECONDS
+        ));
+    }
+    Ok(())
 }
 
 /// Why this server cannot run `config`, if it cannot.

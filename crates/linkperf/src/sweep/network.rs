@@ -87,7 +87,7 @@ impl Network {
     pub fn check(&self, varies: &[Vary]) -> Result<(), String> {
         for v in varies.iter().filter(|v| plan::is_link(&v.name)) {
             for value in &v.values {
-                link_change(&self.topology, &v.name, value)?;
+                link_change(&self.topology, &v.name, value).map_err(|m| format!("--vary {m}"))?;
             }
         }
         Ok(())
@@ -104,10 +104,11 @@ impl Network {
     }
 }
 
-/// The change `link.LINK[.DIR].KEY=value` asks for, checked by `testbed set`'s parser.
-fn link_change(topology: &Topology, name: &str, value: &str) -> Result<LinkChange, String> {
+/// The change `link.LINK[.DIR].KEY=value` asks for, checked by `testbed set`'s parser
+/// (sweeps and campaigns name link parameters alike).
+pub fn link_change(topology: &Topology, name: &str, value: &str) -> Result<LinkChange, String> {
     let (link, key) =
-        plan::link_target(name).ok_or_else(|| format!("--vary {name}: expected link.LINK.KEY"))?;
+        plan::link_target(name).ok_or_else(|| format!("{name}: expected link.LINK.KEY"))?;
     parse_set_args(topology, link, &[format!("{key}={value}")], None).map_err(|e| {
         // "testbed set: argument 2: ..." names the wrong thing here.
         let m = e.to_string();
@@ -116,7 +117,7 @@ fn link_change(topology: &Topology, name: &str, value: &str) -> Result<LinkChang
             .strip_prefix("argument 1: ")
             .or_else(|| m.strip_prefix("argument 2: "))
             .unwrap_or(m);
-        format!("--vary {name}={value}: {m}")
+        format!("{name}={value}: {m}")
     })
 }
 
@@ -206,7 +207,9 @@ impl Session {
         }
         let changes = links
             .iter()
-            .map(|(k, v)| link_change(self.testbed.topology(), k, v))
+            .map(|(k, v)| {
+                link_change(self.testbed.topology(), k, v).map_err(|m| format!("--vary {m}"))
+            })
             .collect::<Result<Vec<_>, _>>()?;
         self.testbed
             .set(&changes)
@@ -217,8 +220,12 @@ impl Session {
 
     /// One test from the client host.
     pub fn run(&self, spec: &TestSpec, interrupt: &AtomicBool) -> Result<Report, ClientError> {
+        let spec = TestSpec {
+            testbed: Some(self.network.topology.name.clone()),
+            ..spec.clone()
+        };
         in_namespace(&self.client_netns, || {
-            run_test(spec, &mut |_| {}, Some(interrupt))
+            run_test(&spec, &mut |_| {}, Some(interrupt))
         })
         .map_err(|message| ClientError {
             message,

@@ -119,6 +119,42 @@ const PARAMS: &[ParamDef] = &[
         aliases: &["dont_fragment"],
         kind: Kind::Bool,
     },
+    // Traffic models (docs/traffic.md): a whole model, or one part of one.
+    ParamDef {
+        name: "traffic",
+        aliases: &[],
+        kind: Kind::Text,
+    },
+    ParamDef {
+        name: "traffic.idt",
+        aliases: &[],
+        kind: Kind::Text,
+    },
+    ParamDef {
+        name: "traffic.size",
+        aliases: &[],
+        kind: Kind::Text,
+    },
+    ParamDef {
+        name: "traffic.on",
+        aliases: &[],
+        kind: Kind::Text,
+    },
+    ParamDef {
+        name: "traffic.off",
+        aliases: &[],
+        kind: Kind::Text,
+    },
+    ParamDef {
+        name: "traffic-seed",
+        aliases: &[],
+        kind: Kind::Count,
+    },
+    ParamDef {
+        name: "dscp",
+        aliases: &[],
+        kind: Kind::Text,
+    },
     ParamDef {
         name: "clamp",
         aliases: &["window-clamp", "window_clamp"],

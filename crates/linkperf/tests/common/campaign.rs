@@ -2,7 +2,7 @@
 //! (`linkperf server --allow-third-party`) in their namespaces, and the
 //! campaign runner started inside one of them.
 
-use super::bin;
+use super::{bin, output_ok};
 use linkperf_testsupport::bed::CliBed;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -103,30 +103,29 @@ impl Bed {
 
 /// `linkperf results --db FILE.db ARGS...`, asserted successful; its stdout.
 pub fn results(file: &Path, args: &[&str]) -> Vec<u8> {
-    let shown = Command::new(bin())
-        .args(["results", "--db"])
-        .arg(file.with_extension("db"))
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        shown.status.success(),
-        "{}",
-        String::from_utf8_lossy(&shown.stderr)
-    );
-    shown.stdout
+    let mut cmd = Command::new(bin());
+    cmd.args(["results", "--db"]).arg(file.with_extension("db"));
+    output_ok(cmd.args(args)).stdout
+}
+
+/// One `[[TABLE]]` a host of `pairs` pairs, aI at 10.61.0.I and bI at
+/// 10.61.0.(100 + I), each address followed by `suffix` ("/24" for a
+/// testbed host, "" for a campaign agent).
+fn pair_tables(pairs: usize, table: &str, suffix: &str) -> String {
+    let mut t = String::new();
+    for i in 1..=pairs {
+        for (side, host) in [("a", i), ("b", 100 + i)] {
+            t += &format!(
+                "[[{table}]]\nname = \"{side}{i}\"\naddress = \"10.61.0.{host}{suffix}\"\n"
+            );
+        }
+    }
+    t
 }
 
 /// Four hosts on each side of one shared link between two switches.
 pub fn two_sides(pairs: usize, bottleneck: &str) -> String {
-    let mut t = String::new();
-    for i in 1..=pairs {
-        t += &format!("[[host]]\nname = \"a{i}\"\naddress = \"10.61.0.{i}/24\"\n");
-        t += &format!(
-            "[[host]]\nname = \"b{i}\"\naddress = \"10.61.0.{}/24\"\n",
-            100 + i
-        );
-    }
+    let mut t = pair_tables(pairs, "host", "/24");
     t += "[[switch]]\nname = \"left\"\n[[switch]]\nname = \"right\"\n";
     // The shared link is link 0, so its counters are easy to find.
     t += &format!("[[link]]\nends = [\"left\", \"right\"]\n{bottleneck}\n");
@@ -139,15 +138,7 @@ pub fn two_sides(pairs: usize, bottleneck: &str) -> String {
 }
 
 pub fn agents_toml(pairs: usize) -> String {
-    let mut t = String::new();
-    for i in 1..=pairs {
-        t += &format!("[[agent]]\nname = \"a{i}\"\naddress = \"10.61.0.{i}\"\n");
-        t += &format!(
-            "[[agent]]\nname = \"b{i}\"\naddress = \"10.61.0.{}\"\n",
-            100 + i
-        );
-    }
-    t
+    pair_tables(pairs, "agent", "")
 }
 
 /// A testbed of `pairs` pairs across one link with `bottleneck`, an agent

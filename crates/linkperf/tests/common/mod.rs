@@ -7,11 +7,13 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod campaign;
+pub mod hostile;
 pub mod sweep;
 
+pub use linkperf_testsupport::bed::CliBed;
 pub use linkperf_testsupport::json::{array_at, f64_at, u64_at};
 pub use linkperf_testsupport::process::{
-    free_port, poll, send_signal, spawn_piped, wait_child, KillOnDrop, Run,
+    free_port, output_ok, poll, send_signal, spawn_piped, wait_child, KillOnDrop, Run,
 };
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read};
@@ -61,14 +63,11 @@ impl Server {
     pub fn start_on(bind: &str, extra: &[&str]) -> Server {
         for _ in 0..5 {
             let port = free_port();
-            let mut child = Command::new(bin())
-                .args(["server", "-p", &port.to_string(), "-B", bind])
-                .args(extra)
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("spawn linkperf server");
+            let mut child = spawn_piped(
+                Command::new(bin())
+                    .args(["server", "-p", &port.to_string(), "-B", bind])
+                    .args(extra),
+            );
             let stdout = Arc::new(Mutex::new(Vec::new()));
             let stderr = Arc::new(Mutex::new(Vec::new()));
             collect_lines(child.stdout.take().unwrap(), stdout.clone());
@@ -177,6 +176,27 @@ pub fn client_json(port: u16, args: &[&str]) -> Value {
     client(port, &all).report()
 }
 
+/// Runs `linkperf ARGS...` in `host` of a testbed to completion (120 s at
+/// most), storing into the tests' archive unless ARGS name another.
+pub fn linkperf_in(bed: &CliBed, host: &str, args: &[&str]) -> Run {
+    let mut cmd = bed.exec(host, bin());
+    cmd.args(args).env("LINKPERF_DB", test_archive());
+    linkperf_testsupport::process::run(&mut cmd, Duration::from_secs(120))
+}
+
+/// A client run against a server of its own, started on loopback for this
+/// one run and stopped after it.
+pub fn loopback_client(args: &[&str]) -> Run {
+    let server = Server::start();
+    client(server.port, args)
+}
+
+/// A client's successful `-J` report against a server of its own.
+pub fn loopback_json(args: &[&str]) -> Value {
+    let server = Server::start();
+    client_json(server.port, args)
+}
+
 pub fn schema_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../schema")
 }
@@ -242,12 +262,12 @@ pub fn available_congestion_controls() -> Vec<String> {
 }
 
 /// Testbed tests of one binary run one at a time (they build namespaces and
-/// measure throughput): the turn, or None (with a skip line) when not root.
-pub fn testbed_turn(test: &str) -> Option<std::sync::MutexGuard<'static, ()>> {
+/// measure throughput): the turn, or None (with a skip line naming the
+/// running test) when not root.
+pub fn testbed_turn() -> Option<std::sync::MutexGuard<'static, ()>> {
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
     if linkperf_testbed::require_root().is_err() {
-        linkperf_testsupport::skip_named(
-            test,
+        linkperf_testsupport::skip(
             "testbed tests need root (namespaces, TAP devices); CI runs them as root",
         );
         return None;

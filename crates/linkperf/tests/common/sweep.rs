@@ -6,6 +6,7 @@ use linkperf_store::Store;
 use serde_json::Value;
 use std::collections::HashSet;
 use std::path::PathBuf;
+use std::process::Child;
 use std::time::Duration;
 
 /// A fresh directory for one test's archive.
@@ -20,6 +21,13 @@ pub fn db_arg(dir: &std::path::Path) -> String {
 /// Runs `linkperf ARGS` with a longer watchdog (sweeps are several runs).
 pub fn long(args: &[&str]) -> Run {
     wait_child(spawn(args), Duration::from_secs(120))
+}
+
+/// `linkperf results --db DB export ID --format FORMAT`, asserted successful.
+pub fn export(db: &str, id: &str, format: &str) -> Run {
+    let run = long(&["results", "--db", db, "export", id, "--format", format]);
+    run.assert_success("results export");
+    run
 }
 
 pub fn sweep_args<'a>(port: &'a str, db: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
@@ -187,12 +195,50 @@ pub fn kill_and_resume(db: &str, port: u16, shuffle: bool) {
     assert_eq!(s.sweep_runs(id, false).unwrap().len(), 9);
 }
 
-/// A loopback server and a fresh archive for one sweep test: the server, the
-/// scratch directory, the archive's path and the server's port as text.
-pub fn loopback_sweep(name: &str) -> (Server, PathBuf, String, String) {
-    let server = Server::start();
-    let dir = scratch(name);
-    let db = db_arg(&dir);
-    let port = server.port.to_string();
-    (server, dir, db, port)
+/// A loopback server and an archive of its own in a fresh scratch directory
+/// (removed when dropped): what the sweep, archive and report tests run
+/// against.
+pub struct Loopback {
+    pub server: Server,
+    pub dir: PathBuf,
+    /// The archive's path, for `--db`.
+    pub db: String,
+    /// The server's port as text, for `-p`.
+    pub port: String,
+}
+
+impl Loopback {
+    pub fn new(name: &str) -> Loopback {
+        let server = Server::start();
+        let dir = scratch(name);
+        let db = db_arg(&dir);
+        let port = server.port.to_string();
+        Loopback {
+            server,
+            dir,
+            db,
+            port,
+        }
+    }
+
+    /// `sweep 127.0.0.1 -p PORT --db DB EXTRA...`.
+    pub fn sweep_args<'a>(&'a self, extra: &[&'a str]) -> Vec<&'a str> {
+        sweep_args(&self.port, &self.db, extra)
+    }
+
+    /// Runs a sweep against the server into the archive, to completion.
+    pub fn sweep(&self, extra: &[&str]) -> Run {
+        long(&self.sweep_args(extra))
+    }
+
+    /// Starts a sweep against the server into the archive.
+    pub fn spawn_sweep(&self, extra: &[&str]) -> Child {
+        spawn(&self.sweep_args(extra))
+    }
+}
+
+impl Drop for Loopback {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }

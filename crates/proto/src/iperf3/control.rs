@@ -59,6 +59,8 @@ pub struct Decoder {
     peer: Peer,
     next: Next,
     buf: Vec<u8>,
+    /// The longest JSON object accepted now (at most [`MAX_JSON`]).
+    json_limit: usize,
 }
 
 impl Decoder {
@@ -74,7 +76,15 @@ impl Decoder {
             peer,
             next,
             buf: Vec::new(),
+            json_limit: MAX_JSON,
         }
+    }
+
+    /// Accepts JSON objects of at most `limit` bytes from now on (capped at
+    /// [`MAX_JSON`]): a server reading a stranger's parameters, a few
+    /// hundred bytes, need not buffer megabytes.
+    pub fn set_json_limit(&mut self, limit: usize) {
+        self.json_limit = limit.min(MAX_JSON);
     }
 
     /// How many more bytes the next item needs at least (for blocking readers).
@@ -142,7 +152,7 @@ impl Decoder {
                     let len =
                         u32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]])
                             as usize;
-                    if len > MAX_JSON {
+                    if len > self.json_limit {
                         return Err(DecodeError::TooLong(len));
                     }
                     if self.buf.len() < 4 + len {

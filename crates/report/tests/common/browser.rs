@@ -119,6 +119,12 @@ pub struct Browser {
 }
 
 impl Browser {
+    /// The browser with a folder named after `name`, or `None` after
+    /// recording why the test is skipped (see [`chromium_or_skip`]).
+    pub fn or_skip(name: &str) -> Option<Browser> {
+        chromium_or_skip().map(|bin| Browser::new(bin, name))
+    }
+
     /// `name` names the temporary folder.
     pub fn new(bin: PathBuf, name: &str) -> Browser {
         let (out, keep) = match std::env::var_os("LINKPERF_REPORT_OUT") {

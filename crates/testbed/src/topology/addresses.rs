@@ -99,6 +99,7 @@ impl Parser<'_> {
                 ipv4_prefix,
                 ipv6: ipv6.0,
                 ipv6_prefix: ipv6.1,
+                cpu: self.cpu_share(h)?,
             });
         }
         Ok(hosts)

@@ -13,6 +13,8 @@ pub const DEFAULT_SUBNET6: &str = "fd00:50::/64";
 pub const MAX_NAME_LEN: usize = 32;
 pub const MIN_MTU: u32 = 576;
 pub const MAX_MTU: u32 = 65_000;
+/// Smallest CPU share a host may have: 1 ms of CPU per 1 s period (the kernel's minimum quota).
+pub const MIN_CPU_SHARE: f64 = 0.001;
 
 /// A resolved topology: every value checked, presets merged, addresses assigned.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -35,6 +37,10 @@ pub struct Host {
     pub ipv4_prefix: u8,
     pub ipv6: Ipv6Addr,
     pub ipv6_prefix: u8,
+    /// Share of one CPU (0..=1] the processes `testbed exec` runs in it may use; see
+    /// [`crate::cpu_limit`]. None: unlimited.
+    #[serde(default)]
+    pub cpu: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -55,6 +61,12 @@ pub struct Link {
     /// by one by the emulator (see `gso`); false makes the kernel segment before the emulator.
     #[serde(default = "offload_default")]
     pub offload: bool,
+    /// Host ends send no faster than the link, like a NIC (see [`crate::nic`]).
+    #[serde(default)]
+    pub line_rate: bool,
+    /// Packets the interface queue of a `line_rate` host end holds.
+    #[serde(default = "txqueuelen_default")]
+    pub txqueuelen: u32,
     pub a_to_b: DirectionParams,
     pub b_to_a: DirectionParams,
 }
@@ -62,6 +74,13 @@ pub struct Link {
 pub(super) fn offload_default() -> bool {
     true
 }
+
+pub(super) fn txqueuelen_default() -> u32 {
+    crate::nic::DEFAULT_TXQUEUELEN
+}
+
+/// Most packets a line-rate interface queue may hold.
+pub const MAX_TXQUEUELEN: i64 = 1_000_000;
 
 impl Topology {
     pub fn host(&self, name: &str) -> Option<&Host> {

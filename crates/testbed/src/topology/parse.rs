@@ -1,6 +1,9 @@
 //! Checking and converting the raw file: names, ends, presets, units, percentages, shape.
 
-use super::model::{offload_default, validate_name, Link, Switch, Topology, MAX_MTU, MIN_MTU};
+use super::model::{
+    offload_default, txqueuelen_default, validate_name, Link, Switch, Topology, MAX_MTU,
+    MAX_TXQUEUELEN, MIN_CPU_SHARE, MIN_MTU,
+};
 use super::raw::*;
 use crate::error::TestbedError;
 use crate::framing::Framing;
@@ -228,6 +231,17 @@ impl<'t> Parser<'t> {
             }
             mtu = v as u32;
         }
+        let txqueuelen = match &raw.txqueuelen {
+            Some(q) if !(1..=MAX_TXQUEUELEN).contains(q.get_ref()) => {
+                return Err(self.error(
+                    Some(q.span()),
+                    "link.txqueuelen",
+                    format!("{} is outside 1..={MAX_TXQUEUELEN} packets", q.get_ref()),
+                ))
+            }
+            Some(q) => *q.get_ref() as u32,
+            None => txqueuelen_default(),
+        };
         self.overrides(&raw.keys(), "link")?.apply_to(&mut base);
         let mut a_to_b = base.clone();
         let mut b_to_a = base;
@@ -245,6 +259,8 @@ impl<'t> Parser<'t> {
             preset,
             mtu,
             offload: raw.offload.unwrap_or_else(offload_default),
+            line_rate: raw.line_rate.unwrap_or(false),
+            txqueuelen,
             a_to_b,
             b_to_a,
         })
@@ -307,6 +323,20 @@ impl<'t> Parser<'t> {
         }
         if let Some(v) = k.trace {
             o.trace = Some(self.trace(v, &key("trace"))?);
+        }
+        if let Some(v) = k.circuit_setup {
+            o.circuit_setup_ns = Some(self.duration_ns(v, &key("circuit_setup"))?);
+        }
+        if let Some(v) = k.circuit_idle {
+            let ns = self.duration_ns(v, &key("circuit_idle"))?;
+            if ns == 0 {
+                return Err(self.error(
+                    Some(v.span()),
+                    &key("circuit_idle"),
+                    "must be longer than 0 (the idle time after which the circuit is released)",
+                ));
+            }
+            o.circuit_idle_ns = Some(ns);
         }
         Ok(o)
     }
@@ -436,6 +466,30 @@ impl<'t> Parser<'t> {
             }
         };
         linkperf_units::parse_percent(&text).map_err(|e| self.error(Some(v.span()), key, e))
+    }
+
+    /// A host's `cpu` share: a percentage of one CPU in (0, 100 %].
+    pub(super) fn cpu_share(&self, h: &RawHost) -> Result<Option<f64>, TestbedError> {
+        let Some(v) = &h.cpu else {
+            return Ok(None);
+        };
+        let bad = |shown: String| {
+            self.error(
+                Some(v.span()),
+                "host.cpu",
+                format!(
+                    "{shown} is not a CPU share: a percentage of one CPU from {}% to 100% (e.g. \"25%\")",
+                    MIN_CPU_SHARE * 100.0
+                ),
+            )
+        };
+        let share = self
+            .percent(v, "host.cpu")
+            .map_err(|_| bad(show(v.get_ref())))?;
+        if !(MIN_CPU_SHARE..=1.0).contains(&share) {
+            return Err(bad(show(v.get_ref())));
+        }
+        Ok(Some(share))
     }
 
     /// Hosts have one interface each and the graph must be loop-free (bridges run no STP).

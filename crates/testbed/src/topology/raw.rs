@@ -35,6 +35,7 @@ pub(super) struct RawHost {
     pub(super) name: Spanned<String>,
     pub(super) address: Option<Spanned<String>>,
     pub(super) address6: Option<Spanned<String>>,
+    pub(super) cpu: Option<Spanned<Value>>,
 }
 
 #[derive(Deserialize)]
@@ -72,6 +73,8 @@ macro_rules! with_direction_keys {
             pub(super) queue_packets: Option<Spanned<i64>>,
             pub(super) framing: Option<Spanned<String>>,
             pub(super) trace: Option<Spanned<String>>,
+            pub(super) circuit_setup: Option<Spanned<Value>>,
+            pub(super) circuit_idle: Option<Spanned<Value>>,
         }
 
         impl $name {
@@ -89,6 +92,8 @@ macro_rules! with_direction_keys {
                     queue_packets: self.queue_packets.as_ref(),
                     framing: self.framing.as_ref(),
                     trace: self.trace.as_ref(),
+                    circuit_setup: self.circuit_setup.as_ref(),
+                    circuit_idle: self.circuit_idle.as_ref(),
                 }
             }
         }
@@ -102,6 +107,8 @@ with_direction_keys!(RawLink {
     pub(super) preset: Option<Spanned<String>>,
     pub(super) mtu: Option<Spanned<i64>>,
     pub(super) offload: Option<bool>,
+    pub(super) line_rate: Option<bool>,
+    pub(super) txqueuelen: Option<Spanned<i64>>,
     pub(super) a_to_b: Option<Spanned<RawDirection>>,
     pub(super) b_to_a: Option<Spanned<RawDirection>>,
 });
@@ -128,4 +135,6 @@ pub(super) struct DirectionKeys<'a> {
     pub(super) queue_packets: Option<&'a Spanned<i64>>,
     pub(super) framing: Option<&'a Spanned<String>>,
     pub(super) trace: Option<&'a Spanned<String>>,
+    pub(super) circuit_setup: Option<&'a Spanned<Value>>,
+    pub(super) circuit_idle: Option<&'a Spanned<Value>>,
 }

@@ -407,3 +407,70 @@ fn schedules_in_the_topology_and_in_their_own_file() {
     assert!(e.contains("line 3: step.link: no link 'nowhere'"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn circuit_keys_are_read_and_a_zero_idle_timeout_is_refused() {
+    let link = "[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n[[link]]\nends = [\"a\", \"b\"]\n";
+    let t = Topology::from_toml_str(
+        "t",
+        &format!("{link}circuit_setup = \"30ms\"\n[link.b_to_a]\ncircuit_idle = \"2s\"\n"),
+    )
+    .unwrap();
+    let l = &t.links[0];
+    assert_eq!(l.a_to_b.circuit_setup_ns, 30_000_000);
+    assert_eq!(
+        l.a_to_b.circuit_idle_ns,
+        crate::params::DEFAULT_CIRCUIT_IDLE_NS
+    );
+    assert_eq!(
+        (l.b_to_a.circuit_setup_ns, l.b_to_a.circuit_idle_ns),
+        (30_000_000, 2_000_000_000)
+    );
+    let e = err(&format!("{link}circuit_idle = \"0s\"\n"));
+    assert!(
+        e.starts_with("topology 't': line 7: link.circuit_idle: must be longer than 0"),
+        "{e}"
+    );
+    let e = err(&format!("{link}circuit_setup = \"soon\"\n"));
+    assert!(
+        e.contains("line 7: link.circuit_setup:") && !e.contains('\n'),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_host_cpu_share_is_a_percentage_of_one_cpu_in_0_to_100() {
+    let t = Topology::from_toml_str(
+        "t",
+        "[[host]]\nname = \"a\"\ncpu = \"25%\"\n[[host]]\nname = \"b\"\n",
+    )
+    .unwrap();
+    assert_eq!((t.hosts[0].cpu, t.hosts[1].cpu), (Some(0.25), None));
+    for bad in ["\"0%\"", "\"150%\"", "\"fast\"", "-5", "true"] {
+        let e = err(&format!("[[host]]\nname = \"a\"\ncpu = {bad}\n"));
+        assert!(
+            e.starts_with("topology 't': line 3: host.cpu: ")
+                && e.contains("is not a CPU share")
+                && e.contains("to 100%")
+                && !e.contains('\n'),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn line_rate_and_txqueuelen_are_read_and_checked() {
+    let link = "[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n[[link]]\nends = [\"a\", \"b\"]\n";
+    let t = Topology::from_toml_str("t", &format!("{link}line_rate = true\ntxqueuelen = 100\n"))
+        .unwrap();
+    assert!(t.links[0].line_rate);
+    assert_eq!(t.links[0].txqueuelen, 100);
+    let t = Topology::from_toml_str("t", link).unwrap();
+    assert!(!t.links[0].line_rate);
+    assert_eq!(t.links[0].txqueuelen, crate::nic::DEFAULT_TXQUEUELEN);
+    let e = err(&format!("{link}txqueuelen = 0\n"));
+    assert!(
+        e.starts_with("topology 't': line 7: link.txqueuelen: 0 is outside 1..="),
+        "{e}"
+    );
+}
