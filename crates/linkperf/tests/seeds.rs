@@ -89,7 +89,7 @@ fn check_window_sweep(name: &str, rows: &[(String, f64)], rtt_s: f64, payload: f
 
 #[test]
 fn every_seed_experiment_shows_its_seeds_shape() {
-    let Some(_turn) = common::testbed_turn("every_seed_experiment_shows_its_seeds_shape") else {
+    let Some(_turn) = common::testbed_turn() else {
         return;
     };
     let oc3c = aal5_payload(149.76);
