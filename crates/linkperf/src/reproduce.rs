@@ -245,15 +245,13 @@ pub fn run(
 
 fn row(experiment: &Experiment, point: &PointSummary, runs: &[RunRow]) -> Row {
     let label = point.label();
-    let params: BTreeMap<String, String> = point
-        .params
-        .as_object()
-        .map(|m| {
-            m.iter()
-                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
-                .collect()
-        })
-        .unwrap_or_default();
+    // The model reads the point's values over the experiment's fixed options.
+    let mut params = experiment.options.clone();
+    if let Some(m) = point.params.as_object() {
+        for (k, v) in m {
+            params.insert(k.clone(), v.as_str().unwrap_or_default().to_string());
+        }
+    }
     let mut windows: Vec<u64> = sweep_mod::point_runs(runs, point.index)
         .iter()
         .filter_map(|r| {

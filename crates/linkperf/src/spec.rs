@@ -370,6 +370,17 @@ mod tests {
     }
 
     #[test]
+    fn a_window_clamp_reaches_the_config_and_is_tcp_only() {
+        let mut s = TestSpec::new("h");
+        s.set("clamp", "64K").unwrap();
+        assert_eq!(s.config().window_clamp, Some(65536));
+        assert_eq!(s.config().rcvbuf, None, "the clamp is not a buffer");
+        s.set("udp", "on").unwrap();
+        let e = s.validate().unwrap_err();
+        assert!(e.starts_with("--window-clamp"), "{e}");
+    }
+
+    #[test]
     fn directions_switch_and_switch_off() {
         let mut s = TestSpec::new("h");
         s.set("bidir", "on").unwrap();

@@ -88,7 +88,7 @@ fn a_clamp_sets_the_advertised_window_and_throughput_is_window_over_rtt() {
                 high / 1e6
             );
             assert!(
-                advertised <= bytes && advertised >= bytes - MSS,
+                (bytes - MSS..=bytes).contains(&advertised),
                 "{what}: advertised {advertised} B, not within one MSS below {bytes}"
             );
             assert!(
