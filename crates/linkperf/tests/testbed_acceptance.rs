@@ -331,10 +331,9 @@ fn receive_window_bounds_throughput_at_window_over_rtt() {
 
 #[test]
 fn a_test_inside_a_testbed_carries_the_emulators_timing() {
-    let Some(_lock) = common::testbed_turn() else {
+    let Some(bed) = Bed::up("lpacc-timing", "rate = \"50M\"\ndelay = \"1500us\"") else {
         return;
     };
-    let bed = Bed::up("lpacc-timing", "rate = \"50M\"\ndelay = \"1500us\"");
     // 20 Mbit/s into 50: nothing queues or drops, so every datagram the server received
     // crossed a_to_b once, beside the control connection's few segments.
     let doc = bed.client(&["-u", "-b", "20M", "-l", "1400", "-t", "1"]);
