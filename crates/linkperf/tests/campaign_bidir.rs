@@ -10,11 +10,12 @@ use std::path::Path;
 
 #[test]
 fn a_bidir_flow_reports_each_direction_at_the_links_payload_rate() {
-    linkperf_testsupport::require_root!("campaign tests need root for network namespaces");
-    let rate = 40e6;
-    // 60 Mbit/s offered each way into 40 Mbit/s each way: each direction of
-    // the flow receives the link's payload rate, not the sum of both.
-    let (bed, file) = bed_with_campaign(
+    linkperf_testsupport::stall::retry_when_stalled(|| {
+        linkperf_testsupport::require_root!("campaign tests need root for network namespaces");
+        let rate = 40e6;
+        // 60 Mbit/s offered each way into 40 Mbit/s each way: each direction of
+        // the flow receives the link's payload rate, not the sum of both.
+        let (bed, file) = bed_with_campaign(
         "bidir",
         "cbd",
         1,
@@ -22,23 +23,24 @@ fn a_bidir_flow_reports_each_direction_at_the_links_payload_rate() {
         "start_delay = \"500ms\"\npause = \"200ms\"\n",
         "[[phase]]\nname = \"udp\"\nduration = \"3s\"\n[[phase.flow]]\nfrom = \"a1\"\nto = \"b1\"\nbidir = true\nudp = true\nbitrate = \"60M\"\nlength = 1400\n[[phase]]\nname = \"tcp\"\nduration = \"4s\"\n[[phase.flow]]\nfrom = \"a1\"\nto = \"b1\"\nbidir = true\n",
     );
-    let before = (bed.counters(0, "a_to_b"), bed.counters(0, "b_to_a"));
-    let (code, v, stderr) = bed.campaign("a1", &file, &[]);
-    let after = (bed.counters(0, "a_to_b"), bed.counters(0, "b_to_a"));
-    assert_eq!(code, 0, "campaign failed: {stderr}\n{v}");
-    let udp = udp_payload_share(1400.0) * rate;
-    // TCP: at most 1448 payload bytes per 1500-byte packet (timestamps on);
-    // the upper bound is what tells the directions apart (merged they would
-    // be twice the link). Below it, each direction also carries the other's
-    // ACKs and starts in slow start, and on a loaded 2-core machine TCP has
-    // been seen as low as 75 % of the link here: the lower bound only says
-    // that the direction really ran.
-    let tcp = 1448.0 / 1538.0 * rate;
-    for (name, payload, low) in [("udp", udp, 0.85), ("tcp", tcp, 0.5)] {
-        each_direction_carries_the_links_payload_rate(&v, name, payload, low, rate);
-    }
-    receivers_counted_what_the_emulator_forwarded(&v, &before, &after);
-    the_archive_holds_both_directions(&v, &file);
+        let before = (bed.counters(0, "a_to_b"), bed.counters(0, "b_to_a"));
+        let (code, v, stderr) = bed.campaign("a1", &file, &[]);
+        let after = (bed.counters(0, "a_to_b"), bed.counters(0, "b_to_a"));
+        assert_eq!(code, 0, "campaign failed: {stderr}\n{v}");
+        let udp = udp_payload_share(1400.0) * rate;
+        // TCP: at most 1448 payload bytes per 1500-byte packet (timestamps on);
+        // the upper bound is what tells the directions apart (merged they would
+        // be twice the link). Below it, each direction also carries the other's
+        // ACKs and starts in slow start, and on a loaded 2-core machine TCP has
+        // been seen as low as 75 % of the link here: the lower bound only says
+        // that the direction really ran.
+        let tcp = 1448.0 / 1538.0 * rate;
+        for (name, payload, low) in [("udp", udp, 0.85), ("tcp", tcp, 0.5)] {
+            each_direction_carries_the_links_payload_rate(&v, name, payload, low, rate);
+        }
+        receivers_counted_what_the_emulator_forwarded(&v, &before, &after);
+        the_archive_holds_both_directions(&v, &file);
+    });
 }
 
 /// Each direction of phase `name`'s flow received at most the link's

@@ -89,83 +89,85 @@ fn check_window_sweep(name: &str, rows: &[(String, f64)], rtt_s: f64, payload: f
 
 #[test]
 fn every_seed_experiment_shows_its_seeds_shape() {
-    let Some(_turn) = common::testbed_turn() else {
-        return;
-    };
-    let oc3c = aal5_payload(149.76);
+    linkperf_testsupport::stall::retry_when_stalled(|| {
+        let Some(_turn) = common::testbed_turn() else {
+            return;
+        };
+        let oc3c = aal5_payload(149.76);
 
-    // Seed 004, Experiment 1: throughput = window / 8.8 ms up to the link. The
-    // points at 4K and above (windows the kernel offers in whole segments).
-    let rows = reproduce("004-window-table");
-    let big: Vec<_> = rows
-        .iter()
-        .filter(|(p, _)| !matches!(p.as_str(), "clamp=512" | "clamp=1K" | "clamp=2K"))
-        .cloned()
-        .collect();
-    check_window_sweep("004-window-table", &big, 8.8e-3, oc3c);
-    // Below one segment the window still bounds it: no more than W / R
-    // (the kernel offers at least 576 bytes).
-    for (point, w) in [
-        ("clamp=512", 576.0),
-        ("clamp=1K", 1152.0),
-        ("clamp=2K", 2048.0),
-    ] {
-        let got = at(&rows, point);
-        assert!(got <= 1.03 * w * 8.0 / 8.8e-3 / 1e6, "{point}: {got}");
-    }
-
-    // Seed 004, Experiment 2: whatever the pacing, no more than the TAXI
-    // link's payload rate.
-    let rows = reproduce("004-pacing-taxi");
-    for (point, got) in &rows {
-        assert!(
-            *got > 0.0 && *got <= 1.01 * aal5_payload(100.0),
-            "{point}: {got}"
-        );
-    }
-
-    // Seed 000: one connection and four share the OC-3c payload rate; more
-    // connections do not lose the aggregate.
-    let rows = reproduce("000-oc3c-ceiling");
-    for (point, got) in &rows {
-        assert!(*got <= 1.01 * oc3c, "{point}: {got} above {oc3c}");
-    }
-    assert!(at(&rows, "parallel=4") >= 0.85 * oc3c, "{rows:?}");
-
-    // Seed 000, JAMES: window / 50 ms up to 23.8 Mbit/s, and parallel 64 KiB
-    // windows add up until the PVC is full.
-    let james = aal5_payload(26.5);
-    let rows = reproduce("000-james-window");
-    check_window_sweep("000-james-window", &rows, 50e-3, james);
-    assert!(at(&rows, "clamp=256K") >= 0.9 * james, "{rows:?}");
-    let rows = reproduce("000-james-parallel");
-    for (n, point) in [
-        (1.0, "parallel=1"),
-        (2.0, "parallel=2"),
-        (4.0, "parallel=4"),
-    ] {
-        let (low, high) = window_bounds(n * 65536.0, n * 9128.0, 50e-3, james);
-        let got = at(&rows, point);
-        assert!(
-            got >= low && got <= 1.03 * high,
-            "{point}: {got} outside {low}-{high}"
-        );
-    }
-
-    // Seed 000, radio link: TCP loses throughput as the bit error rate grows.
-    let rows = reproduce("000-radio-ber");
-    let radio = aal5_payload(33.92);
-    let clean = at(&rows, "link.radio.ber=1e-8");
-    assert!(clean >= 0.9 * radio && clean <= 1.01 * radio, "{rows:?}");
-    assert!(at(&rows, "link.radio.ber=2e-6") < 0.8 * clean, "{rows:?}");
-    assert!(at(&rows, "link.radio.ber=5e-6") < 0.5 * clean, "{rows:?}");
-
-    // Seed 000, buffers and TCP_NODELAY on OC-3c: every point runs and stays
-    // under the payload rate (the seed's collapses at 10000 and 16383 bytes
-    // were its hosts' TCP; docs/reproductions.md).
-    for name in ["000-buffer-table", "000-asymmetric-nodelay"] {
-        for (point, got) in reproduce(name) {
-            assert!(got > 0.0 && got <= 1.01 * oc3c, "{name} {point}: {got}");
+        // Seed 004, Experiment 1: throughput = window / 8.8 ms up to the link. The
+        // points at 4K and above (windows the kernel offers in whole segments).
+        let rows = reproduce("004-window-table");
+        let big: Vec<_> = rows
+            .iter()
+            .filter(|(p, _)| !matches!(p.as_str(), "clamp=512" | "clamp=1K" | "clamp=2K"))
+            .cloned()
+            .collect();
+        check_window_sweep("004-window-table", &big, 8.8e-3, oc3c);
+        // Below one segment the window still bounds it: no more than W / R
+        // (the kernel offers at least 576 bytes).
+        for (point, w) in [
+            ("clamp=512", 576.0),
+            ("clamp=1K", 1152.0),
+            ("clamp=2K", 2048.0),
+        ] {
+            let got = at(&rows, point);
+            assert!(got <= 1.03 * w * 8.0 / 8.8e-3 / 1e6, "{point}: {got}");
         }
-    }
+
+        // Seed 004, Experiment 2: whatever the pacing, no more than the TAXI
+        // link's payload rate.
+        let rows = reproduce("004-pacing-taxi");
+        for (point, got) in &rows {
+            assert!(
+                *got > 0.0 && *got <= 1.01 * aal5_payload(100.0),
+                "{point}: {got}"
+            );
+        }
+
+        // Seed 000: one connection and four share the OC-3c payload rate; more
+        // connections do not lose the aggregate.
+        let rows = reproduce("000-oc3c-ceiling");
+        for (point, got) in &rows {
+            assert!(*got <= 1.01 * oc3c, "{point}: {got} above {oc3c}");
+        }
+        assert!(at(&rows, "parallel=4") >= 0.85 * oc3c, "{rows:?}");
+
+        // Seed 000, JAMES: window / 50 ms up to 23.8 Mbit/s, and parallel 64 KiB
+        // windows add up until the PVC is full.
+        let james = aal5_payload(26.5);
+        let rows = reproduce("000-james-window");
+        check_window_sweep("000-james-window", &rows, 50e-3, james);
+        assert!(at(&rows, "clamp=256K") >= 0.9 * james, "{rows:?}");
+        let rows = reproduce("000-james-parallel");
+        for (n, point) in [
+            (1.0, "parallel=1"),
+            (2.0, "parallel=2"),
+            (4.0, "parallel=4"),
+        ] {
+            let (low, high) = window_bounds(n * 65536.0, n * 9128.0, 50e-3, james);
+            let got = at(&rows, point);
+            assert!(
+                got >= low && got <= 1.03 * high,
+                "{point}: {got} outside {low}-{high}"
+            );
+        }
+
+        // Seed 000, radio link: TCP loses throughput as the bit error rate grows.
+        let rows = reproduce("000-radio-ber");
+        let radio = aal5_payload(33.92);
+        let clean = at(&rows, "link.radio.ber=1e-8");
+        assert!(clean >= 0.9 * radio && clean <= 1.01 * radio, "{rows:?}");
+        assert!(at(&rows, "link.radio.ber=2e-6") < 0.8 * clean, "{rows:?}");
+        assert!(at(&rows, "link.radio.ber=5e-6") < 0.5 * clean, "{rows:?}");
+
+        // Seed 000, buffers and TCP_NODELAY on OC-3c: every point runs and stays
+        // under the payload rate (the seed's collapses at 10000 and 16383 bytes
+        // were its hosts' TCP; docs/reproductions.md).
+        for name in ["000-buffer-table", "000-asymmetric-nodelay"] {
+            for (point, got) in reproduce(name) {
+                assert!(got > 0.0 && got <= 1.01 * oc3c, "{name} {point}: {got}");
+            }
+        }
+    });
 }

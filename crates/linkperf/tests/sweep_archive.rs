@@ -313,34 +313,36 @@ fn window_sweep_rises_with_the_window_on_a_delayed_link() {
 
 #[test]
 fn confidence_mode_iterates_until_the_interval_is_narrow_or_gives_up() {
-    let lo = Loopback::new("confidence");
-    // One 8K-length point of a 50 Mbit/s paced flow, run until `confidence` says.
-    let paced = |confidence: &[&str]| {
-        let mut args = vec!["-t", "0.3", "-b", "50M", "--vary", "length=8K"];
-        args.extend_from_slice(confidence);
-        args.push("-J");
-        lo.sweep(&args)
-    };
-    // A paced flow (-b) gives steady rates, yet never steady to a few parts
-    // per million: that interval is out of reach and the sweep must say so.
-    let run = paced(&["--confidence", "99,0.0002", "--max-runs", "4"]);
-    assert_eq!(run.code(), Some(0), "{}", run.stderr);
-    let v = run.json();
-    let p = &array_at(&v, "/points")[0];
-    assert_eq!(p["runs"], 4, "stopped at --max-runs");
-    assert_eq!(p["confidence_reached"], false);
-    assert_eq!(p["received_bits_per_second"]["level"], 99.0);
-    assert!(
-        run.stderr.contains("confidence not reached"),
-        "{}",
-        run.stderr
-    );
-    // A 10 % interval of a paced flow is reached with the minimum of runs.
-    let run = paced(&["--confidence", "95,10", "--max-runs", "6"]);
-    let v = run.json();
-    let p = &array_at(&v, "/points")[0];
-    assert_eq!(p["runs"], 3, "netperf's minimum of 3 runs");
-    assert_eq!(p["confidence_reached"], true);
+    linkperf_testsupport::stall::retry_when_stalled(|| {
+        let lo = Loopback::new("confidence");
+        // One 8K-length point of a 50 Mbit/s paced flow, run until `confidence` says.
+        let paced = |confidence: &[&str]| {
+            let mut args = vec!["-t", "0.3", "-b", "50M", "--vary", "length=8K"];
+            args.extend_from_slice(confidence);
+            args.push("-J");
+            lo.sweep(&args)
+        };
+        // A paced flow (-b) gives steady rates, yet never steady to a few parts
+        // per million: that interval is out of reach and the sweep must say so.
+        let run = paced(&["--confidence", "99,0.0002", "--max-runs", "4"]);
+        assert_eq!(run.code(), Some(0), "{}", run.stderr);
+        let v = run.json();
+        let p = &array_at(&v, "/points")[0];
+        assert_eq!(p["runs"], 4, "stopped at --max-runs");
+        assert_eq!(p["confidence_reached"], false);
+        assert_eq!(p["received_bits_per_second"]["level"], 99.0);
+        assert!(
+            run.stderr.contains("confidence not reached"),
+            "{}",
+            run.stderr
+        );
+        // A 10 % interval of a paced flow is reached with the minimum of runs.
+        let run = paced(&["--confidence", "95,10", "--max-runs", "6"]);
+        let v = run.json();
+        let p = &array_at(&v, "/points")[0];
+        assert_eq!(p["runs"], 3, "netperf's minimum of 3 runs");
+        assert_eq!(p["confidence_reached"], true);
+    });
 }
 
 #[test]

@@ -95,127 +95,131 @@ fn point_received(doc: &Value, param: &str, value: &str) -> Vec<f64> {
 /// with the stored command line, and each point's goodput follows the link rate it set.
 #[test]
 fn link_rate_sweep_follows_the_link_and_resumes() {
-    let Some(_lock) = common::testbed_turn() else {
-        return;
-    };
-    let topo = Topo::new("lpswnet");
-    let db = topo.dir.join("archive.sqlite");
-    let db = db.to_str().unwrap();
-    // Relative topology path: resume must still find it from elsewhere.
-    let mut child = Command::new(bin())
-        .args(["sweep", "--testbed", "bed.toml", "--vary"])
-        .args(["link.wan.rate=20M,50M", "-t", "2", "-O", "0.5", "--db", db])
-        .current_dir(&topo.dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut line = String::new();
-    let mut seen = Vec::new();
-    while Instant::now() < deadline {
-        line.clear();
-        if stderr.read_line(&mut line).unwrap_or(0) == 0 {
-            break;
+    linkperf_testsupport::stall::retry_when_stalled(|| {
+        let Some(_lock) = common::testbed_turn() else {
+            return;
+        };
+        let topo = Topo::new("lpswnet");
+        let db = topo.dir.join("archive.sqlite");
+        let db = db.to_str().unwrap();
+        // Relative topology path: resume must still find it from elsewhere.
+        let mut child = Command::new(bin())
+            .args(["sweep", "--testbed", "bed.toml", "--vary"])
+            .args(["link.wan.rate=20M,50M", "-t", "2", "-O", "0.5", "--db", db])
+            .current_dir(&topo.dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut line = String::new();
+        let mut seen = Vec::new();
+        while Instant::now() < deadline {
+            line.clear();
+            if stderr.read_line(&mut line).unwrap_or(0) == 0 {
+                break;
+            }
+            seen.push(line.trim().to_string());
+            if line.contains("run 2 of 2") {
+                // SAFETY: kill(2) on our own child.
+                unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+                break;
+            }
         }
-        seen.push(line.trim().to_string());
-        if line.contains("run 2 of 2") {
-            // SAFETY: kill(2) on our own child.
-            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-            break;
-        }
-    }
-    let mut rest = String::new();
-    let _ = std::io::Read::read_to_string(&mut stderr, &mut rest);
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(130), "stderr: {seen:?} {rest}");
-    let id: String = rest
-        .split("--resume ")
-        .nth(1)
-        .and_then(|t| t.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no resume hint in: {rest}"))
-        .to_string();
-    assert!(topo.namespaces().is_empty(), "namespaces left after Ctrl-C");
+        let mut rest = String::new();
+        let _ = std::io::Read::read_to_string(&mut stderr, &mut rest);
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(130), "stderr: {seen:?} {rest}");
+        let id: String = rest
+            .split("--resume ")
+            .nth(1)
+            .and_then(|t| t.split_whitespace().next())
+            .unwrap_or_else(|| panic!("no resume hint in: {rest}"))
+            .to_string();
+        assert!(topo.namespaces().is_empty(), "namespaces left after Ctrl-C");
 
-    let out = sweep(Path::new("/"), &["--resume", &id, "--db", db, "-J"]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "resume failed: {stderr}");
-    let doc: Value = serde_json::from_slice(&out.stdout).expect("sweep JSON");
-    assert_eq!(doc["status"], "complete");
-    for (value, rate) in [("20M", 20e6), ("50M", 50e6)] {
-        let got = point_received(&doc, "link.wan.rate", value);
-        assert_eq!(got.len(), 1, "one run stored at rate {value}: {doc}");
-        let expected = payload_rate(rate);
-        eprintln!(
-            "  link.wan.rate={value}: {:.2} Mbit/s of {:.2} payload",
-            got[0] / 1e6,
-            expected / 1e6
+        let out = sweep(Path::new("/"), &["--resume", &id, "--db", db, "-J"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "resume failed: {stderr}");
+        let doc: Value = serde_json::from_slice(&out.stdout).expect("sweep JSON");
+        assert_eq!(doc["status"], "complete");
+        for (value, rate) in [("20M", 20e6), ("50M", 50e6)] {
+            let got = point_received(&doc, "link.wan.rate", value);
+            assert_eq!(got.len(), 1, "one run stored at rate {value}: {doc}");
+            let expected = payload_rate(rate);
+            eprintln!(
+                "  link.wan.rate={value}: {:.2} Mbit/s of {:.2} payload",
+                got[0] / 1e6,
+                expected / 1e6
+            );
+            // TCP fills a clean link to within a tenth (the acceptance test's bound); it can
+            // never beat the link's payload rate beyond the 1 % of timing slack.
+            assert!(got[0] >= 0.9 * expected, "{value}: {} bit/s", got[0]);
+            assert!(got[0] <= 1.01 * expected, "{value}: {} bit/s", got[0]);
+        }
+        // The stored runs know their link value through their point.
+        let out = Command::new(bin())
+            .args(["results", "show", &id, "--db", db])
+            .output()
+            .unwrap();
+        let shown = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            shown.contains("link.wan.rate") && shown.contains("20M") && shown.contains("50M"),
+            "results show: {shown} {}",
+            String::from_utf8_lossy(&out.stderr)
         );
-        // TCP fills a clean link to within a tenth (the acceptance test's bound); it can
-        // never beat the link's payload rate beyond the 1 % of timing slack.
-        assert!(got[0] >= 0.9 * expected, "{value}: {} bit/s", got[0]);
-        assert!(got[0] <= 1.01 * expected, "{value}: {} bit/s", got[0]);
-    }
-    // The stored runs know their link value through their point.
-    let out = Command::new(bin())
-        .args(["results", "show", &id, "--db", db])
-        .output()
-        .unwrap();
-    let shown = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        shown.contains("link.wan.rate") && shown.contains("20M") && shown.contains("50M"),
-        "results show: {shown} {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        topo.namespaces().is_empty(),
-        "namespaces left after the sweep"
-    );
+        assert!(
+            topo.namespaces().is_empty(),
+            "namespaces left after the sweep"
+        );
+    });
 }
 
 /// A testbed that is up is used as it is and stays up; a delay point shows in the RTT.
 #[test]
 fn a_testbed_that_is_up_is_reused_and_kept() {
-    let Some(_lock) = common::testbed_turn() else {
-        return;
-    };
-    let topo = Topo::new("lpswreuse");
-    common::output_ok(
-        Command::new(bin())
-            .args(["testbed", "up", "bed.toml"])
-            .current_dir(&topo.dir),
-    );
-    let out = sweep(
-        &topo.dir,
-        &[
-            "--testbed",
-            "bed.toml",
-            "--vary",
-            "link.wan.delay=20ms",
-            "-t",
-            "1",
-            "-J",
-            "--no-store",
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        !topo.namespaces().is_empty(),
-        "the sweep removed a testbed it did not build"
-    );
-    // The link kept the point's delay: the emulator says so.
-    let status = Command::new(bin())
-        .args(["testbed", "status", "lpswreuse", "--json"])
-        .output()
-        .unwrap();
-    let doc: Value = serde_json::from_slice(&status.stdout).unwrap();
-    let delay = &doc["testbeds"][0]["links"][0]["a_to_b"]["params"]["delay_ns"];
-    assert_eq!(delay.as_u64(), Some(20_000_000), "{doc}");
+    linkperf_testsupport::stall::retry_when_stalled(|| {
+        let Some(_lock) = common::testbed_turn() else {
+            return;
+        };
+        let topo = Topo::new("lpswreuse");
+        common::output_ok(
+            Command::new(bin())
+                .args(["testbed", "up", "bed.toml"])
+                .current_dir(&topo.dir),
+        );
+        let out = sweep(
+            &topo.dir,
+            &[
+                "--testbed",
+                "bed.toml",
+                "--vary",
+                "link.wan.delay=20ms",
+                "-t",
+                "1",
+                "-J",
+                "--no-store",
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            !topo.namespaces().is_empty(),
+            "the sweep removed a testbed it did not build"
+        );
+        // The link kept the point's delay: the emulator says so.
+        let status = Command::new(bin())
+            .args(["testbed", "status", "lpswreuse", "--json"])
+            .output()
+            .unwrap();
+        let doc: Value = serde_json::from_slice(&status.stdout).unwrap();
+        let delay = &doc["testbeds"][0]["links"][0]["a_to_b"]["params"]["delay_ns"];
+        assert_eq!(delay.as_u64(), Some(20_000_000), "{doc}");
+    });
 }
 
 /// Bad link names and values: one line naming the problem, exit 2, no testbed built.

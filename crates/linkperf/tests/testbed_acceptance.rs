@@ -82,135 +82,145 @@ fn ethernet_wire_bytes(payload: f64) -> f64 {
 
 #[test]
 fn udp_above_the_link_rate_is_received_at_the_rate() {
-    let Some(bed) = Bed::up(
-        "lpacc-udp",
-        "rate = \"50M\"\ndelay = \"1ms\"\nqueue = \"100K\"",
-    ) else {
-        return;
-    };
-    let doc = bed.client(&["-u", "-b", "80M", "-l", "1400", "-t", "2"]);
-    let payload_bps = f64_at(&doc, "/summary/received/bits_per_second");
-    let wire_bps = payload_bps * ethernet_wire_bytes(1400.0) / 1400.0;
-    eprintln!(
+    linkperf_testsupport::stall::retry_when_stalled(|| {
+        let Some(bed) = Bed::up(
+            "lpacc-udp",
+            "rate = \"50M\"\ndelay = \"1ms\"\nqueue = \"100K\"",
+        ) else {
+            return;
+        };
+        let doc = bed.client(&["-u", "-b", "80M", "-l", "1400", "-t", "2"]);
+        let payload_bps = f64_at(&doc, "/summary/received/bits_per_second");
+        let wire_bps = payload_bps * ethernet_wire_bytes(1400.0) / 1400.0;
+        eprintln!(
         "  offered 80 Mbit/s to a 50 Mbit/s link: received {:.2} Mbit/s payload = {:.2} Mbit/s on the wire",
         payload_bps / 1e6,
         wire_bps / 1e6
     );
-    assert!(
-        (wire_bps / 50e6 - 1.0).abs() <= 0.02,
-        "wire rate {wire_bps} not within 2% of 50 Mbit/s"
-    );
-    let c = bed.a_to_b();
-    assert!(c.dropped_queue > 0, "the queue must have overflowed: {c:?}");
+        assert!(
+            (wire_bps / 50e6 - 1.0).abs() <= 0.02,
+            "wire rate {wire_bps} not within 2% of 50 Mbit/s"
+        );
+        let c = bed.a_to_b();
+        assert!(c.dropped_queue > 0, "the queue must have overflowed: {c:?}");
+    });
 }
 
 #[test]
 fn tcp_on_a_clean_link_reaches_90_percent_of_the_payload_rate() {
-    let Some(bed) = Bed::up(
-        "lpacc-tcp",
-        "rate = \"100M\"\ndelay = \"2ms\"\nqueue = \"256K\"",
-    ) else {
-        return;
-    };
-    let doc = bed.client(&["-t", "2", "-O", "0.5"]);
-    // 1448 bytes of payload (MSS with timestamps) per 1538 bytes on the wire.
-    let theoretical = 100e6 * 1448.0 / 1538.0;
-    let got = goodput(&doc);
-    eprintln!(
-        "  TCP over 100 Mbit/s Ethernet: {:.2} Mbit/s, {:.1}% of {:.2}",
-        got / 1e6,
-        got / theoretical * 100.0,
-        theoretical / 1e6
-    );
-    assert!(got >= 0.9 * theoretical, "goodput {got}");
-    assert!(got <= 1.01 * theoretical, "goodput {got} above the link");
+    linkperf_testsupport::stall::retry_when_stalled(|| {
+        let Some(bed) = Bed::up(
+            "lpacc-tcp",
+            "rate = \"100M\"\ndelay = \"2ms\"\nqueue = \"256K\"",
+        ) else {
+            return;
+        };
+        let doc = bed.client(&["-t", "2", "-O", "0.5"]);
+        // 1448 bytes of payload (MSS with timestamps) per 1538 bytes on the wire.
+        let theoretical = 100e6 * 1448.0 / 1538.0;
+        let got = goodput(&doc);
+        eprintln!(
+            "  TCP over 100 Mbit/s Ethernet: {:.2} Mbit/s, {:.1}% of {:.2}",
+            got / 1e6,
+            got / theoretical * 100.0,
+            theoretical / 1e6
+        );
+        assert!(got >= 0.9 * theoretical, "goodput {got}");
+        assert!(got <= 1.01 * theoretical, "goodput {got} above the link");
+    });
 }
 
 #[test]
 fn tcp_over_oc3c_atm_tops_out_at_the_cell_tax_ceiling() {
-    let Some(bed) = Bed::up("lpacc-oc3", "preset = \"oc3c-atm\"\nqueue = \"1M\"") else {
-        return;
-    };
-    let doc = bed.client(&["-t", "2", "-O", "0.5"]);
-    // 9128 payload bytes (MTU 9180 - 40 - 12) per 192 cells of 53 bytes at 149.76 Mbit/s.
-    let ceiling = 149.76e6 * 9128.0 / (192.0 * 53.0);
-    let got = goodput(&doc);
-    eprintln!(
-        "  TCP over OC-3c ATM: {:.2} Mbit/s, ceiling {:.2}",
-        got / 1e6,
-        ceiling / 1e6
-    );
-    assert!(got >= 0.95 * ceiling && got <= 1.01 * ceiling, "{got}");
+    linkperf_testsupport::stall::retry_when_stalled(|| {
+        let Some(bed) = Bed::up("lpacc-oc3", "preset = \"oc3c-atm\"\nqueue = \"1M\"") else {
+            return;
+        };
+        let doc = bed.client(&["-t", "2", "-O", "0.5"]);
+        // 9128 payload bytes (MTU 9180 - 40 - 12) per 192 cells of 53 bytes at 149.76 Mbit/s.
+        let ceiling = 149.76e6 * 9128.0 / (192.0 * 53.0);
+        let got = goodput(&doc);
+        eprintln!(
+            "  TCP over OC-3c ATM: {:.2} Mbit/s, ceiling {:.2}",
+            got / 1e6,
+            ceiling / 1e6
+        );
+        assert!(got >= 0.95 * ceiling && got <= 1.01 * ceiling, "{got}");
+    });
 }
 
 #[test]
 fn wan_600km_window_limited_against_tuned() {
-    let Some(bed) = Bed::up("lpacc-wan", "preset = \"wan-600km\"") else {
-        return;
-    };
-    let limited = goodput(&bed.client(&["-t", "1.2", "-w", "64K"]));
-    let tuned = goodput(&bed.client(&["-t", "1.2"]));
-    let window_over_rtt = 65536.0 * 8.0 / 8.8e-3;
-    let ceiling = 149.76e6 * 9128.0 / (192.0 * 53.0);
-    eprintln!(
+    linkperf_testsupport::stall::retry_when_stalled(|| {
+        let Some(bed) = Bed::up("lpacc-wan", "preset = \"wan-600km\"") else {
+            return;
+        };
+        let limited = goodput(&bed.client(&["-t", "1.2", "-w", "64K"]));
+        let tuned = goodput(&bed.client(&["-t", "1.2"]));
+        let window_over_rtt = 65536.0 * 8.0 / 8.8e-3;
+        let ceiling = 149.76e6 * 9128.0 / (192.0 * 53.0);
+        eprintln!(
         "  wan-600km: -w 64K {:.1} Mbit/s (window/RTT {:.1}), tuned {:.1} Mbit/s (ceiling {:.1})",
         limited / 1e6,
         window_over_rtt / 1e6,
         tuned / 1e6,
         ceiling / 1e6
     );
-    // Linux doubles SO_RCVBUF and advertises part of it, so "roughly" is ±50%.
-    assert!(
-        limited >= 0.7 * window_over_rtt && limited <= 1.5 * window_over_rtt,
-        "{limited}"
-    );
-    assert!(tuned >= 0.9 * ceiling, "{tuned}");
-    assert!(tuned >= 1.5 * limited);
+        // Linux doubles SO_RCVBUF and advertises part of it, so "roughly" is ±50%.
+        assert!(
+            limited >= 0.7 * window_over_rtt && limited <= 1.5 * window_over_rtt,
+            "{limited}"
+        );
+        assert!(tuned >= 0.9 * ceiling, "{tuned}");
+        assert!(tuned >= 1.5 * limited);
+    });
 }
 
 #[test]
 fn udp_loss_matches_the_configured_probability_and_the_emulator() {
-    let p = 0.02;
-    let Some(bed) = Bed::up(
-        "lpacc-loss",
-        "delay = \"1ms\"\n[link.a_to_b]\nloss = \"2%\"",
-    ) else {
-        return;
-    };
-    // Counted from here: a frame sent at link-up (an IPv6 multicast report) may have met
-    // the far device still down, which counts as a write error.
-    let before = bed.a_to_b();
-    let doc = bed.client(&["-u", "-b", "40M", "-l", "500", "-t", "2"]);
-    let sent = f64_at(&doc, "/summary/sent/packets");
-    let lost = f64_at(&doc, "/summary/received/lost_packets");
-    let after = bed.a_to_b();
-    let c = CounterValues {
-        packets_in: after.packets_in - before.packets_in,
-        dropped_loss: after.dropped_loss - before.dropped_loss,
-        dropped_queue: after.dropped_queue - before.dropped_queue,
-        dropped_ber: after.dropped_ber - before.dropped_ber,
-        write_errors: after.write_errors - before.write_errors,
-        ..after
-    };
-    let half_width = 2.576 * (sent * p * (1.0 - p)).sqrt();
-    eprintln!(
+    linkperf_testsupport::stall::retry_when_stalled(|| {
+        let p = 0.02;
+        let Some(bed) = Bed::up(
+            "lpacc-loss",
+            "delay = \"1ms\"\n[link.a_to_b]\nloss = \"2%\"",
+        ) else {
+            return;
+        };
+        // Counted from here: a frame sent at link-up (an IPv6 multicast report) may have met
+        // the far device still down, which counts as a write error.
+        let before = bed.a_to_b();
+        let doc = bed.client(&["-u", "-b", "40M", "-l", "500", "-t", "2"]);
+        let sent = f64_at(&doc, "/summary/sent/packets");
+        let lost = f64_at(&doc, "/summary/received/lost_packets");
+        let after = bed.a_to_b();
+        let c = CounterValues {
+            packets_in: after.packets_in - before.packets_in,
+            dropped_loss: after.dropped_loss - before.dropped_loss,
+            dropped_queue: after.dropped_queue - before.dropped_queue,
+            dropped_ber: after.dropped_ber - before.dropped_ber,
+            write_errors: after.write_errors - before.write_errors,
+            ..after
+        };
+        let half_width = 2.576 * (sent * p * (1.0 - p)).sqrt();
+        eprintln!(
         "  {sent} datagrams, {lost} lost ({:.3}%), expected {:.0} ± {half_width:.0}; emulator: {} lost of {} frames",
         lost / sent * 100.0,
         sent * p,
         c.dropped_loss,
         c.packets_in
     );
-    assert!(sent > 5_000.0, "{sent}");
-    assert!((lost - sent * p).abs() <= half_width, "{lost}");
-    // The emulator's count is linkperf's plus any frame of the control connection (TCP on the
-    // same link) that was lost: never less, and at most the control frames it carried.
-    let control_frames = c.packets_in - sent as u64;
-    assert!(
-        c.dropped_loss >= lost as u64 && c.dropped_loss <= lost as u64 + control_frames,
-        "emulator lost {} frames ({control_frames} control frames), linkperf counted {lost}",
-        c.dropped_loss
-    );
-    assert_eq!(c.dropped_queue + c.dropped_ber + c.write_errors, 0, "{c:?}");
+        assert!(sent > 5_000.0, "{sent}");
+        assert!((lost - sent * p).abs() <= half_width, "{lost}");
+        // The emulator's count is linkperf's plus any frame of the control connection (TCP on the
+        // same link) that was lost: never less, and at most the control frames it carried.
+        let control_frames = c.packets_in - sent as u64;
+        assert!(
+            c.dropped_loss >= lost as u64 && c.dropped_loss <= lost as u64 + control_frames,
+            "emulator lost {} frames ({control_frames} control frames), linkperf counted {lost}",
+            c.dropped_loss
+        );
+        assert_eq!(c.dropped_queue + c.dropped_ber + c.write_errors, 0, "{c:?}");
+    });
 }
 
 /// A stock iperf3 server in host `b` on port 5201, killed when dropped.
@@ -270,39 +280,41 @@ const WINDOW_LINK: &str = "rate = \"100M\"\ndelay = \"10ms\"\nqueue = \"1M\"";
 /// scale fits the window (set after accept, a 4K window collapsed to 0.5 Mbit/s).
 #[test]
 fn window_sweep_matches_iperf3_in_both_directions() {
-    let Some(bed) = Bed::up("lpacc-win", WINDOW_LINK) else {
-        return;
-    };
-    if Command::new("iperf3").arg("--version").output().is_err() {
-        panic!("iperf3 is not installed: the README's test command installs it");
-    }
-    let _iperf3 = Iperf3Server::start(&bed);
-    for window in ["4K", "16K", "64K", "256K", "1M"] {
-        for reverse in [false, true] {
-            let mut args = vec!["-t", "2", "-O", "0.5", "-w", window];
-            if reverse {
-                args.push("-R");
-            }
-            // Interleaved pairs; a second and third pair only when the first disagrees:
-            // a window of two segments loses a tenth of its rate to a descheduled
-            // thread on a loaded machine, a systematic gap stays in the median.
-            let (mut ours, mut theirs) = (Vec::new(), Vec::new());
-            while ours.len() < 3 {
-                ours.push(goodput(&bed.client(&args)));
-                theirs.push(Iperf3Server::received(&bed, &args));
-                if (median(&ours) / median(&theirs) - 1.0).abs() <= 0.10 {
-                    break;
-                }
-            }
-            let (linkperf, iperf3) = (median(&ours), median(&theirs));
-            let what = format!(
-                "-w {window}{} (median of {})",
-                if reverse { " -R" } else { "" },
-                ours.len()
-            );
-            assert_within(&what, linkperf, iperf3, 0.10);
+    linkperf_testsupport::stall::retry_when_stalled(|| {
+        let Some(bed) = Bed::up("lpacc-win", WINDOW_LINK) else {
+            return;
+        };
+        if Command::new("iperf3").arg("--version").output().is_err() {
+            panic!("iperf3 is not installed: the README's test command installs it");
         }
-    }
+        let _iperf3 = Iperf3Server::start(&bed);
+        for window in ["4K", "16K", "64K", "256K", "1M"] {
+            for reverse in [false, true] {
+                let mut args = vec!["-t", "2", "-O", "0.5", "-w", window];
+                if reverse {
+                    args.push("-R");
+                }
+                // Interleaved pairs; a second and third pair only when the first disagrees:
+                // a window of two segments loses a tenth of its rate to a descheduled
+                // thread on a loaded machine, a systematic gap stays in the median.
+                let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+                while ours.len() < 3 {
+                    ours.push(goodput(&bed.client(&args)));
+                    theirs.push(Iperf3Server::received(&bed, &args));
+                    if (median(&ours) / median(&theirs) - 1.0).abs() <= 0.10 {
+                        break;
+                    }
+                }
+                let (linkperf, iperf3) = (median(&ours), median(&theirs));
+                let what = format!(
+                    "-w {window}{} (median of {})",
+                    if reverse { " -R" } else { "" },
+                    ours.len()
+                );
+                assert_within(&what, linkperf, iperf3, 0.10);
+            }
+        }
+    });
 }
 
 /// With the receive buffer alone set (the send buffer autotunes), the receiver's
@@ -310,60 +322,64 @@ fn window_sweep_matches_iperf3_in_both_directions() {
 /// configured delay plus one frame's serialisation), in both directions.
 #[test]
 fn receive_window_bounds_throughput_at_window_over_rtt() {
-    let Some(bed) = Bed::up("lpacc-rwin", WINDOW_LINK) else {
-        return;
-    };
-    let rtt = 2.0 * 10e-3 + 1538.0 * 8.0 / 100e6;
-    for window in ["4K", "16K", "64K"] {
-        for reverse in [false, true] {
-            let mut args = vec!["-t", "2", "-O", "0.5", "--rcvbuf", window];
-            if reverse {
-                args.push("-R");
+    linkperf_testsupport::stall::retry_when_stalled(|| {
+        let Some(bed) = Bed::up("lpacc-rwin", WINDOW_LINK) else {
+            return;
+        };
+        let rtt = 2.0 * 10e-3 + 1538.0 * 8.0 / 100e6;
+        for window in ["4K", "16K", "64K"] {
+            for reverse in [false, true] {
+                let mut args = vec!["-t", "2", "-O", "0.5", "--rcvbuf", window];
+                if reverse {
+                    args.push("-R");
+                }
+                let doc = bed.client(&args);
+                // The window the receiver's kernel advertised, as the sender's tcp_info saw it.
+                let advertised = f64_at(&doc, "/summary/tcp/snd_wnd_bytes");
+                let what = format!("--rcvbuf {window}{}", if reverse { " -R" } else { "" });
+                assert_within(&what, goodput(&doc), advertised * 8.0 / rtt, 0.10);
             }
-            let doc = bed.client(&args);
-            // The window the receiver's kernel advertised, as the sender's tcp_info saw it.
-            let advertised = f64_at(&doc, "/summary/tcp/snd_wnd_bytes");
-            let what = format!("--rcvbuf {window}{}", if reverse { " -R" } else { "" });
-            assert_within(&what, goodput(&doc), advertised * 8.0 / rtt, 0.10);
         }
-    }
+    });
 }
 
 #[test]
 fn a_test_inside_a_testbed_carries_the_emulators_timing() {
-    let Some(bed) = Bed::up("lpacc-timing", "rate = \"50M\"\ndelay = \"1500us\"") else {
-        return;
-    };
-    // 20 Mbit/s into 50: nothing queues or drops, so every datagram the server received
-    // crossed a_to_b once, beside the control connection's few segments.
-    let doc = bed.client(&["-u", "-b", "20M", "-l", "1400", "-t", "1"]);
-    let received = f64_at(&doc, "/summary/received/packets");
-    let timing = &doc["testbed"];
-    assert_eq!(timing["name"], "lpacc-timing", "{timing}");
-    let links = timing["links"].as_array().unwrap();
-    assert_eq!(links.len(), 2, "{timing}");
-    let a_to_b = links.iter().find(|l| l["direction"] == "a_to_b").unwrap();
-    let packets = f64_at(a_to_b, "/packets");
-    eprintln!(
-        "  {received} datagrams received; the emulator released {packets} packets a -> b, \
+    linkperf_testsupport::stall::retry_when_stalled(|| {
+        let Some(bed) = Bed::up("lpacc-timing", "rate = \"50M\"\ndelay = \"1500us\"") else {
+            return;
+        };
+        // 20 Mbit/s into 50: nothing queues or drops, so every datagram the server received
+        // crossed a_to_b once, beside the control connection's few segments.
+        let doc = bed.client(&["-u", "-b", "20M", "-l", "1400", "-t", "1"]);
+        let received = f64_at(&doc, "/summary/received/packets");
+        let timing = &doc["testbed"];
+        assert_eq!(timing["name"], "lpacc-timing", "{timing}");
+        let links = timing["links"].as_array().unwrap();
+        assert_eq!(links.len(), 2, "{timing}");
+        let a_to_b = links.iter().find(|l| l["direction"] == "a_to_b").unwrap();
+        let packets = f64_at(a_to_b, "/packets");
+        eprintln!(
+            "  {received} datagrams received; the emulator released {packets} packets a -> b, \
          {} over 100 us late, delay p50 {} ns",
-        a_to_b["late_over_100us"], a_to_b["measured_delay_p50_ns"]
-    );
-    assert!(
-        packets >= received && packets <= received + 100.0,
-        "the emulator's window holds {packets} packets for {received} datagrams"
-    );
-    assert_eq!(f64_at(a_to_b, "/configured_delay_ns"), 1.5e6);
-    // The delay measured from the emulator's own release times: the configured 1.5 ms
-    // within the 20 us exact-delay bound.
-    assert!((f64_at(a_to_b, "/measured_delay_p50_ns") - 1.5e6).abs() <= 20e3);
-    // Outside `testbed exec` (no LINKPERF_TESTBED) the same client says nothing about it.
-    let out = bed
-        .in_netns("a", bin())
-        .args(["client", "10.77.0.2", "-J", "-i", "0", "-t", "0.3"])
-        .env_remove("LINKPERF_TESTBED")
-        .output()
-        .unwrap();
-    let plain: Value = serde_json::from_slice(&out.stdout).expect("client JSON");
-    assert!(plain.get("testbed").is_none(), "{}", plain["testbed"]);
+            a_to_b["late_over_100us"], a_to_b["measured_delay_p50_ns"]
+        );
+        assert!(
+            packets >= received && packets <= received + 100.0,
+            "the emulator's window holds {packets} packets for {received} datagrams"
+        );
+        assert_eq!(f64_at(a_to_b, "/configured_delay_ns"), 1.5e6);
+        // The delay measured from the emulator's own release times: the configured 1.5 ms
+        // within the 20 us exact-delay bound.
+        assert!((f64_at(a_to_b, "/measured_delay_p50_ns") - 1.5e6).abs() <= 20e3);
+        // Outside `testbed exec` (no LINKPERF_TESTBED) the same client says nothing about it.
+        let out = bed
+            .in_netns("a", bin())
+            .args(["client", "10.77.0.2", "-J", "-i", "0", "-t", "0.3"])
+            .env_remove("LINKPERF_TESTBED")
+            .output()
+            .unwrap();
+        let plain: Value = serde_json::from_slice(&out.stdout).expect("client JSON");
+        assert!(plain.get("testbed").is_none(), "{}", plain["testbed"]);
+    });
 }

@@ -145,70 +145,72 @@ fn send_through_linkperf() -> (Arrivals, linkperf_proto::results::SideResult) {
 
 #[test]
 fn poisson_gaps_and_uniform_sizes_pass_ks_at_the_receiver() {
-    let _turn = lock_free_turn();
-    let (arrivals, result) = send_through_linkperf();
-    let (mut gaps, mut sizes) = (Vec::new(), Vec::new());
-    let (mut lost, mut span_s, mut bytes) = (0u64, 0.0, 0u64);
-    for stream in arrivals.values() {
-        lost += stream.last().map_or(0, |l| l.0 + 1) - stream.len() as u64;
-        for w in stream.windows(2) {
-            // Consecutive sequence numbers only: a lost datagram's gap is unknown.
-            if w[1].0 == w[0].0 + 1 {
-                gaps.push((w[1].1 - w[0].1) as f64 / 1e9);
+    linkperf_testsupport::stall::retry_when_stalled(|| {
+        let _turn = lock_free_turn();
+        let (arrivals, result) = send_through_linkperf();
+        let (mut gaps, mut sizes) = (Vec::new(), Vec::new());
+        let (mut lost, mut span_s, mut bytes) = (0u64, 0.0, 0u64);
+        for stream in arrivals.values() {
+            lost += stream.last().map_or(0, |l| l.0 + 1) - stream.len() as u64;
+            for w in stream.windows(2) {
+                // Consecutive sequence numbers only: a lost datagram's gap is unknown.
+                if w[1].0 == w[0].0 + 1 {
+                    gaps.push((w[1].1 - w[0].1) as f64 / 1e9);
+                }
             }
+            sizes.extend(stream.iter().map(|d| d.2 as f64));
+            span_s += (stream.last().unwrap().1 - stream[0].1) as f64 / 1e9;
+            bytes += stream[1..].iter().map(|d| d.2 as u64).sum::<u64>();
         }
-        sizes.extend(stream.iter().map(|d| d.2 as f64));
-        span_s += (stream.last().unwrap().1 - stream[0].1) as f64 / 1e9;
-        bytes += stream[1..].iter().map(|d| d.2 as u64).sum::<u64>();
-    }
-    let misses: u64 = result
-        .streams
-        .iter()
-        .filter_map(|s| s.schedule.as_ref())
-        .map(|s| s.misses)
-        .sum();
-    eprintln!(
-        "{} streams, {} gaps, {} sizes, {lost} lost, {misses} schedule misses",
-        arrivals.len(),
-        gaps.len(),
-        sizes.len()
-    );
-    assert_eq!(arrivals.len(), STREAMS as usize, "every stream arrived");
-    assert!(gaps.len() >= SAMPLES, "{} gaps", gaps.len());
-    // Loopback with an 8 MiB buffer at 6 MB/s in all loses nothing; a loss would
-    // bias nothing here but would say the receiver is broken.
-    assert!(lost <= gaps.len() as u64 / 1000, "{lost} lost");
+        let misses: u64 = result
+            .streams
+            .iter()
+            .filter_map(|s| s.schedule.as_ref())
+            .map(|s| s.misses)
+            .sum();
+        eprintln!(
+            "{} streams, {} gaps, {} sizes, {lost} lost, {misses} schedule misses",
+            arrivals.len(),
+            gaps.len(),
+            sizes.len()
+        );
+        assert_eq!(arrivals.len(), STREAMS as usize, "every stream arrived");
+        assert!(gaps.len() >= SAMPLES, "{} gaps", gaps.len());
+        // Loopback with an 8 MiB buffer at 6 MB/s in all loses nothing; a loss would
+        // bias nothing here but would say the receiver is broken.
+        assert!(lost <= gaps.len() as u64 / 1000, "{lost} lost");
 
-    let n = gaps.len();
-    let d = ks_distance(gaps.clone(), |x| 1.0 - (-x / MEAN_IDT_S).exp());
-    let p = ks_p_value(d, n);
-    eprintln!("gaps: KS D = {d:.5}, p = {p:.3}");
-    assert!(
-        p > 0.01,
-        "inter-departure times fail KS against exp({MEAN_IDT_S} s): D = {d:.5}, p = {p:.4}"
-    );
+        let n = gaps.len();
+        let d = ks_distance(gaps.clone(), |x| 1.0 - (-x / MEAN_IDT_S).exp());
+        let p = ks_p_value(d, n);
+        eprintln!("gaps: KS D = {d:.5}, p = {p:.3}");
+        assert!(
+            p > 0.01,
+            "inter-departure times fail KS against exp({MEAN_IDT_S} s): D = {d:.5}, p = {p:.4}"
+        );
 
-    // Sizes are whole bytes drawn as round(uniform): compare the empirical
-    // CDF at each whole size k with P(U < k + 0.5).
-    let (lo, hi) = (SIZE_LOW as f64, SIZE_HIGH as f64);
-    let d = ks_distance(sizes.clone(), |x| {
-        ((x + 0.5 - lo) / (hi - lo)).clamp(0.0, 1.0)
+        // Sizes are whole bytes drawn as round(uniform): compare the empirical
+        // CDF at each whole size k with P(U < k + 0.5).
+        let (lo, hi) = (SIZE_LOW as f64, SIZE_HIGH as f64);
+        let d = ks_distance(sizes.clone(), |x| {
+            ((x + 0.5 - lo) / (hi - lo)).clamp(0.0, 1.0)
+        });
+        let ps = ks_p_value(d, sizes.len());
+        eprintln!("sizes: KS D = {d:.5}, p = {ps:.3}");
+        assert!(
+            ps > 0.01,
+            "sizes fail KS against uniform({lo}, {hi}): D = {d:.5}, p = {ps:.4}"
+        );
+
+        // The model's mean rate: mean size over mean gap, 750 B per 5 ms = 1.2 Mbit/s per stream.
+        let want = (lo + hi) / 2.0 * 8.0 / MEAN_IDT_S;
+        let got = bytes as f64 * 8.0 / span_s;
+        eprintln!("rate per stream: {got:.0} bit/s, model {want:.0}");
+        assert!(
+            (got / want - 1.0).abs() < 0.01,
+            "mean rate {got:.0} bit/s vs the model's {want:.0}"
+        );
     });
-    let ps = ks_p_value(d, sizes.len());
-    eprintln!("sizes: KS D = {d:.5}, p = {ps:.3}");
-    assert!(
-        ps > 0.01,
-        "sizes fail KS against uniform({lo}, {hi}): D = {d:.5}, p = {ps:.4}"
-    );
-
-    // The model's mean rate: mean size over mean gap, 750 B per 5 ms = 1.2 Mbit/s per stream.
-    let want = (lo + hi) / 2.0 * 8.0 / MEAN_IDT_S;
-    let got = bytes as f64 * 8.0 / span_s;
-    eprintln!("rate per stream: {got:.0} bit/s, model {want:.0}");
-    assert!(
-        (got / want - 1.0).abs() < 0.01,
-        "mean rate {got:.0} bit/s vs the model's {want:.0}"
-    );
 }
 
 /// These tests measure timing: run them one at a time within the process.

@@ -5,42 +5,46 @@ use common::*;
 
 #[test]
 fn udp_at_10_mbit_loses_nothing() {
-    let r = loopback_json(&["-u", "-b", "10M", "-t", "1"]);
-    assert_eq!(r["test"]["protocol"], "udp");
-    let sent_packets = u64_at(&r, "/summary/sent/packets");
-    let received_packets = u64_at(&r, "/summary/received/packets");
-    assert!(sent_packets > 0);
-    assert_eq!(
-        received_packets, sent_packets,
-        "loopback at 10M drops nothing"
-    );
-    assert_eq!(u64_at(&r, "/summary/received/lost_packets"), 0);
-    assert_eq!(f64_at(&r, "/summary/received/loss_percent"), 0.0);
-    assert_eq!(
-        u64_at(&r, "/summary/received/bytes"),
-        u64_at(&r, "/summary/sent/bytes")
-    );
-    // Every datagram carries the default 1460-byte payload.
-    assert_eq!(u64_at(&r, "/summary/sent/bytes"), sent_packets * 1460);
-    let jitter = f64_at(&r, "/summary/received/jitter_ms");
-    assert!(jitter >= 0.0 && jitter.is_finite(), "jitter {jitter}");
-    assert!(r["summary"]["sent"]["retransmits"].is_null());
-    assert!(r["summary"].get("tcp").is_none(), "no tcp block for UDP");
-    assert_rate(&r, "/summary/received/bits_per_second", 10e6, 0.05);
+    linkperf_testsupport::stall::retry_when_stalled(|| {
+        let r = loopback_json(&["-u", "-b", "10M", "-t", "1"]);
+        assert_eq!(r["test"]["protocol"], "udp");
+        let sent_packets = u64_at(&r, "/summary/sent/packets");
+        let received_packets = u64_at(&r, "/summary/received/packets");
+        assert!(sent_packets > 0);
+        assert_eq!(
+            received_packets, sent_packets,
+            "loopback at 10M drops nothing"
+        );
+        assert_eq!(u64_at(&r, "/summary/received/lost_packets"), 0);
+        assert_eq!(f64_at(&r, "/summary/received/loss_percent"), 0.0);
+        assert_eq!(
+            u64_at(&r, "/summary/received/bytes"),
+            u64_at(&r, "/summary/sent/bytes")
+        );
+        // Every datagram carries the default 1460-byte payload.
+        assert_eq!(u64_at(&r, "/summary/sent/bytes"), sent_packets * 1460);
+        let jitter = f64_at(&r, "/summary/received/jitter_ms");
+        assert!(jitter >= 0.0 && jitter.is_finite(), "jitter {jitter}");
+        assert!(r["summary"]["sent"]["retransmits"].is_null());
+        assert!(r["summary"].get("tcp").is_none(), "no tcp block for UDP");
+        assert_rate(&r, "/summary/received/bits_per_second", 10e6, 0.05);
+    });
 }
 
 #[test]
 fn udp_parallel_rate_is_per_stream() {
-    let r = loopback_json(&["-u", "-b", "5M", "-P", "2", "-t", "1"]);
-    let streams = array_at(&r, "/summary/streams");
-    assert_eq!(streams.len(), 2);
-    let packets: u64 = streams
-        .iter()
-        .map(|s| u64_at(s, "/receiver/udp/packets"))
-        .sum();
-    assert_eq!(packets, u64_at(&r, "/summary/received/packets"));
-    // 2 x 5M.
-    assert_rate(&r, "/summary/received/bits_per_second", 10e6, 0.05);
+    linkperf_testsupport::stall::retry_when_stalled(|| {
+        let r = loopback_json(&["-u", "-b", "5M", "-P", "2", "-t", "1"]);
+        let streams = array_at(&r, "/summary/streams");
+        assert_eq!(streams.len(), 2);
+        let packets: u64 = streams
+            .iter()
+            .map(|s| u64_at(s, "/receiver/udp/packets"))
+            .sum();
+        assert_eq!(packets, u64_at(&r, "/summary/received/packets"));
+        // 2 x 5M.
+        assert_rate(&r, "/summary/received/bits_per_second", 10e6, 0.05);
+    });
 }
 
 #[test]

@@ -57,58 +57,60 @@ fn json(out: &std::process::Output, what: &str) -> Value {
 
 #[test]
 fn a_clamp_sets_the_advertised_window_and_throughput_is_window_over_rtt() {
-    let Some(_turn) = common::testbed_turn() else {
-        return;
-    };
-    let topology = two_hosts("lpclamp", "10.78.0.1", "10.78.0.2", LINK);
-    let mut bed = CliBed::up(bin(), &std::env::temp_dir(), "lpclamp", &topology);
-    let mut server = bed.exec("b", bin());
-    bed.serve("b", server.args(["server", "-q"]), 5211);
-    for (clamp, bytes) in [("8K", 8192.0), ("32K", 32768.0), ("128K", 131072.0)] {
-        for reverse in [false, true] {
-            let mut args = vec!["-J", "--window-clamp", clamp];
-            if reverse {
-                args.push("-R");
+    linkperf_testsupport::stall::retry_when_stalled(|| {
+        let Some(_turn) = common::testbed_turn() else {
+            return;
+        };
+        let topology = two_hosts("lpclamp", "10.78.0.1", "10.78.0.2", LINK);
+        let mut bed = CliBed::up(bin(), &std::env::temp_dir(), "lpclamp", &topology);
+        let mut server = bed.exec("b", bin());
+        bed.serve("b", server.args(["server", "-q"]), 5211);
+        for (clamp, bytes) in [("8K", 8192.0), ("32K", 32768.0), ("128K", 131072.0)] {
+            for reverse in [false, true] {
+                let mut args = vec!["-J", "--window-clamp", clamp];
+                if reverse {
+                    args.push("-R");
+                }
+                let what = format!("--window-clamp {clamp}{}", if reverse { " -R" } else { "" });
+                let doc = json(&client(&bed, &args), &what);
+                let advertised = f64_at(&doc, "/summary/tcp/snd_wnd_bytes");
+                let got = f64_at(&doc, "/summary/received/bits_per_second");
+                // The receiver offers whole segments: at most one MSS below the
+                // clamp. Sent as one burst, a window waits up to W / C in the link's
+                // queue, and the receiver acknowledges when its reader wakes: on a
+                // loaded 2-core machine that adds up to ~15 % of R (measured: 1-3 ms
+                // at R = 20 ms). Above W / R is impossible.
+                let low = 0.85 * (bytes - MSS) * 8.0 / (RTT_S + bytes * 8.0 / 100e6);
+                let high = bytes * 8.0 / RTT_S;
+                eprintln!(
+                    "  {what}: advertised {advertised} B, {:.2} Mbit/s; bounds {:.2}-{:.2}",
+                    got / 1e6,
+                    low / 1e6,
+                    high / 1e6
+                );
+                assert!(
+                    (bytes - MSS..=bytes).contains(&advertised),
+                    "{what}: advertised {advertised} B, not within one MSS below {bytes}"
+                );
+                assert!(
+                    got >= low && got <= 1.02 * high,
+                    "{what}: {got} bit/s outside {low}-{high} (window over RTT)"
+                );
             }
-            let what = format!("--window-clamp {clamp}{}", if reverse { " -R" } else { "" });
-            let doc = json(&client(&bed, &args), &what);
-            let advertised = f64_at(&doc, "/summary/tcp/snd_wnd_bytes");
-            let got = f64_at(&doc, "/summary/received/bits_per_second");
-            // The receiver offers whole segments: at most one MSS below the
-            // clamp. Sent as one burst, a window waits up to W / C in the link's
-            // queue, and the receiver acknowledges when its reader wakes: on a
-            // loaded 2-core machine that adds up to ~15 % of R (measured: 1-3 ms
-            // at R = 20 ms). Above W / R is impossible.
-            let low = 0.85 * (bytes - MSS) * 8.0 / (RTT_S + bytes * 8.0 / 100e6);
-            let high = bytes * 8.0 / RTT_S;
-            eprintln!(
-                "  {what}: advertised {advertised} B, {:.2} Mbit/s; bounds {:.2}-{:.2}",
-                got / 1e6,
-                low / 1e6,
-                high / 1e6
-            );
-            assert!(
-                (bytes - MSS..=bytes).contains(&advertised),
-                "{what}: advertised {advertised} B, not within one MSS below {bytes}"
-            );
-            assert!(
-                got >= low && got <= 1.02 * high,
-                "{what}: {got} bit/s outside {low}-{high} (window over RTT)"
-            );
         }
-    }
-    // The text output names the window the receiver really advertised.
-    let out = client(&bed, &["--window-clamp", "32K"]);
-    assert!(out.status.success());
-    let text = String::from_utf8_lossy(&out.stdout);
-    let line = text
-        .lines()
-        .find(|l| l.trim_start().starts_with("window"))
-        .unwrap_or_else(|| panic!("no window line in:\n{text}"));
-    let advertised: f64 = line
-        .split_whitespace()
-        .nth(2)
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no advertised bytes in '{line}'"));
-    assert!((32768.0 - MSS..=32768.0).contains(&advertised), "{line}");
+        // The text output names the window the receiver really advertised.
+        let out = client(&bed, &["--window-clamp", "32K"]);
+        assert!(out.status.success());
+        let text = String::from_utf8_lossy(&out.stdout);
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("window"))
+            .unwrap_or_else(|| panic!("no window line in:\n{text}"));
+        let advertised: f64 = line
+            .split_whitespace()
+            .nth(2)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no advertised bytes in '{line}'"));
+        assert!((32768.0 - MSS..=32768.0).contains(&advertised), "{line}");
+    });
 }

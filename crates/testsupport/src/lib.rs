@@ -1,6 +1,7 @@
 //! What every test crate of the workspace shares: a skip that cannot go unseen,
 //! child processes with a time limit ([`process`]), JSON pointer getters
-//! ([`json`]) and a testbed driven through the `linkperf` binary ([`bed`]).
+//! ([`json`]), a testbed driven through the `linkperf` binary ([`bed`]) and a
+//! retry for timing tests that failed while the machine was stalled ([`stall`]).
 //! It depends on no linkperf crate, so that every crate's tests can use it;
 //! whatever needs the binary takes its path.
 //!
@@ -12,6 +13,7 @@
 pub mod bed;
 pub mod json;
 pub mod process;
+pub mod stall;
 
 use std::io::Write;
 use std::path::PathBuf;

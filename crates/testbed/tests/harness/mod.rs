@@ -64,7 +64,10 @@ pub fn main_with(tests: &[(&str, TestFn)]) {
     let (mut passed, mut failed) = (0, 0);
     for (name, test) in selected {
         let start = Instant::now();
-        let outcome = std::panic::catch_unwind(test);
+        // A timing test that failed while the machine was stalled runs again (the stall
+        // and the retry are printed and logged): see linkperf_testsupport::stall.
+        let outcome =
+            std::panic::catch_unwind(|| linkperf_testsupport::stall::retry_named(name, test));
         let secs = start.elapsed().as_secs_f64();
         match outcome {
             Ok(()) => {
