@@ -555,3 +555,54 @@ fn emulated_link_rtt_matches_the_configured_delay() {
         assert!(result.is_some());
     });
 }
+
+/// Seed 000's first ping over a switched circuit: through a link that holds the first
+/// packet after an idle gap for a 30 ms set-up, `rr --cold` sees every round's first
+/// probe 30 ms slower than the second, within the 0.5 ms (the request opens the
+/// circuit; the reply finds it up). Needs root (namespaces); skipped otherwise.
+#[test]
+fn cold_probe_through_a_switched_circuit_shows_the_set_up_delay() {
+    linkperf_testsupport::stall::retry_when_stalled(|| {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 || !std::path::Path::new("/dev/net/tun").exists() {
+            linkperf_testsupport::skip("needs root and /dev/net/tun (CI runs it)");
+            return;
+        }
+        let _alone = CPUS.write().unwrap_or_else(|e| e.into_inner());
+        let name = format!("rc{}", std::process::id() % 100_000);
+        let link = "delay = \"2ms\"\ncircuit_setup = \"30ms\"\ncircuit_idle = \"100ms\"";
+        let topology = two_hosts(&name, "10.79.0.1", "10.79.0.2", link);
+        let mut bed = CliBed::up(bin(), &std::env::temp_dir(), &name, &topology);
+        let mut server = bed.exec("b", bin());
+        bed.serve("b", server.arg("server"), linkperf_proto::DEFAULT_PORT);
+        for proto in [&[][..], &["-u"][..]] {
+            // Idle 300 ms: three times the circuit's idle timeout, so every round's
+            // first probe finds the circuit released.
+            let mut args = vec!["rr", "10.79.0.2", "--cold", "--idle", "300ms", "-n", "5"];
+            args.extend_from_slice(&["-J"]);
+            args.extend_from_slice(proto);
+            let run = linkperf_in(&bed, "a", &args);
+            assert_eq!(run.code(), Some(0), "{}\n{}", run.stdout, run.stderr);
+            let v = run.json();
+            assert_valid_rr(&v);
+            let d = |field: &str| f64_at(&v, &format!("/summary/first_minus_second_ms/{field}"));
+            let second = f64_at(&v, "/summary/second_rtt_ms/p50");
+            println!(
+                "{proto:?}: first - second: min {:.3} p50 {:.3} max {:.3} ms over {} rounds; second p50 {second:.3} ms",
+                d("min"),
+                d("p50"),
+                d("max"),
+                d("count")
+            );
+            assert_eq!(u64_at(&v, "/summary/first_minus_second_ms/count"), 5);
+            assert!(
+                d("min") >= 29.5 && d("max") <= 30.5,
+                "{proto:?}: first - second {:.3}..{:.3} ms for a 30 ms set-up",
+                d("min"),
+                d("max")
+            );
+            // The second probe crosses the circuit as a plain 2 x 2 ms link.
+            assert!((second - 4.0).abs() <= 0.02 * 4.0 + 0.1, "{second}");
+        }
+    });
+}
