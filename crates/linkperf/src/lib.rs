@@ -10,6 +10,7 @@
 //! - [`spec`]: what to run ([`TestSpec`]), as a user states it.
 //! - [`report`]: what was measured ([`TestResult`]), JSON schema `linkperf/1`.
 //! - [`diagnose`]: why the numbers are what they are (pure analysis).
+//! - [`doctor`]: this host's settings against what a target path needs.
 //! - [`text`]: the human rendering of a result.
 //! - [`control`], [`data`]: control sessions and data connections on sockets.
 //! - [`guard`]: a server's limits, cookies and event log (what it allows).
@@ -29,6 +30,7 @@ pub mod spec;
 pub mod report;
 
 pub mod diagnose;
+pub mod doctor;
 
 pub mod text;
 

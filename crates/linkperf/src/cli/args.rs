@@ -71,6 +71,9 @@ pub enum Command {
     /// Run a seed experiment of examples/seeds through its testbed and print
     /// the seed's numbers beside linkperf's.
     Reproduce(crate::reproduce::ReproduceArgs),
+    /// Compare this host's buffers, queues, offloads and CPU settings with what a
+    /// target path needs (rate x loaded RTT) and print the commands that fix them.
+    Doctor(crate::doctor::DoctorArgs),
 }
 
 /// One line from a clap error, whole: its message, the missing arguments with

@@ -26,6 +26,7 @@ mod campaign_progress;
 mod client;
 mod config;
 mod demo;
+mod doctor;
 mod manual;
 mod process_opts;
 mod progress;
@@ -99,6 +100,7 @@ fn dispatch(command: Command) -> ExitCode {
         Command::Results(args) => results::run(args),
         Command::Report(args) => report_cmd::run(args),
         Command::Reproduce(args) => reproduce::run(args),
+        Command::Doctor(args) => doctor::run(args),
         Command::Campaign(cmd) => campaign::run(cmd),
         Command::Rr(args) => rr::main(args),
         Command::Traffic(cmd) => traffic::run(cmd),
