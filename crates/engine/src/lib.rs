@@ -6,6 +6,7 @@
 pub mod cpu;
 pub mod delays;
 pub mod facts;
+pub mod kernel_drops;
 pub mod mmsg;
 pub mod modelsend;
 pub mod pacer;

@@ -55,6 +55,8 @@ pub struct LocalSide {
     threads: Vec<JoinHandle<()>>,
     sampler: Option<JoinHandle<SamplerOutput>>,
     cpu_start: Option<CpuSnapshot>,
+    /// UdpSndbufErrors when a UDP side with senders started.
+    udp_send_errors_start: Option<u64>,
     /// The thread that called `start` and its CPU then: counted as this
     /// end's control thread if it also calls `finish`.
     control_cpu: Option<(std::thread::ThreadId, ThreadCpu)>,
@@ -130,6 +132,7 @@ impl LocalSide {
             threads: Vec::new(),
             sampler: None,
             cpu_start: None,
+            udp_send_errors_start: None,
             control_cpu: None,
             same_clock,
             warnings,
@@ -163,6 +166,11 @@ impl LocalSide {
     /// Starts every stream at `at` (threads are created now so they start together).
     pub fn start(&mut self, at: Instant, sink: EventSink) {
         self.cpu_start = Some(CpuSnapshot::now());
+        let udp_sender = self.config.protocol == linkperf_proto::Protocol::Udp
+            && self.plans.iter().any(|p| p.role == Role::Sender);
+        self.udp_send_errors_start = udp_sender
+            .then(crate::kernel_drops::udp_send_errors)
+            .flatten();
         self.control_cpu = Some((std::thread::current().id(), ThreadCpu::now()));
         let end = self
             .config
@@ -372,6 +380,9 @@ impl LocalSide {
             cpu,
             seconds,
             warnings: std::mem::take(&mut self.warnings),
+            udp_send_drops: self.udp_send_errors_start.and_then(|before| {
+                crate::kernel_drops::udp_send_errors().map(|now| now.saturating_sub(before))
+            }),
         }
     }
 }

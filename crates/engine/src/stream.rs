@@ -552,6 +552,8 @@ pub fn udp_receive(
             break;
         }
     }
-    *shared.udp.lock().unwrap_or_else(|e| e.into_inner()) = Some(tracker.stats(same_clock));
+    let mut stats = tracker.stats(same_clock);
+    stats.socket_drops = crate::kernel_drops::socket_drops(std::os::fd::AsRawFd::as_raw_fd(&sock));
+    *shared.udp.lock().unwrap_or_else(|e| e.into_inner()) = Some(stats);
     mark_finished(&shared, p.start, last_data);
 }

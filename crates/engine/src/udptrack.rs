@@ -136,6 +136,7 @@ impl UdpTracker {
                 .then(|| self.owd_sum_ns / self.owd_count as f64 / 1e6),
             delay: None,
             ipdv: None,
+            socket_drops: None,
         }
     }
 
@@ -159,6 +160,8 @@ impl UdpTracker {
             one_way_delay_ms: now.one_way_delay_ms,
             delay: None,
             ipdv: None,
+            // The kernel counts a socket's drops from its creation: the whole test.
+            socket_drops: now.socket_drops,
         }
     }
 }

@@ -109,6 +109,9 @@ pub struct SentSummary {
     pub seconds: f64,
     pub retransmits: Option<u64>,
     pub packets: Option<u64>,
+    /// UDP: datagrams the sending host's interface queue refused (its kernel's count).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_drops: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, Default)]
@@ -123,6 +126,9 @@ pub struct ReceivedSummary {
     pub out_of_order: Option<u64>,
     pub duplicates: Option<u64>,
     pub one_way_delay_ms: Option<f64>,
+    /// UDP: datagrams the receiving sockets had no buffer room for (the kernel's count).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub socket_drops: Option<u64>,
 }
 
 /// The senders' round-trip times in milliseconds.
@@ -199,6 +205,9 @@ pub struct Verdict {
     pub limited_by: String,
     pub explanation: String,
     pub advice: Option<String>,
+    /// The numbers the verdict rests on, by name.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub evidence: std::collections::BTreeMap<String, f64>,
 }
 
 pub fn direction_name(client_sends: bool) -> &'static str {
@@ -264,6 +273,11 @@ impl Sides<'_> {
                 seconds: sent_secs,
                 retransmits,
                 packets: udp.then(|| sent.iter().filter_map(|s| s.packets).sum()),
+                queue_drops: if client_sends {
+                    self.local.udp_send_drops
+                } else {
+                    self.remote.udp_send_drops
+                },
             },
             received: received_summary(&received, udp),
             tcp: (!udp).then(|| {
@@ -332,6 +346,11 @@ fn received_summary(received: &[&StreamResult], udp: bool) -> ReceivedSummary {
                 .filter_map(|u| u.one_way_delay_ms)
                 .collect(),
         ),
+        socket_drops: udp_stats
+            .iter()
+            .map(|u| u.socket_drops)
+            .sum::<Option<u64>>()
+            .filter(|_| !udp_stats.is_empty()),
     }
 }
 

@@ -83,6 +83,11 @@ pub struct UdpStats {
     /// one datagram to the next in sequence; clock offsets cancel out.
     #[serde(default)]
     pub ipdv: Option<Spread>,
+    /// Datagrams the receiving socket had no buffer room for: the kernel's drop
+    /// count of this socket (/proc/net/udp), over the whole test; None where it
+    /// could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket_drops: Option<u64>,
 }
 
 /// A distribution of times, in milliseconds.
@@ -256,6 +261,11 @@ pub struct SideResult {
     /// Seconds from the start of the test to the end of the last stream.
     pub seconds: f64,
     pub warnings: Vec<String>,
+    /// UDP datagrams this end's host refused to send while it sent (UdpSndbufErrors
+    /// of its network namespace: a full interface queue or qdisc drops a datagram
+    /// the socket already accepted). None for TCP, a receiving end, or unreadable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp_send_drops: Option<u64>,
 }
 
 impl SideResult {

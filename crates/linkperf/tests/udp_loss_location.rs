@@ -1,0 +1,161 @@
+//! Issue 15's loss location: in three provoked cases the verdict names where the UDP
+//! datagrams were lost, with the kernels' drop counts as its evidence: a receiving
+//! socket too small for the rate (loopback), a lossy emulated link (the path), and a
+//! sender whose own qdisc holds two packets (its interface queue).
+
+mod common;
+
+use common::*;
+use linkperf_testsupport::bed::two_hosts;
+use serde_json::Value;
+
+fn direction(report: &Value) -> &Value {
+    &report["summary"]
+}
+
+fn counts(d: &Value) -> (u64, u64, u64, u64) {
+    (
+        u64_at(d, "/sent/packets"),
+        u64_at(d, "/received/lost_packets"),
+        u64_at(d, "/received/socket_drops"),
+        u64_at(d, "/sent/queue_drops"),
+    )
+}
+
+#[test]
+fn a_receiving_socket_too_small_for_the_rate_is_named() {
+    linkperf_testsupport::stall::retry_when_stalled(|| {
+        // 1400-byte datagrams as fast as the sender can (-b 0: gigabits per second on
+        // loopback) into a receive buffer of 2 x 4 KiB, three datagrams: the receiver
+        // would have to read each within a microsecond or two of its arrival.
+        let v = loopback_json(&["-u", "-b", "0", "-l", "1400", "--rcvbuf", "4K", "-t", "1"]);
+        assert_valid(&v);
+        let d = direction(&v);
+        let (sent, lost, socket, queue) = counts(d);
+        println!(
+            "sent {sent}, lost {lost}, socket drops {socket}, queue drops {queue}: {}",
+            d["verdict"]
+        );
+        assert!(lost > 0 && socket > 0, "the buffer overflowed");
+        // Each drop event loses at least one datagram.
+        assert!(socket <= lost, "{socket} drops for {lost} lost");
+        assert_eq!(queue, 0, "loopback has no queue to overflow");
+        assert!(
+            ["receiver socket buffer", "receiver CPU"]
+                .contains(&d["verdict"]["limited_by"].as_str().unwrap()),
+            "{}",
+            d["verdict"]
+        );
+        assert_eq!(
+            f64_at(d, "/verdict/evidence/receiver_socket_drops"),
+            socket as f64
+        );
+    });
+}
+
+#[test]
+fn loss_on_the_path_and_at_the_senders_queue_are_told_apart() {
+    linkperf_testsupport::stall::retry_when_stalled(|| {
+        let Some(_turn) = testbed_turn() else {
+            return;
+        };
+        let name = format!("ll{}", std::process::id() % 100_000);
+        let topology = two_hosts(
+            &name,
+            "10.83.0.1",
+            "10.83.0.2",
+            "rate = \"100M\"\nloss = \"5%\"",
+        );
+        let mut bed = CliBed::up(bin(), &std::env::temp_dir(), &name, &topology);
+        let mut server = bed.exec("b", bin());
+        bed.serve("b", server.arg("server"), linkperf_proto::DEFAULT_PORT);
+
+        // The path: 5 % random loss, 20 Mbit/s well inside both ends and the link.
+        let run = linkperf_in(
+            &bed,
+            "a",
+            &[
+                "client",
+                "10.83.0.2",
+                "-u",
+                "-b",
+                "20M",
+                "-t",
+                "2",
+                "-J",
+                "--no-store",
+            ],
+        );
+        let v = run.report();
+        let d = direction(&v);
+        let (sent, lost, socket, queue) = counts(d);
+        println!(
+            "path: sent {sent}, lost {lost}, socket drops {socket}, queue drops {queue}: {}",
+            d["verdict"]
+        );
+        assert_eq!((socket, queue), (0, 0), "neither end dropped");
+        // Binomial: 5 % of `sent`, four standard deviations either side.
+        let (p, n) = (0.05, sent as f64);
+        let sigma = (n * p * (1.0 - p)).sqrt();
+        assert!(
+            (lost as f64 - n * p).abs() <= 4.0 * sigma,
+            "{lost} lost of {sent}"
+        );
+        assert_eq!(d["verdict"]["limited_by"], "loss");
+        assert!(d["verdict"]["advice"]
+            .as_str()
+            .unwrap()
+            .contains("neither end dropped"));
+
+        // The sender's own queue: a token bucket of 10 Mbit/s holding 3,000 bytes on its
+        // interface, offered 40 Mbit/s. The link now loses nothing.
+        output_ok(bed.in_netns("a", "tc").args([
+            "qdisc", "replace", "dev", "eth0", "root", "tbf", "rate", "10mbit", "burst", "5k",
+            "limit", "3000",
+        ]));
+        let run = linkperf_testbed_set(&bed, "loss=0");
+        assert_eq!(run.code(), Some(0), "{}", run.stderr);
+        let run = linkperf_in(
+            &bed,
+            "a",
+            &[
+                "client",
+                "10.83.0.2",
+                "-u",
+                "-b",
+                "40M",
+                "-l",
+                "1400",
+                "-t",
+                "2",
+                "-J",
+                "--no-store",
+            ],
+        );
+        let v = run.report();
+        let d = direction(&v);
+        let (sent, lost, socket, queue) = counts(d);
+        let received = f64_at(d, "/received/bits_per_second");
+        println!("queue: sent {sent}, lost {lost}, socket drops {socket}, queue drops {queue}, received {received:.0} bit/s: {}", d["verdict"]);
+        assert!(
+            queue > 0 && queue <= lost,
+            "{queue} queue drops for {lost} lost"
+        );
+        assert_eq!(socket, 0);
+        assert_eq!(d["verdict"]["limited_by"], "sender queue");
+        // What left the bucket is its rate: 10 Mbit/s of frames, of which 1400 of every
+        // 1442 bytes (UDP 8, IP 20, Ethernet 14) are payload.
+        let payload_rate = 10e6 * 1400.0 / 1442.0;
+        assert!(
+            (received / payload_rate - 1.0).abs() < 0.05,
+            "received {received:.0} vs {payload_rate:.0}"
+        );
+    });
+}
+
+/// `linkperf testbed set --testbed NAME LINK key=value` for the bed's only link.
+fn linkperf_testbed_set(bed: &CliBed, setting: &str) -> Run {
+    let mut cmd = std::process::Command::new(bin());
+    cmd.args(["testbed", "set", "--testbed", bed.name(), "a-b", setting]);
+    linkperf_testsupport::process::run(&mut cmd, std::time::Duration::from_secs(20))
+}
