@@ -31,6 +31,22 @@ pub struct Report {
     /// How well the emulated testbed the test crossed kept its timing meanwhile.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub testbed: Option<TestbedTiming>,
+    /// The server's own side of the test, as it measured it
+    /// (`--get-server-output`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_output: Option<ServerOutput>,
+    /// The user's note about the test (`--extra-data`), kept with the result.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extra_data: Option<String>,
+}
+
+/// The server's side of a test (`--get-server-output`): what it measured, and
+/// the client's control connection as the server saw it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerOutput {
+    pub client: String,
+    #[serde(flatten)]
+    pub side: linkperf_proto::results::SideResult,
 }
 
 /// The emulator's own account of its links over one test: per link direction,

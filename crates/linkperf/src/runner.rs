@@ -27,6 +27,9 @@ pub fn run_test(
     if let (Some(watch), Ok(report)) = (watch, result.as_mut()) {
         watch.finish(report);
     }
+    if let Ok(report) = result.as_mut() {
+        report.extra_data.clone_from(&spec.extra_data);
+    }
     result
 }
 

@@ -76,6 +76,12 @@ pub struct TestSpec {
     /// TCP_WINDOW_CLAMP on both ends: the exact largest window (`-w` sets
     /// buffers, of which the kernel makes a larger window).
     pub window_clamp: Option<u32>,
+    /// How long each connect may take (default 5 s).
+    pub connect_timeout: Option<std::time::Duration>,
+    /// Keep the server's side of the test in the result (`server_output`).
+    pub server_output: bool,
+    /// The user's note, kept in the result (`extra_data`) and the archive.
+    pub extra_data: Option<String>,
 }
 
 impl TestSpec {
@@ -113,6 +119,9 @@ impl TestSpec {
             traffic_seed: None,
             tos: None,
             window_clamp: None,
+            connect_timeout: None,
+            server_output: false,
+            extra_data: None,
         }
     }
 

@@ -1,8 +1,10 @@
-//! Human output: a compact interval table and a summary read at a glance.
+//! Human output: a compact interval table and a summary read at a glance,
+//! rates and transferred bytes in the unit the user chose (`-f`).
 
 use crate::report::{DirectionSummary, IntervalReport, IntervalSum, Report};
+use linkperf_proto::results::{Role, SideResult};
 use linkperf_proto::{Protocol, TestConfig};
-use linkperf_units::{format_bytes, format_rate};
+use linkperf_units::{format_bytes, ReportUnit};
 use std::fmt::Write;
 
 pub fn header(config: &TestConfig, host: &str, port: u16) -> String {
@@ -42,14 +44,20 @@ pub fn interval_header(udp: bool) -> String {
     }
 }
 
-fn sum_line(label: &str, r: &IntervalReport, s: &IntervalSum, udp: bool) -> String {
+fn sum_line(
+    label: &str,
+    r: &IntervalReport,
+    s: &IntervalSum,
+    udp: bool,
+    unit: ReportUnit,
+) -> String {
     let span = format!("{:.2}-{:.2} s", r.start, r.end);
     let omitted = if r.omitted { "  (omitted)" } else { "" };
     if udp {
         format!(
             "{label}{span:>13}  {:>14}  {:>14}  {:>9}  {:>8}{omitted}",
-            format_rate(s.sent_bits_per_second),
-            format_rate(s.received_bits_per_second),
+            unit.rate(s.sent_bits_per_second),
+            unit.rate(s.received_bits_per_second),
             format!("{:.2}%", s.loss_percent.unwrap_or(0.0)),
             format!("{:.3}ms", s.jitter_ms.unwrap_or(0.0)),
         )
@@ -68,8 +76,8 @@ fn sum_line(label: &str, r: &IntervalReport, s: &IntervalSum, udp: bool) -> Stri
             .reduce(|a, b| a + b);
         format!(
             "{label}{span:>13}  {:>14}  {:>14}  {:>6}  {:>9}  {:>10}{omitted}",
-            format_rate(s.sent_bits_per_second),
-            format_rate(s.received_bits_per_second),
+            unit.rate(s.sent_bits_per_second),
+            unit.rate(s.received_bits_per_second),
             s.retransmits
                 .map(|r| r.to_string())
                 .unwrap_or_else(|| "-".into()),
@@ -82,22 +90,27 @@ fn sum_line(label: &str, r: &IntervalReport, s: &IntervalSum, udp: bool) -> Stri
 }
 
 pub fn interval(r: &IntervalReport, udp: bool) -> String {
-    let mut out = sum_line("", r, &r.sum, udp);
+    interval_in(r, udp, ReportUnit::default())
+}
+
+/// One interval line (two with --bidir), rates in `unit`.
+pub fn interval_in(r: &IntervalReport, udp: bool, unit: ReportUnit) -> String {
+    let mut out = sum_line("", r, &r.sum, udp, unit);
     if let Some(rev) = &r.sum_reverse {
         out.push('\n');
-        out.push_str(&sum_line("rev", r, rev, udp));
+        out.push_str(&sum_line("rev", r, rev, udp, unit));
     }
     out
 }
 
-fn direction_block(out: &mut String, s: &DirectionSummary, udp: bool) {
+fn direction_block(out: &mut String, s: &DirectionSummary, udp: bool, unit: ReportUnit) {
     let _ = writeln!(out, "summary, {}:", s.direction.replace('_', " "));
     let _ = writeln!(
         out,
         "  sent      {:>10} in {:.2} s = {}{}",
-        format_bytes(s.sent.bytes as f64),
+        unit.bytes(s.sent.bytes as f64),
         s.sent.seconds,
-        format_rate(s.sent.bits_per_second),
+        unit.rate(s.sent.bits_per_second),
         s.sent
             .retransmits
             .map(|r| format!(", {r} retransmits"))
@@ -105,9 +118,9 @@ fn direction_block(out: &mut String, s: &DirectionSummary, udp: bool) {
     );
     let mut received = format!(
         "  received  {:>10} in {:.2} s = {}",
-        format_bytes(s.received.bytes as f64),
+        unit.bytes(s.received.bytes as f64),
         s.received.seconds,
-        format_rate(s.received.bits_per_second)
+        unit.rate(s.received.bits_per_second)
     );
     if udp {
         let _ = write!(
@@ -211,14 +224,19 @@ fn window_line(out: &mut String, t: &crate::report::TcpSummary) {
 }
 
 pub fn summary(r: &Report) -> String {
+    summary_in(r, ReportUnit::default())
+}
+
+/// The summary block(s), rates and transferred bytes in `unit`.
+pub fn summary_in(r: &Report, unit: ReportUnit) -> String {
     let udp = r.test.config.protocol == Protocol::Udp;
     let mut out = String::new();
     if r.interrupted {
         out.push_str("interrupted: partial result\n");
     }
-    direction_block(&mut out, &r.summary, udp);
+    direction_block(&mut out, &r.summary, udp, unit);
     if let Some(rev) = &r.summary_reverse {
-        direction_block(&mut out, rev, udp);
+        direction_block(&mut out, rev, udp, unit);
     }
     if let Some(st) = r.start.streams.first() {
         let l = &st.local;
@@ -250,6 +268,85 @@ pub fn summary(r: &Report) -> String {
     }
     for e in &r.errors {
         let _ = writeln!(out, "error: {e}");
+    }
+    out
+}
+
+/// The server's one line for a finished test, as `linkperf server` prints
+/// it; `peer` is the client's control connection as the server saw it.
+pub fn server_line(
+    peer: &dyn std::fmt::Display,
+    config: &TestConfig,
+    result: &SideResult,
+    unit: ReportUnit,
+) -> String {
+    format!(
+        "client {}: {} {:?} x{} {:.2} s: received {}, sent {}",
+        peer,
+        if config.protocol == Protocol::Udp {
+            "UDP"
+        } else {
+            "TCP"
+        },
+        config.direction,
+        config.parallel,
+        result.seconds,
+        unit.bytes(result.bytes(Role::Receiver) as f64),
+        unit.bytes(result.bytes(Role::Sender) as f64),
+    )
+}
+
+/// The server's side of a test (`--get-server-output`), printed after the
+/// client's own as iperf3 does under "Server output:": the line the server
+/// printed for it, then each of its streams' totals as it counted them, its
+/// CPU and its warnings.
+pub fn server_output(r: &Report, unit: ReportUnit) -> String {
+    let Some(server) = &r.server_output else {
+        return String::new();
+    };
+    let side = &server.side;
+    let mut out = String::from("Server output:\n");
+    let _ = writeln!(
+        out,
+        "{}",
+        server_line(&server.client, &r.test.config, side, unit)
+    );
+    for s in &side.streams {
+        let role = match s.role {
+            Role::Sender => "sent    ",
+            Role::Receiver => "received",
+        };
+        let _ = write!(
+            out,
+            "  stream {} {role} {:>10} in {:.2} s = {}",
+            s.id,
+            unit.bytes(s.bytes as f64),
+            s.seconds,
+            unit.rate(s.bits_per_second)
+        );
+        if let Some(u) = &s.udp {
+            let _ = write!(
+                out,
+                ", {} datagrams, lost {} ({:.3}%), jitter {:.3} ms",
+                u.packets, u.lost_packets, u.loss_percent, u.jitter_ms
+            );
+        }
+        if let Some(r) = s.tcp.as_ref().and_then(|t| t.retransmits) {
+            let _ = write!(out, ", {r} retransmits");
+        }
+        if let Some(e) = &s.error {
+            let _ = write!(out, " (error: {e})");
+        }
+        out.push('\n');
+    }
+    let c = &side.cpu;
+    let _ = writeln!(
+        out,
+        "  cpu       {:.1}% of a core (user {:.1}, sys {:.1}); host {:.0}%",
+        c.total_percent, c.user_percent, c.system_percent, c.host_total_percent
+    );
+    for w in &side.warnings {
+        let _ = writeln!(out, "  warning: {w}");
     }
     out
 }

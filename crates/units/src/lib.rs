@@ -244,6 +244,96 @@ pub fn format_bytes(bytes: f64) -> String {
     }
 }
 
+/// The unit of rates and transferred bytes in human output, as iperf3's
+/// `-f` letter gives it: lower case is bits/s with decimal prefixes, upper
+/// case bytes/s with binary ones, `a`/`A` the prefix that reads best.
+/// JSON is never affected: it always carries raw numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReportUnit {
+    /// Bits/s with the prefix that reads best (linkperf's default).
+    #[default]
+    AdaptiveBits,
+    /// Bytes/s with the binary prefix that reads best.
+    AdaptiveBytes,
+    /// Bits/s in 1000^n: 1 k, 2 M, 3 G, 4 T.
+    Bits(u8),
+    /// Bytes/s in 1024^n: 1 KiB, 2 MiB, 3 GiB, 4 TiB.
+    Bytes(u8),
+}
+
+/// The letters `-f` accepts, for its error line and help.
+pub const REPORT_UNITS: &str =
+    "k m g t (kbit/s .. Tbit/s), K M G T (KiB/s .. TiB/s), a (adaptive bits, the default), A (adaptive bytes)";
+
+const BIT_RATES: [&str; 5] = ["bit/s", "kbit/s", "Mbit/s", "Gbit/s", "Tbit/s"];
+const BYTE_RATES: [&str; 5] = ["B/s", "KiB/s", "MiB/s", "GiB/s", "TiB/s"];
+const BYTE_SIZES: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+
+impl ReportUnit {
+    /// Reads iperf3's `-f` letter; Err is one line naming the accepted letters.
+    pub fn parse(input: &str) -> Result<ReportUnit, String> {
+        let power = |c: char| match c.to_ascii_lowercase() {
+            'k' => Some(1),
+            'm' => Some(2),
+            'g' => Some(3),
+            't' => Some(4),
+            _ => None,
+        };
+        let mut chars = input.chars();
+        let unit = match (chars.next(), chars.next()) {
+            (Some('a'), None) => Some(ReportUnit::AdaptiveBits),
+            (Some('A'), None) => Some(ReportUnit::AdaptiveBytes),
+            (Some(c), None) if c.is_ascii_lowercase() => power(c).map(ReportUnit::Bits),
+            (Some(c), None) => power(c).map(ReportUnit::Bytes),
+            _ => None,
+        };
+        unit.ok_or_else(|| format!("'{input}' is not a report unit; accepted: {REPORT_UNITS}"))
+    }
+
+    /// `bits_per_second` in this unit, e.g. "94100 kbit/s" or "11.2 MiB/s".
+    pub fn rate(self, bits_per_second: f64) -> String {
+        let bits_per_second = if bits_per_second == 0.0 {
+            0.0
+        } else {
+            bits_per_second
+        };
+        match self {
+            ReportUnit::AdaptiveBits => format_rate(bits_per_second),
+            ReportUnit::AdaptiveBytes => {
+                let (value, i) = scale_index(bits_per_second / 8.0, 1024.0);
+                format!("{} {}", three_digits(value), BYTE_RATES[i])
+            }
+            ReportUnit::Bits(p) => fixed(bits_per_second, 1000.0, p, &BIT_RATES),
+            ReportUnit::Bytes(p) => fixed(bits_per_second / 8.0, 1024.0, p, &BYTE_RATES),
+        }
+    }
+
+    /// A transferred byte count: adaptive for `a`/`A`, otherwise in the
+    /// binary prefix of the unit's letter (`-f m` and `-f M`: MiB).
+    pub fn bytes(self, bytes: f64) -> String {
+        match self {
+            ReportUnit::AdaptiveBits | ReportUnit::AdaptiveBytes => format_bytes(bytes),
+            ReportUnit::Bits(p) | ReportUnit::Bytes(p) => fixed(bytes, 1024.0, p, &BYTE_SIZES),
+        }
+    }
+}
+
+/// `value` in step^power, three significant digits at most after the point.
+fn fixed(value: f64, step: f64, power: u8, labels: &[&str; 5]) -> String {
+    let power = usize::from(power).min(labels.len() - 1);
+    let scaled = value / step.powi(power as i32);
+    format!("{} {}", three_digits(scaled), labels[power])
+}
+
+fn scale_index(mut value: f64, step: f64) -> (f64, usize) {
+    let mut i = 0;
+    while value.abs() >= step * 0.9995 && i + 1 < 5 {
+        value /= step;
+        i += 1;
+    }
+    (value, i)
+}
+
 fn scale(mut value: f64, step: f64, prefixes: &[&'static str]) -> (f64, &'static str) {
     let mut i = 0;
     // 999.97 rounds to 1000: show it as 1.00 of the next prefix.
@@ -378,6 +468,27 @@ mod tests {
         assert!(parse_duration("5 parsecs").is_err());
         assert!((parse_percent("1%").unwrap() - 0.01).abs() < 1e-12);
         assert!(parse_percent("150%").is_err());
+    }
+
+    #[test]
+    fn report_units_are_iperf3s_letters() {
+        assert_eq!(ReportUnit::parse("k"), Ok(ReportUnit::Bits(1)));
+        assert_eq!(ReportUnit::parse("G"), Ok(ReportUnit::Bytes(3)));
+        assert_eq!(ReportUnit::parse("a"), Ok(ReportUnit::AdaptiveBits));
+        assert_eq!(ReportUnit::parse("A"), Ok(ReportUnit::AdaptiveBytes));
+        for bad in ["x", "kb", "", "Mbit"] {
+            let e = ReportUnit::parse(bad).unwrap_err();
+            assert!(e.contains("accepted: k m g t"), "{bad}: {e}");
+        }
+        // 8 Mbit/s is 8000 kbit/s, 1 MB/s = 0.954 MiB/s, 976.6 KiB/s.
+        assert_eq!(ReportUnit::Bits(1).rate(8e6), "8000 kbit/s");
+        assert_eq!(ReportUnit::Bits(3).rate(8e6), "0.01 Gbit/s");
+        assert_eq!(ReportUnit::Bytes(2).rate(8e6), "0.95 MiB/s");
+        assert_eq!(ReportUnit::Bytes(1).rate(8e6), "977 KiB/s");
+        assert_eq!(ReportUnit::AdaptiveBytes.rate(8e6), "977 KiB/s");
+        assert_eq!(ReportUnit::AdaptiveBits.rate(8e6), "8.00 Mbit/s");
+        assert_eq!(ReportUnit::Bits(1).bytes(327_680.0), "320 KiB");
+        assert_eq!(ReportUnit::Bytes(2).bytes(3_145_728.0), "3.00 MiB");
     }
 
     #[test]

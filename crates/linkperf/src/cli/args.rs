@@ -352,8 +352,59 @@ pub struct ClientArgs {
     /// Append the output to FILE instead of printing it (errors stay on stderr).
     #[arg(long, value_name = "FILE")]
     pub logfile: Option<std::path::PathBuf>,
+    /// Unit of rates and transferred bytes in the text output (iperf3's -f;
+    /// --format is the output format here): k m g t = kbit/s..Tbit/s,
+    /// K M G T = KiB/s..TiB/s, a = adaptive bits/s (default), A = adaptive bytes/s.
+    /// JSON keeps raw numbers.
+    #[arg(short = 'f', long = "units", value_name = "UNIT",
+          value_parser = linkperf_units::ReportUnit::parse, default_value = "a")]
+    pub units: linkperf_units::ReportUnit,
+    /// Give up a connect (control and data connections) after this long:
+    /// milliseconds as iperf3 takes them (3000), or with a unit (500ms, 3s).
+    /// Default 5 s.
+    #[arg(long, value_name = "MS", value_parser = connect_timeout)]
+    pub connect_timeout: Option<std::time::Duration>,
+    /// Print the server's side of the test after the client's ("Server
+    /// output:"); in JSON as `server_output`.
+    #[arg(long)]
+    pub get_server_output: bool,
+    /// A note kept with the result: JSON `extra_data` and the archive.
+    #[arg(long, value_name = "STR", value_parser = extra_data)]
+    pub extra_data: Option<String>,
     #[command(flatten)]
     pub output: crate::process_opts::OutputArgs,
+}
+
+/// `--connect-timeout`: a bare number is milliseconds (iperf3's unit).
+fn connect_timeout(s: &str) -> Result<std::time::Duration, String> {
+    let bad = || {
+        format!("'{s}' is not a connect timeout; accepted: milliseconds above 0 (e.g. 3000), or a duration with a unit (500ms, 3s)")
+    };
+    let t = s.trim();
+    let bare = !t.is_empty() && t.chars().all(|c| c.is_ascii_digit() || c == '.');
+    let duration = if bare {
+        let ms: f64 = t.parse().map_err(|_| bad())?;
+        std::time::Duration::try_from_secs_f64(ms / 1000.0).map_err(|_| bad())?
+    } else {
+        linkperf_units::parse_duration(t).map_err(|_| bad())?
+    };
+    if duration.is_zero() || duration > std::time::Duration::from_secs(86_400) {
+        return Err(bad());
+    }
+    Ok(duration)
+}
+
+/// Longest `--extra-data`: a note, not a payload.
+const EXTRA_DATA_MAX: usize = 4096;
+
+fn extra_data(s: &str) -> Result<String, String> {
+    if s.len() > EXTRA_DATA_MAX {
+        return Err(format!(
+            "--extra-data is {} bytes long; accepted: up to {EXTRA_DATA_MAX} bytes of text",
+            s.len()
+        ));
+    }
+    Ok(s.to_string())
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -443,6 +494,9 @@ impl ClientArgs {
             spec.set("tos", t)?;
         }
         spec.window_clamp = self.window_clamp;
+        spec.connect_timeout = self.connect_timeout;
+        spec.server_output = self.get_server_output;
+        spec.extra_data.clone_from(&self.extra_data);
         if let Some(blocks) = self.blocks {
             let length = u64::from(spec.config().length);
             spec.bytes = Some(

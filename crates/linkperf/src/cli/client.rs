@@ -5,6 +5,7 @@
 use crate::args::{ClientArgs, OutputFormat};
 use linkperf::report::{IntervalReport, Report, SCHEMA};
 use linkperf::{archive, client, iperf3, run_test, signals, text, ClientError, TestSpec};
+use linkperf_units::ReportUnit;
 use std::process::ExitCode;
 
 /// How the result is printed.
@@ -60,10 +61,14 @@ fn run_spec(args: &ClientArgs, spec: TestSpec) -> ExitCode {
     }
     signals::install();
     if let Some(from) = &args.from {
-        return third_party(from, &spec, args.json);
+        // The agent connects and measures: these belong to its own run.
+        if args.get_server_output || args.extra_data.is_some() || args.connect_timeout.is_some() {
+            return usage("--from: --get-server-output, --extra-data and --connect-timeout apply to a test this client runs, not to a relayed one");
+        }
+        return third_party(from, &spec, args.json, args.units);
     }
     let format = Format::of(args);
-    let mut intervals = Intervals::new(&spec, format);
+    let mut intervals = Intervals::new(&spec, format, args.units);
     let outcome = run_test(
         &spec,
         &mut |i| intervals.print(i),
@@ -91,16 +96,19 @@ fn run_spec(args: &ClientArgs, spec: TestSpec) -> ExitCode {
 /// connection prints only its error), or one JSON object each.
 struct Intervals {
     format: Format,
+    /// `-f`: the unit of rates and transferred bytes in text.
+    unit: ReportUnit,
     udp: bool,
     header: String,
     header_printed: bool,
 }
 
 impl Intervals {
-    fn new(spec: &TestSpec, format: Format) -> Intervals {
+    fn new(spec: &TestSpec, format: Format, unit: ReportUnit) -> Intervals {
         let config = spec.config();
         Intervals {
             format,
+            unit,
             udp: config.protocol == linkperf_proto::Protocol::Udp,
             header: text::header(&config, &spec.host, spec.port),
             header_printed: false,
@@ -115,7 +123,7 @@ impl Intervals {
                     say!("{}", self.header);
                     say!("{}", text::interval_header(self.udp));
                 }
-                say!("{}", text::interval(i, self.udp));
+                say!("{}", text::interval_in(i, self.udp, self.unit));
             }
             Format::JsonStream => {
                 say!(
@@ -153,7 +161,8 @@ fn print_report(
             if !intervals.header_printed {
                 say!("{}", intervals.header);
             }
-            say_raw!("{}", text::summary(report));
+            say_raw!("{}", text::summary_in(report, intervals.unit));
+            say_raw!("{}", text::server_output(report, intervals.unit));
             if let Some((id, place)) = stored {
                 say!("stored as run {id} in {place}");
             }
@@ -181,7 +190,7 @@ fn print_error(e: &ClientError, format: Format) -> ExitCode {
 }
 
 /// `--from A HOST`: agent A runs the test towards HOST and relays it here.
-fn third_party(from: &str, spec: &TestSpec, json: bool) -> ExitCode {
+fn third_party(from: &str, spec: &TestSpec, json: bool, unit: ReportUnit) -> ExitCode {
     let options = client::ClientOptions::from_spec(spec);
     let (from_host, from_port) = match from.rsplit_once(':') {
         Some((h, p)) if !h.contains(':') => match p.parse::<u16>() {
@@ -200,7 +209,7 @@ fn third_party(from: &str, spec: &TestSpec, json: bool) -> ExitCode {
                 "{:.2}-{:.2} s  {} received",
                 interval["start"].as_f64().unwrap_or(0.0),
                 interval["end"].as_f64().unwrap_or(0.0),
-                linkperf_units::format_rate(bps)
+                unit.rate(bps)
             );
         }
     };
@@ -224,12 +233,8 @@ fn third_party(from: &str, spec: &TestSpec, json: bool) -> ExitCode {
                 say!(
                     "{from} -> {}: sent {}, received {}",
                     options.host,
-                    linkperf_units::format_rate(
-                        s["sent"]["bits_per_second"].as_f64().unwrap_or(0.0)
-                    ),
-                    linkperf_units::format_rate(
-                        s["received"]["bits_per_second"].as_f64().unwrap_or(0.0)
-                    )
+                    unit.rate(s["sent"]["bits_per_second"].as_f64().unwrap_or(0.0)),
+                    unit.rate(s["received"]["bits_per_second"].as_f64().unwrap_or(0.0))
                 );
             }
             ExitCode::SUCCESS

@@ -127,8 +127,19 @@ pub fn run(args: SweepArgs) -> ExitCode {
     code
 }
 
+/// How the sweep's result is printed: one JSON document, or text with
+/// rates in `-f`'s unit.
+#[derive(Clone, Copy)]
+struct Printed {
+    json: bool,
+    unit: linkperf_units::ReportUnit,
+}
+
 fn run_sweep(args: SweepArgs) -> ExitCode {
-    let json_out = args.client.json || args.client.format == OutputFormat::Json;
+    let json_out = Printed {
+        json: args.client.json || args.client.format == OutputFormat::Json,
+        unit: args.client.units,
+    };
     if matches!(
         args.client.format,
         OutputFormat::JsonStream | OutputFormat::Iperf3Json
@@ -204,7 +215,7 @@ fn absolute_testbed(mut argv: Vec<String>) -> Vec<String> {
     argv
 }
 
-fn resume(id: i64, db: Option<&str>, json_out: bool) -> ExitCode {
+fn resume(id: i64, db: Option<&str>, json_out: Printed) -> ExitCode {
     let mut store = match Store::open(db) {
         Ok(s) => s,
         Err(e) => return failed(e),
@@ -271,12 +282,12 @@ fn execute(
     store: &mut Store,
     id: i64,
     plan: &Plan,
-    json_out: bool,
+    json_out: Printed,
     db: Option<&str>,
     in_memory: bool,
 ) -> ExitCode {
     signals::install();
-    let mut progress = Progress::new(plan.points.len(), !json_out);
+    let mut progress = Progress::new(plan.points.len(), !json_out.json);
     let (ran, outcome) = sweep_run::execute(store, id, plan, &signals::INTERRUPTED, &mut progress);
     progress.clear();
     let resume_hint = if in_memory {
@@ -323,14 +334,14 @@ fn execute(
     }
 }
 
-fn print_results(store: &mut Store, id: i64, json_out: bool) -> Result<(), String> {
+fn print_results(store: &mut Store, id: i64, json_out: Printed) -> Result<(), String> {
     let sweep = store
         .sweep(id)
         .map_err(|e| e.to_string())?
         .ok_or_else(|| format!("sweep {id} vanished from the archive"))?;
     let runs = store.sweep_runs(id, false).map_err(|e| e.to_string())?;
     let points = sweep::summarise(&sweep, &runs);
-    if json_out {
+    if json_out.json {
         say!(
             "{}",
             serde_json::to_string_pretty(&sweep::sweep_json(&sweep, &points))
@@ -341,7 +352,7 @@ fn print_results(store: &mut Store, id: i64, json_out: bool) -> Result<(), Strin
         }
     } else {
         say!("{}", sweep_heading(&sweep, runs.len(), store));
-        say_raw!("{}", sweep::sweep_table(&sweep, &points));
+        say_raw!("{}", sweep::sweep_table_in(&sweep, &points, json_out.unit));
         for w in sweep::confidence_warnings(&sweep, &points) {
             say!("{w}");
         }

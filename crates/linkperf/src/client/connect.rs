@@ -4,6 +4,7 @@
 
 use socket2::{Domain, Socket, Type};
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::time::Duration;
 
 #[derive(Debug, Clone, Default)]
 pub struct ClientOptions {
@@ -17,6 +18,10 @@ pub struct ClientOptions {
     pub config: linkperf_proto::TestConfig,
     /// The user says both clocks are synchronised (PTP, NTP): report one-way delay.
     pub clocks_synchronised: bool,
+    /// How long each connect (control and data) may take; None: 5 s.
+    pub connect_timeout: Option<Duration>,
+    /// Keep the server's side of the test in the report (`server_output`).
+    pub server_output: bool,
 }
 
 impl ClientOptions {
@@ -31,7 +36,26 @@ impl ClientOptions {
             family: spec.family,
             config: spec.config(),
             clocks_synchronised: spec.clock_sync,
+            connect_timeout: spec.connect_timeout,
+            server_output: spec.server_output,
         }
+    }
+
+    /// The connect timeout in force: the user's, or 5 s.
+    pub fn connect_within(&self) -> Duration {
+        self.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT)
+    }
+}
+
+/// How long a connect may take unless `--connect-timeout` says otherwise.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// `within` as a user reads it: "5 s", "300 ms".
+pub fn describe_timeout(within: Duration) -> String {
+    if within.subsec_millis() == 0 && within.as_secs() > 0 {
+        format!("{} s", within.as_secs())
+    } else {
+        format!("{} ms", within.as_millis())
     }
 }
 
@@ -79,14 +103,25 @@ pub fn resolve(host: &str, port: u16, family: Option<u8>) -> Result<SocketAddr, 
         })
 }
 
-pub(super) fn connect_error(addr: SocketAddr, e: std::io::Error) -> ClientError {
+/// Connects `sock` to `addr`, giving up after `within`.
+pub(super) fn connect(
+    sock: &Socket,
+    addr: SocketAddr,
+    within: Duration,
+) -> Result<(), ClientError> {
+    sock.connect_timeout(&addr.into(), within)
+        .map_err(|e| connect_error(addr, e, within))
+}
+
+pub(super) fn connect_error(addr: SocketAddr, e: std::io::Error, within: Duration) -> ClientError {
     match e.kind() {
         std::io::ErrorKind::ConnectionRefused => fail(format!(
             "connection refused by {addr}: is `linkperf server` running there (port {})?",
             addr.port()
         )),
         std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => fail(format!(
-            "no answer from {addr} within 5 s: host down or port filtered"
+            "no answer from {addr} within {}: host down, port filtered or its listen queue full",
+            describe_timeout(within)
         )),
         _ => fail(format!("cannot connect to {addr}: {e}")),
     }

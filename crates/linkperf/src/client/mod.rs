@@ -12,7 +12,7 @@ mod session;
 mod streams;
 
 pub(crate) use connect::tcp_socket;
-pub use connect::{resolve, ClientError, ClientOptions};
+pub use connect::{describe_timeout, resolve, ClientError, ClientOptions};
 
 use crate::control::{Control, Incoming};
 use crate::data;
@@ -23,7 +23,7 @@ use linkperf_engine::{facts, EventSink, LocalSide};
 use linkperf_proto::session::ClientSession;
 use linkperf_proto::{ClientMessage, Preamble, ServerMessage, TestConfig, PROTOCOL_VERSION};
 use std::io::Write;
-use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::Arc;
@@ -49,18 +49,16 @@ pub fn run(
     }
     let server = resolve(&options.host, options.port, options.family)?;
     let sock = tcp_socket(server, local_bind(options, server, 0))?;
-    sock.connect_timeout(&server.into(), Duration::from_secs(5))
-        .map_err(|e| connect_error(server, e))?;
+    connect::connect(&sock, server, options.connect_within())?;
     let mut control_stream: TcpStream = sock.into();
     linkperf_engine::sockopt::apply_liveness(&socket2::SockRef::from(&control_stream));
     control_stream.set_nodelay(true).ok();
     control_stream
         .write_all(&Preamble::Control.bytes())
         .map_err(|e| fail(format!("control connection: {e}")))?;
-    let local_ip = control_stream
+    let local = control_stream
         .local_addr()
-        .map_err(|e| fail(e.to_string()))?
-        .ip();
+        .map_err(|e| fail(e.to_string()))?;
     let (tx, events) = mpsc::channel();
     let control = Control::start(
         control_stream,
@@ -72,7 +70,7 @@ pub fn run(
     let result = drive(
         options,
         server,
-        local_ip,
+        local,
         &control,
         tx,
         &events,
@@ -87,7 +85,7 @@ pub fn run(
 fn drive(
     options: &ClientOptions,
     server: SocketAddr,
-    local_ip: IpAddr,
+    local: SocketAddr,
     control: &Arc<Control<ClientSession>>,
     tx: mpsc::Sender<Event>,
     events: &Receiver<Event>,
@@ -99,7 +97,7 @@ fn drive(
     let mut ready = exchange::set_up(control, events, config)?;
     let mut warnings = std::mem::take(&mut ready.warnings);
     let plans = streams::open(options, server, &ready, &mut warnings)?;
-    let same_clock = data::same_host(server.ip(), local_ip);
+    let same_clock = data::same_host(server.ip(), local.ip());
     let clock = if same_clock {
         "shared"
     } else if options.clocks_synchronised {
@@ -128,6 +126,7 @@ fn drive(
         clock,
         local_sockets,
         warnings,
+        control_local: local,
     };
     Ok(result::report(options, setup, outcome))
 }
@@ -136,8 +135,9 @@ fn drive(
 /// does it speak this protocol version?
 pub fn greet(host: &str, port: u16) -> Result<(), ClientError> {
     let addr = resolve(host, port, None)?;
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(3))
-        .map_err(|e| connect_error(addr, e))?;
+    let within = Duration::from_secs(3);
+    let mut stream =
+        TcpStream::connect_timeout(&addr, within).map_err(|e| connect_error(addr, e, within))?;
     stream
         .write_all(&Preamble::Control.bytes())
         .map_err(|e| fail(e.to_string()))?;
@@ -165,8 +165,9 @@ pub fn run_third_party(
     cancel: Option<&AtomicBool>,
 ) -> Result<serde_json::Value, ClientError> {
     let agent = resolve(from.0, from.1, family)?;
-    let mut stream = TcpStream::connect_timeout(&agent, Duration::from_secs(5))
-        .map_err(|e| connect_error(agent, e))?;
+    let within = connect::DEFAULT_CONNECT_TIMEOUT;
+    let mut stream =
+        TcpStream::connect_timeout(&agent, within).map_err(|e| connect_error(agent, e, within))?;
     linkperf_engine::sockopt::apply_liveness(&socket2::SockRef::from(&stream));
     stream
         .write_all(&Preamble::Control.bytes())

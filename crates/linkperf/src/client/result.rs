@@ -22,6 +22,8 @@ pub(super) struct Setup {
     pub local_sockets: Vec<SocketFacts>,
     /// Set-up warnings, the server's and this end's.
     pub warnings: Vec<String>,
+    /// The control connection's local address (the server's view of us).
+    pub control_local: std::net::SocketAddr,
 }
 
 pub(super) fn report(options: &ClientOptions, setup: Setup, outcome: Outcome) -> Report {
@@ -86,5 +88,10 @@ pub(super) fn report(options: &ClientOptions, setup: Setup, outcome: Outcome) ->
         errors,
         interrupted,
         testbed: None,
+        server_output: options.server_output.then(|| report::ServerOutput {
+            client: setup.control_local.to_string(),
+            side: remote,
+        }),
+        extra_data: None,
     }
 }

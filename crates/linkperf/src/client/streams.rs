@@ -4,7 +4,7 @@
 //! messages.
 
 use super::connect::{
-    connect_error, fail, local_bind, tcp_socket, unspecified, usage, ClientError, ClientOptions,
+    connect, fail, local_bind, tcp_socket, unspecified, usage, ClientError, ClientOptions,
 };
 use super::exchange::Ready;
 use crate::data;
@@ -12,7 +12,6 @@ use linkperf_engine::{DataSocket, StreamPlan};
 use linkperf_proto::{DataHello, Preamble, Protocol, TestConfig};
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
-use std::time::Duration;
 
 /// One connected socket per stream, in id order; the buffer warnings of
 /// the TCP sockets go to `warnings`.
@@ -33,7 +32,7 @@ pub(super) fn open(
         let bind = local_bind(options, server, port);
         let socket = match config.protocol {
             Protocol::Tcp => DataSocket::Tcp(open_tcp(
-                config,
+                options,
                 server,
                 bind,
                 data_addr,
@@ -51,7 +50,7 @@ pub(super) fn open(
 /// A TCP data connection: options set before connect (the handshake
 /// negotiates them), then the preamble and the stream's hello.
 fn open_tcp(
-    config: &TestConfig,
+    options: &ClientOptions,
     server: SocketAddr,
     bind: Option<SocketAddr>,
     data_addr: SocketAddr,
@@ -59,11 +58,11 @@ fn open_tcp(
     id: u32,
     warnings: &mut Vec<String>,
 ) -> Result<TcpStream, ClientError> {
+    let config = &options.config;
     let sock = tcp_socket(server, bind)?;
     warnings.extend(linkperf_engine::sockopt::apply_buffers(&sock, config));
     linkperf_engine::sockopt::apply_tcp(&sock, config).map_err(usage)?;
-    sock.connect_timeout(&data_addr.into(), Duration::from_secs(5))
-        .map_err(|e| connect_error(data_addr, e))?;
+    connect(&sock, data_addr, options.connect_within())?;
     let mut stream: TcpStream = sock.into();
     let mut hello = Preamble::Data.bytes().to_vec();
     hello.extend_from_slice(

@@ -99,7 +99,7 @@ pub fn run(
         stream: mut control,
         mut decoder,
         cookie,
-        local_ip,
+        local: control_local,
     } = open_control(options, server)?;
 
     // Streams in iperf3's order: the client's sending ones first.
@@ -113,7 +113,7 @@ pub fn run(
             DataSocket::Udp(_) => None,
         })
         .collect();
-    let same_clock = crate::data::same_host(server.ip(), local_ip);
+    let same_clock = crate::data::same_host(server.ip(), control_local.ip());
     // iperf3 stamps datagrams with a monotonic clock: no one-way delay.
     let mut side = LocalSide::new(config.clone(), plans, false, vec![]);
     if config.protocol == Protocol::Udp {
@@ -165,6 +165,7 @@ pub fn run(
             interrupted,
             started_ms,
             same_clock,
+            control_local,
         },
     ))
 }
@@ -198,7 +199,8 @@ struct Control {
     stream: TcpStream,
     decoder: Decoder,
     cookie: [u8; iperf3::COOKIE_LEN],
-    local_ip: IpAddr,
+    /// The control connection's local address (the server's view of us).
+    local: SocketAddr,
 }
 
 /// Connects the control connection, sends the cookie and the parameters, and
@@ -207,13 +209,14 @@ fn open_control(options: &ClientOptions, server: SocketAddr) -> Result<Control, 
     let config = &options.config;
     let control_sock =
         crate::client::tcp_socket(server, options.bind.map(|ip| SocketAddr::new(ip, 0)))?;
+    let within = options.connect_within();
     control_sock
-        .connect_timeout(&server.into(), Duration::from_secs(5))
-        .map_err(|e| connect_error(server, e))?;
+        .connect_timeout(&server.into(), within)
+        .map_err(|e| connect_error(server, e, within))?;
     let mut control: TcpStream = control_sock.into();
     sockopt::apply_liveness(&socket2::SockRef::from(&control));
     control.set_nodelay(true).ok();
-    let local_ip = control.local_addr().map_err(|e| fail(e.to_string()))?.ip();
+    let local = control.local_addr().map_err(|e| fail(e.to_string()))?;
     let cookie = new_cookie();
     control
         .write_all(&cookie)
@@ -229,7 +232,7 @@ fn open_control(options: &ClientOptions, server: SocketAddr) -> Result<Control, 
         stream: control,
         decoder,
         cookie,
-        local_ip,
+        local,
     })
 }
 
@@ -262,8 +265,9 @@ fn open_streams(
                 let sock = crate::client::tcp_socket(server, bind)?;
                 warnings.extend(sockopt::apply_buffers(&sock, config));
                 sockopt::apply_tcp(&sock, config).map_err(usage)?;
-                sock.connect_timeout(&server.into(), Duration::from_secs(5))
-                    .map_err(|e| connect_error(server, e))?;
+                let within = options.connect_within();
+                sock.connect_timeout(&server.into(), within)
+                    .map_err(|e| connect_error(server, e, within))?;
                 let mut stream: TcpStream = sock.into();
                 stream
                     .write_all(cookie)
@@ -297,6 +301,7 @@ struct Finished {
     interrupted: bool,
     started_ms: u64,
     same_clock: bool,
+    control_local: SocketAddr,
 }
 
 /// linkperf's report of a test against an iperf3 server.
@@ -312,6 +317,7 @@ fn report(options: &ClientOptions, server: SocketAddr, done: Finished) -> Report
         interrupted,
         started_ms,
         same_clock,
+        control_local,
     } = done;
     let sides = Sides {
         config,
@@ -372,6 +378,11 @@ fn report(options: &ClientOptions, server: SocketAddr, done: Finished) -> Report
         errors,
         interrupted,
         testbed: None,
+        server_output: options.server_output.then(|| report::ServerOutput {
+            client: control_local.to_string(),
+            side: remote.clone(),
+        }),
+        extra_data: None,
     }
 }
 
@@ -691,14 +702,15 @@ fn control_event(e: super::ControlEvent) -> Event {
     }
 }
 
-fn connect_error(addr: SocketAddr, e: std::io::Error) -> ClientError {
+fn connect_error(addr: SocketAddr, e: std::io::Error, within: Duration) -> ClientError {
     match e.kind() {
         std::io::ErrorKind::ConnectionRefused => fail(format!(
             "connection refused by {addr}: is an iperf3 server running there (port {})?",
             addr.port()
         )),
         std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => fail(format!(
-            "no answer from {addr} within 5 s: host down or port filtered"
+            "no answer from {addr} within {}: host down, port filtered or its listen queue full",
+            crate::client::describe_timeout(within)
         )),
         _ => fail(format!("cannot connect to {addr}: {e}")),
     }

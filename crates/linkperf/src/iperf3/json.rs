@@ -110,6 +110,10 @@ pub fn to_iperf3_json(report: &Report) -> Value {
     if !report.errors.is_empty() {
         top["error"] = json!(report.errors.join("; "));
     }
+    // Where iperf3 -J puts --extra-data.
+    if let Some(note) = &report.extra_data {
+        top["extra_data"] = json!(note);
+    }
     top
 }
 

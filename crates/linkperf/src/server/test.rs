@@ -74,7 +74,12 @@ impl ControlSession {
         self.unregister();
         let side = self.start(&config, local, plans, warnings, start_at)?;
         let result = self.serve_test(&config, side)?;
-        Ok(log_line(self.peer, &config, &result))
+        Ok(crate::text::server_line(
+            &self.peer,
+            &config,
+            &result,
+            Default::default(),
+        ))
     }
 
     /// Registers the test's cookie, opens its UDP sockets or the data
@@ -423,24 +428,4 @@ fn acceptable(config: &TestConfig) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// The server's one line for a finished test.
-fn log_line(peer: SocketAddr, config: &TestConfig, result: &SideResult) -> String {
-    let received = result.bytes(Role::Receiver);
-    let sent = result.bytes(Role::Sender);
-    format!(
-        "client {}: {} {:?} x{} {:.2} s: received {}, sent {}",
-        peer,
-        if config.protocol == Protocol::Udp {
-            "UDP"
-        } else {
-            "TCP"
-        },
-        config.direction,
-        config.parallel,
-        result.seconds,
-        linkperf_units::format_bytes(received as f64),
-        linkperf_units::format_bytes(sent as f64),
-    )
 }

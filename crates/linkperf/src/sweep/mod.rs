@@ -10,6 +10,7 @@ pub mod run;
 pub mod stats;
 
 use linkperf_store::{RunRow, SweepRow};
+use linkperf_units::ReportUnit;
 use serde_json::{json, Value};
 use stats::Summary;
 
@@ -162,9 +163,8 @@ pub fn sweep_json(sweep: &SweepRow, points: &[PointSummary]) -> Value {
     })
 }
 
-fn rate(v: Option<f64>) -> String {
-    v.map(linkperf_units::format_rate)
-        .unwrap_or_else(|| "-".into())
+fn rate(v: Option<f64>, unit: ReportUnit) -> String {
+    v.map(|bps| unit.rate(bps)).unwrap_or_else(|| "-".into())
 }
 
 fn percent(v: Option<f64>) -> String {
@@ -173,6 +173,11 @@ fn percent(v: Option<f64>) -> String {
 
 /// The human table of a sweep, one row per point, as the seeds print them.
 pub fn sweep_table(sweep: &SweepRow, points: &[PointSummary]) -> String {
+    sweep_table_in(sweep, points, ReportUnit::default())
+}
+
+/// [`sweep_table`] with rates in `unit` (`-f`).
+pub fn sweep_table_in(sweep: &SweepRow, points: &[PointSummary], unit: ReportUnit) -> String {
     let names: Vec<String> = sweep
         .spec
         .get("vary")
@@ -214,16 +219,16 @@ pub fn sweep_table(sweep: &SweepRow, points: &[PointSummary]) -> String {
             .collect();
         let r = p.received.as_ref();
         row.push(p.run_ids.len().to_string());
-        row.push(rate(r.map(|s| s.mean)));
+        row.push(rate(r.map(|s| s.mean), unit));
         row.push(
             r.and_then(Summary::half_width_percent)
                 .map(|h| format!("±{h:.1}%"))
                 .unwrap_or_else(|| "-".into()),
         );
-        row.push(rate(r.and_then(|s| s.stddev)));
-        row.push(rate(r.map(|s| s.min)));
-        row.push(rate(r.map(|s| s.max)));
-        row.push(rate(p.sent.as_ref().map(|s| s.mean)));
+        row.push(rate(r.and_then(|s| s.stddev), unit));
+        row.push(rate(r.map(|s| s.min), unit));
+        row.push(rate(r.map(|s| s.max), unit));
+        row.push(rate(p.sent.as_ref().map(|s| s.mean), unit));
         row.push(percent(p.cpu_local.as_ref().map(|s| s.mean)));
         row.push(percent(p.cpu_remote.as_ref().map(|s| s.mean)));
         rows.push(row);

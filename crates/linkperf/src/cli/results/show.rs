@@ -127,6 +127,9 @@ fn show_test(store: &mut Store, run: &RunRow, report: &Value) -> Result<(), Fail
         pct(m.cpu_local_percent),
         pct(m.cpu_remote_percent)
     );
+    if let Some(note) = report.get("extra_data").and_then(Value::as_str) {
+        say!("  extra data: {note}");
+    }
     for (side, key) in [("local", "/start/local"), ("remote", "/start/remote")] {
         if let Some(f) = report.pointer(key) {
             say!(
