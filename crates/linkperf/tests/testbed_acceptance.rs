@@ -353,6 +353,8 @@ fn a_test_inside_a_testbed_carries_the_emulators_timing() {
         // crossed a_to_b once, beside the control connection's few segments.
         let doc = bed.client(&["-u", "-b", "20M", "-l", "1400", "-t", "1"]);
         let received = f64_at(&doc, "/summary/received/packets");
+        // The report with its testbed part is what the schema describes.
+        common::assert_valid(&doc);
         let timing = &doc["testbed"];
         assert_eq!(timing["name"], "lpacc-timing", "{timing}");
         let links = timing["links"].as_array().unwrap();
