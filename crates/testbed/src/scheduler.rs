@@ -158,16 +158,21 @@ impl<T> Scheduler<T> {
 
     /// When a packet offered at `now_ns` may start serialisation: later than now only while
     /// the link's switched circuit is being set up.
-    fn circuit_ready(&self, now_ns: u64) -> u64 {
-        match &self.circuit {
-            Some(c) if self.params.circuit_setup_ns > 0 => c.admit(
-                now_ns,
-                self.params.circuit_idle_ns,
-                self.params.circuit_setup_ns,
-                &self.counters,
-            ),
-            _ => now_ns,
-        }
+    fn circuit_ready(&mut self, now_ns: u64) -> u64 {
+        let (low, high) = (
+            self.params.circuit_setup_ns,
+            self.params.circuit_setup_max_ns,
+        );
+        let Some(c) = self.circuit.as_ref().filter(|_| low > 0) else {
+            return now_ns;
+        };
+        // The delay this packet would wait if it sets a circuit up (used only then).
+        let setup = if high > low {
+            low + (self.rng.next_f64() * (high - low) as f64) as u64
+        } else {
+            low
+        };
+        c.admit(now_ns, self.params.circuit_idle_ns, setup, &self.counters)
     }
 
     /// Samples the queueing delay on the grid up to `now_ns` (nothing arrived in between, so

@@ -17,6 +17,10 @@ const TESTS: &[(&str, TestFn)] = &[
         a_circuit_holds_the_first_packet_after_an_idle_gap_for_its_set_up,
     ),
     (
+        "a_circuits_set_up_delay_is_drawn_between_its_bounds",
+        a_circuits_set_up_delay_is_drawn_between_its_bounds,
+    ),
+    (
         "a_cpu_limited_host_works_at_its_share_of_one_cpu",
         a_cpu_limited_host_works_at_its_share_of_one_cpu,
     ),
@@ -39,65 +43,135 @@ const SETUP_MS: f64 = 30.0;
 const IDLE_MS: u64 = 300;
 const DELAY_MS: f64 = 5.0;
 
-/// After an idle gap longer than the circuit's idle timeout, the first datagram takes the
-/// one-way delay plus the set-up delay; the second, sent once the circuit is up, the delay
-/// alone. One-way delays from the sender's clock to the receiving kernel's stamp.
-fn a_circuit_holds_the_first_packet_after_an_idle_gap_for_its_set_up() {
+/// One idle cycle of a circuit test: the first and second probe's one-way delays (ms) and
+/// what the link counted meanwhile.
+struct Cycle {
+    first: f64,
+    second: f64,
+    status: linkperf_testbed::status::DirectionStatus,
+}
+
+impl Cycle {
+    /// The emulator's latest release in this cycle, ms late.
+    fn late_ms(&self) -> f64 {
+        self.status.timing.lateness.max_ns as f64 / 1e6
+    }
+}
+
+/// Brings up a circuit link with `setup` (the circuit_setup keys), then `cycles` times
+/// waits past the idle timeout and sends two probes 80 ms apart from a to b. One-way
+/// delays from the sender's clock to the receiving kernel's stamp.
+fn circuit_cycles(name: &str, setup: &str, cycles: usize) -> (Vec<Cycle>, u64) {
     let tb = Guard::up(
-        "lpt13-circuit",
+        name,
         &pair(&format!(
-            "delay = \"{DELAY_MS}ms\"\ncircuit_setup = \"{SETUP_MS}ms\"\ncircuit_idle = \"{IDLE_MS}ms\""
+            "delay = \"{DELAY_MS}ms\"\n{setup}\ncircuit_idle = \"{IDLE_MS}ms\""
         )),
     );
     let (a, b) = (ns(&tb, "a"), ns(&tb, "b"));
     let to: SocketAddr = (tb.ipv4("b").unwrap(), 9131).into();
-    let sink = start_udp_sink::<Timed>(&b, 9131, Duration::from_secs(3), Duration::from_secs(15));
+    let sink = start_udp_sink::<Timed>(&b, 9131, Duration::from_secs(3), Duration::from_secs(20));
     // Resolves ARP (and sets up the first circuit): not measured.
     send_timed(&a, to, 64, 1, Duration::ZERO);
-    const CYCLES: usize = 4;
-    let mut cycles = Vec::new();
-    for _ in 0..CYCLES {
+    let mut statuses = Vec::new();
+    for _ in 0..cycles {
         std::thread::sleep(Duration::from_millis(IDLE_MS + 150));
         let before = tb.link_status().unwrap()[0].clone();
-        // The second leaves 80 ms after the first: after the circuit is up (35 ms), long
-        // before it is released again.
+        // The second leaves 80 ms after the first: after the circuit is up (at most 45 ms),
+        // long before it is released again.
         send_probes(&a, to, 2, Duration::from_millis(80));
         std::thread::sleep(Duration::from_millis(20));
-        cycles.push(tb.link_status().unwrap()[0].since(&before));
+        statuses.push(tb.link_status().unwrap()[0].since(&before));
     }
     let mut got = sink.join().unwrap();
     got.sort_by_key(|t| t.sent_ns);
-    assert_eq!(got.len(), 1 + 2 * CYCLES, "{got:?}");
-    for (cycle, pair) in got[1..].chunks(2).enumerate() {
-        let (first, second) = (pair[0].one_way_ms(), pair[1].one_way_ms());
-        let status = &cycles[cycle];
-        let (c, late_ms) = (status.counters, status.timing.lateness.max_ns as f64 / 1e6);
-        println!(
-            "  cycle {cycle}: first {first:.3} ms, second {second:.3} ms, difference {:.3} ms (set-up {SETUP_MS} ms); set-ups {}, releases {}; emulator's latest release {late_ms:.3} ms late",
-            first - second,
-            c.circuit_setups,
-            c.circuit_releases
-        );
+    assert_eq!(got.len(), 1 + 2 * cycles, "{got:?}");
+    let back = direction(&tb.counters().unwrap(), 0, "b_to_a").values;
+    let measured = got[1..]
+        .chunks(2)
+        .zip(statuses)
+        .map(|(pair, status)| Cycle {
+            first: pair[0].one_way_ms(),
+            second: pair[1].one_way_ms(),
+            status,
+        })
+        .collect();
+    (measured, back.circuit_setups)
+}
+
+/// Checks what every cycle shares: the second probe rode the circuit (the configured
+/// delay), and one release and one set-up were counted.
+fn check_cycle(i: usize, c: &Cycle) {
+    let counts = c.status.counters;
+    println!(
+        "  cycle {i}: first {:.3} ms, second {:.3} ms, difference {:.3} ms; set-ups {}, releases {}; emulator's latest release {:.3} ms late",
+        c.first,
+        c.second,
+        c.first - c.second,
+        counts.circuit_setups,
+        counts.circuit_releases,
+        c.late_ms()
+    );
+    assert!(
+        (c.second - DELAY_MS).abs() < 1.0 + c.late_ms(),
+        "cycle {i}: second {:.3} ms",
+        c.second
+    );
+    assert_eq!(
+        (counts.circuit_setups, counts.circuit_releases),
+        (1, 1),
+        "cycle {i}"
+    );
+}
+
+/// After an idle gap longer than the circuit's idle timeout, the first datagram takes the
+/// one-way delay plus the set-up delay; the second, sent once the circuit is up, the delay
+/// alone.
+fn a_circuit_holds_the_first_packet_after_an_idle_gap_for_its_set_up() {
+    let setup = format!("circuit_setup = \"{SETUP_MS}ms\"");
+    let (cycles, back_setups) = circuit_cycles("lpt13-circuit", &setup, 4);
+    for (i, c) in cycles.iter().enumerate() {
+        check_cycle(i, c);
         // Within 0.5 ms, unless the emulator says it released one of them late (a loaded
         // machine can keep its thread off the CPU for milliseconds).
         assert!(
-            (first - second - SETUP_MS).abs() <= 0.5 + late_ms,
-            "cycle {cycle}: first {first:.3} ms vs second {second:.3} ms: the difference is not the {SETUP_MS} ms set-up"
-        );
-        // The second rides the circuit: the configured delay, within the emulator's floor.
-        assert!(
-            (second - DELAY_MS).abs() < 1.0 + late_ms,
-            "cycle {cycle}: second {second:.3} ms"
-        );
-        // One release (the idle timeout passed) and one set-up per cycle.
-        assert_eq!(
-            (c.circuit_setups, c.circuit_releases),
-            (1, 1),
-            "cycle {cycle}"
+            (c.first - c.second - SETUP_MS).abs() <= 0.5 + c.late_ms(),
+            "cycle {i}: first {:.3} ms vs second {:.3} ms: the difference is not the {SETUP_MS} ms set-up",
+            c.first,
+            c.second
         );
     }
-    let back = direction(&tb.counters().unwrap(), 0, "b_to_a").values;
-    assert_eq!(back.circuit_setups, 0, "nothing was sent from b");
+    assert_eq!(back_setups, 0, "nothing was sent from b");
+}
+
+/// Seed 000's calls took 16-33 ms to set up: with `circuit_setup_max` each set-up delay is
+/// drawn uniformly between the bounds. Eight draws from U(20, 40) ms all fall within the
+/// bounds, spread over more than 4 ms (all eight within 4 ms: probability 8.4e-5), and
+/// their mean lies within three standard errors of 30 ms (sd 20 / sqrt(12) = 5.77 ms).
+fn a_circuits_set_up_delay_is_drawn_between_its_bounds() {
+    let (low, high) = (20.0, 40.0);
+    let setup = format!("circuit_setup = \"{low}ms\"\ncircuit_setup_max = \"{high}ms\"");
+    let (cycles, _) = circuit_cycles("lpt13-circuit-range", &setup, 8);
+    let mut setups = Vec::new();
+    for (i, c) in cycles.iter().enumerate() {
+        check_cycle(i, c);
+        let d = c.first - c.second;
+        assert!(
+            d >= low - 0.5 && d <= high + 0.5 + c.late_ms(),
+            "cycle {i}: set-up {d:.3} ms outside {low}-{high} ms"
+        );
+        setups.push(d);
+    }
+    let spread = setups.iter().cloned().fold(f64::MIN, f64::max)
+        - setups.iter().cloned().fold(f64::MAX, f64::min);
+    let mean = setups.iter().sum::<f64>() / setups.len() as f64;
+    let sd = (high - low) / 12f64.sqrt();
+    println!("  set-ups {setups:.2?} ms: spread {spread:.2} ms, mean {mean:.2} ms");
+    assert!(spread > 4.0, "{setups:?}: not drawn");
+    assert!(
+        (mean - (low + high) / 2.0).abs() <= 3.0 * sd / (setups.len() as f64).sqrt(),
+        "mean {mean}"
+    );
 }
 
 /// [`send_timed`] from a thread at raised priority, so the sender's own preemption between

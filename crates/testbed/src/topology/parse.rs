@@ -327,6 +327,17 @@ impl<'t> Parser<'t> {
         if let Some(v) = k.circuit_setup {
             o.circuit_setup_ns = Some(self.duration_ns(v, &key("circuit_setup"))?);
         }
+        if let Some(v) = k.circuit_setup_max {
+            let ns = self.duration_ns(v, &key("circuit_setup_max"))?;
+            if o.circuit_setup_ns.is_some_and(|setup| ns < setup) {
+                return Err(self.error(
+                    Some(v.span()),
+                    &key("circuit_setup_max"),
+                    "is below circuit_setup (the set-up delay is drawn uniformly between the two)",
+                ));
+            }
+            o.circuit_setup_max_ns = Some(ns);
+        }
         if let Some(v) = k.circuit_idle {
             let ns = self.duration_ns(v, &key("circuit_idle"))?;
             if ns == 0 {

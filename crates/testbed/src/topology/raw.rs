@@ -74,6 +74,7 @@ macro_rules! with_direction_keys {
             pub(super) framing: Option<Spanned<String>>,
             pub(super) trace: Option<Spanned<String>>,
             pub(super) circuit_setup: Option<Spanned<Value>>,
+            pub(super) circuit_setup_max: Option<Spanned<Value>>,
             pub(super) circuit_idle: Option<Spanned<Value>>,
         }
 
@@ -93,6 +94,7 @@ macro_rules! with_direction_keys {
                     framing: self.framing.as_ref(),
                     trace: self.trace.as_ref(),
                     circuit_setup: self.circuit_setup.as_ref(),
+                    circuit_setup_max: self.circuit_setup_max.as_ref(),
                     circuit_idle: self.circuit_idle.as_ref(),
                 }
             }
@@ -136,5 +138,6 @@ pub(super) struct DirectionKeys<'a> {
     pub(super) framing: Option<&'a Spanned<String>>,
     pub(super) trace: Option<&'a Spanned<String>>,
     pub(super) circuit_setup: Option<&'a Spanned<Value>>,
+    pub(super) circuit_setup_max: Option<&'a Spanned<Value>>,
     pub(super) circuit_idle: Option<&'a Spanned<Value>>,
 }

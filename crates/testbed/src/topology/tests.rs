@@ -436,6 +436,19 @@ fn circuit_keys_are_read_and_a_zero_idle_timeout_is_refused() {
         e.contains("line 7: link.circuit_setup:") && !e.contains('\n'),
         "{e}"
     );
+    let ranged = Topology::from_toml_str(
+        "t",
+        &format!("{link}circuit_setup = \"16ms\"\ncircuit_setup_max = \"33ms\"\n"),
+    )
+    .unwrap();
+    assert_eq!(ranged.links[0].a_to_b.circuit_setup_max_ns, 33_000_000);
+    let e = err(&format!(
+        "{link}circuit_setup = \"30ms\"\ncircuit_setup_max = \"20ms\"\n"
+    ));
+    assert!(
+        e.contains("line 8: link.circuit_setup_max: is below circuit_setup") && !e.contains('\n'),
+        "{e}"
+    );
 }
 
 #[test]
