@@ -6,6 +6,7 @@ use std::path::Path;
 
 fn main() -> std::io::Result<()> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus");
+    let root = root.canonicalize().unwrap_or(root);
     for (target, name, bytes) in linkperf_proto::fuzzing::seeds() {
         let dir = root.join(target);
         std::fs::create_dir_all(&dir)?;

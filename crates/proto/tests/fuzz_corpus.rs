@@ -26,7 +26,11 @@ fn every_corpus_file_passes_its_harness() {
             assert!(run.is_ok(), "{target}: {} fails", path.display());
         }
         let files = files.len();
-        assert!(files > 0, "{target}: empty corpus in {}", corpus_dir(target).display());
+        assert!(
+            files > 0,
+            "{target}: empty corpus in {}",
+            corpus_dir(target).display()
+        );
         println!("{target}: {files} corpus files replayed");
     }
 }

@@ -1,7 +1,7 @@
 //! Harnesses of the linkperf control connection: the frame codec alone, and
 //! the session state machine with both ends driven in lockstep.
 
-use super::{check_valid_config, declared_len, Input};
+use super::checks::{check_valid_config, declared_len, Input};
 use crate::codec::{encode, CodecError, Decoder, MAX_FRAME};
 use crate::config::{Direction, Protocol, TestConfig};
 use crate::messages::{ClientMessage, ServerMessage, StreamEndpoint};
@@ -50,7 +50,10 @@ fn exact_reads<T: DeserializeOwned + Serialize + Debug + Checked>(mut input: Inp
             Ok(Some(m)) => {
                 let len = declared_len(&frame).expect("a message has a length prefix");
                 assert_eq!(frame.len(), 4 + len, "a message is its whole frame");
-                assert!(len <= limit, "decoded a {len}-byte frame over the {limit}-byte limit");
+                assert!(
+                    len <= limit,
+                    "decoded a {len}-byte frame over the {limit}-byte limit"
+                );
                 check_round_trip(&m);
                 m.check();
                 frame.clear();
@@ -83,7 +86,10 @@ fn chunked_reads<T: DeserializeOwned + Serialize + Debug + Checked>(
                 }
                 Ok(None) => break,
                 Err(CodecError::TooLarge(n, l)) => {
-                    assert!(n > l && l == limit, "TooLarge({n}, {l}) under limit {limit}");
+                    assert!(
+                        n > l && l == limit,
+                        "TooLarge({n}, {l}) under limit {limit}"
+                    );
                     return;
                 }
                 Err(_) => return,
@@ -221,8 +227,12 @@ fn config(input: &mut Input) -> TestConfig {
     let b = input.byte();
     let mut config = TestConfig {
         protocol: [Protocol::Tcp, Protocol::Udp][usize::from(b & 1)],
-        direction: [Direction::Forward, Direction::Reverse, Direction::Bidir, Direction::Bidir]
-            [usize::from((b >> 1) & 3)],
+        direction: [
+            Direction::Forward,
+            Direction::Reverse,
+            Direction::Bidir,
+            Direction::Bidir,
+        ][usize::from((b >> 1) & 3)],
         parallel: u32::from(input.byte() % 8),
         ..TestConfig::default()
     };

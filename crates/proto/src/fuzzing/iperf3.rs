@@ -1,7 +1,7 @@
 //! Harness of the iperf3 codec: the control decoder for either peer, the
 //! parameter and results readers, and the data stream formats.
 
-use super::{declared_len, Input};
+use super::checks::{declared_len, Input};
 use crate::iperf3::{
     could_be_cookie, is_cookie, parse_udp_header, stream_id, stream_index, udp_header_len,
     DecodeError, Decoder, Item, Params, Peer, Results, State, COOKIE_LEN, MAX_JSON,
@@ -27,7 +27,11 @@ pub fn iperf3_codec(data: &[u8]) {
         (Peer::Server, false),
         (Peer::Server, false),
     ][usize::from((mode >> 1) & 3)];
-    let limit = if mode & 8 == 0 { PARAMS_LIMIT } else { MAX_JSON };
+    let limit = if mode & 8 == 0 {
+        PARAMS_LIMIT
+    } else {
+        MAX_JSON
+    };
     let mut d = Decoder::new(peer, with_cookie);
     d.set_json_limit(limit);
     if mode & 1 == 0 {
@@ -100,7 +104,11 @@ fn check_item(item: &Item) {
                 check_params(&p);
             }
             if let Ok(r) = Results::from_json(v) {
-                assert_eq!(Results::from_json(&r.to_json()), Ok(r), "written, then read");
+                assert_eq!(
+                    Results::from_json(&r.to_json()),
+                    Ok(r),
+                    "written, then read"
+                );
             }
         }
         Item::Cookie(c) => assert!(is_cookie(c) && could_be_cookie(c)),

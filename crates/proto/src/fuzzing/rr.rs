@@ -1,9 +1,11 @@
 //! Harness of the rr protocol: its control frames (server and client ends)
 //! and its UDP and TCP data formats.
 
-use super::{declared_len, Input};
+use super::checks::{declared_len, Input};
 use crate::codec::CodecError;
-use crate::rr::{self, RrClientMessage, RrClientSession, RrPhase, RrServerMessage, RrServerSession};
+use crate::rr::{
+    self, RrClientMessage, RrClientSession, RrPhase, RrServerMessage, RrServerSession,
+};
 use crate::{udp, Protocol};
 
 /// First byte: 0 the server reading exactly what it wants (and answering as
@@ -44,7 +46,10 @@ fn server_exact(mut input: Input) {
         let Some(m) = got.first() else { continue };
         let len = declared_len(&frame).expect("a frame has a length");
         assert_eq!(frame.len(), 4 + len, "a message is its whole frame");
-        assert!(len <= rr::MAX_CLIENT_FRAME, "a {len}-byte rr frame was decoded");
+        assert!(
+            len <= rr::MAX_CLIENT_FRAME,
+            "a {len}-byte rr frame was decoded"
+        );
         frame.clear();
         match (m, s.phase()) {
             (RrClientMessage::Join { .. }, phase) => {
@@ -130,7 +135,10 @@ fn data_formats(mut input: Input) {
     }
     let _ = udp::parse(bytes);
     if let Some((cookie, stream)) = udp::parse_hello(bytes) {
-        assert_eq!(udp::write_hello(cookie, stream)[..], bytes[..udp::HELLO_LEN]);
+        assert_eq!(
+            udp::write_hello(cookie, stream)[..],
+            bytes[..udp::HELLO_LEN]
+        );
     }
     if let Some(head) = bytes.get(..8) {
         let size = u64::from_be_bytes(head.try_into().unwrap());

@@ -6,8 +6,7 @@
 use crate::codec::encode;
 use crate::config::{Protocol, TestConfig};
 use crate::iperf3::{
-    encode_json, make_cookie, server_error, write_udp_header, Params, Results, State,
-    StreamResults,
+    encode_json, make_cookie, server_error, write_udp_header, Params, Results, State, StreamResults,
 };
 use crate::messages::{ClientMessage, ServerMessage, StreamEndpoint};
 use crate::results::{HostFacts, SideResult};
@@ -59,7 +58,7 @@ fn traffic_configs() -> Vec<TestConfig> {
         |_: &str| -> std::io::Result<Vec<u8>> { Ok(b"0,100\n0.001,1400\n0.0025,600\n".to_vec()) };
     [
         "idt=exp:1ms;size=const:1200;on=exp:1s;off=exp:2s",
-        "idt=normal:10ms:1ms;size=lognormal:800:200,uniform:100:1400",
+        "idt=normal:10ms:1ms;size=lognormal:800:200/uniform:100:1400",
         "burstq:64K:10ms",
         "trace:seed.csv",
     ]
@@ -105,7 +104,12 @@ fn client_messages() -> Vec<u8> {
     let setups = traffic_configs()
         .into_iter()
         .map(|config| ClientMessage::Setup { config });
-    messages.iter().cloned().chain(setups).flat_map(|m| encode(&m)).collect()
+    messages
+        .iter()
+        .cloned()
+        .chain(setups)
+        .flat_map(|m| encode(&m))
+        .collect()
 }
 
 fn server_messages() -> Vec<u8> {
@@ -168,7 +172,11 @@ fn control_seeds() -> Vec<Seed> {
             "first_frame_over_4k",
             cat(&[&[0x02], &[0, 0, 0x10, 0x01], b"{\"type\":"]),
         ),
-        ("control_codec", "foreign_http", cat(&[&[0x00], b"GET / HTTP/1.1\r\n\r\n"])),
+        (
+            "control_codec",
+            "foreign_http",
+            cat(&[&[0x00], b"GET / HTTP/1.1\r\n\r\n"]),
+        ),
     ]
 }
 
@@ -202,7 +210,11 @@ fn session_seeds() -> Vec<Seed> {
         ("session", "third_party", third_party.concat()),
         ("session", "cancelled", cancelled.concat()),
         ("session", "raw_hello", raw),
-        ("session", "wrong_version", cat(&[&[0, 0, 0, 0, 0, 0, 7, 0], welcome])),
+        (
+            "session",
+            "wrong_version",
+            cat(&[&[0, 0, 0, 0, 0, 0, 7, 0], welcome]),
+        ),
     ]
 }
 
@@ -239,10 +251,18 @@ fn rr_seeds() -> Vec<Seed> {
     vec![
         ("rr_codec", "server_session", cat(&[&[0], &session])),
         ("rr_codec", "server_join", cat(&[&[0], &join, &[0xab; 64]])),
-        ("rr_codec", "server_chunked", cat(&[&[1], &chunked(&session, 13)])),
+        (
+            "rr_codec",
+            "server_chunked",
+            cat(&[&[1], &chunked(&session, 13)]),
+        ),
         ("rr_codec", "client", cat(&[&[2, 0], &chunked(&server, 50)])),
         ("rr_codec", "udp_request", cat(&[&[3], &request])),
-        ("rr_codec", "udp_hello", cat(&[&[3], &udp::write_hello(7, 0)])),
+        (
+            "rr_codec",
+            "udp_hello",
+            cat(&[&[3], &udp::write_hello(7, 0)]),
+        ),
     ]
 }
 
@@ -294,7 +314,11 @@ fn iperf3_seeds() -> Vec<Seed> {
     write_udp_header(&mut header, 1_763_900_000_123_456_000, 17, true);
     vec![
         ("iperf3_codec", "client", cat(&[&[0], &client])),
-        ("iperf3_codec", "client_chunked", cat(&[&[1], &chunked(&client, 40)])),
+        (
+            "iperf3_codec",
+            "client_chunked",
+            cat(&[&[1], &chunked(&client, 40)]),
+        ),
         ("iperf3_codec", "server", cat(&[&[4], &server])),
         (
             "iperf3_codec",
