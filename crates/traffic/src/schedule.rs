@@ -112,7 +112,12 @@ impl Schedule {
             };
             // A draw beyond any test's length (a day), negative or not a
             // number would make a due time no timer can hold.
-            self.next_at = at + gap.max(0.0).min(MAX_GAP_S);
+            self.next_at = at
+                + if gap.is_nan() {
+                    0.0
+                } else {
+                    gap.clamp(0.0, MAX_GAP_S)
+                };
             if self.gated_off(at) {
                 skipped += 1;
                 if skipped == MAX_SKIPPED {

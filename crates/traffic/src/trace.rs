@@ -80,7 +80,7 @@ impl Trace {
         }
         let round = self.round_seconds();
         let usable = |g: &f64| (0.0..=crate::dist::MAX_GAP_S).contains(g);
-        if !self.gaps.iter().all(usable) || !(round > 0.0) {
+        if !self.gaps.iter().all(usable) || round <= 0.0 {
             return Err(format!(
                 "trace {}: gaps must be 0 to a day and not all zero",
                 self.source

@@ -16,9 +16,12 @@ pub use iperf3::iperf3_codec;
 pub use rr::rr_codec;
 pub use seeds::{seeds, Seed};
 
+/// A harness: arbitrary bytes in, a panic when an invariant breaks.
+pub type Harness = fn(&[u8]);
+
 /// Every fuzz target: its name (the directory of its corpus under
 /// `fuzz/corpus/`) and its harness.
-pub const TARGETS: [(&str, fn(&[u8])); 4] = [
+pub const TARGETS: [(&str, Harness); 4] = [
     ("control_codec", control_codec),
     ("session", session),
     ("rr_codec", rr_codec),
