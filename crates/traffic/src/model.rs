@@ -329,6 +329,24 @@ mod tests {
         Model::parse(t, &no_files)
     }
 
+    /// What parse and the profiles build passes the wire check.
+    #[test]
+    fn parsed_models_and_profiles_pass_the_wire_check() {
+        for t in [
+            "burst:1:1ms",
+            "idt=exp:1us;size=const:1",
+            "idt=const:20ms;size=const:172;on=exp:1s;off=exp:2s",
+        ] {
+            parse(t).unwrap().check().unwrap();
+        }
+        for p in crate::profiles::all() {
+            p.forward.check().unwrap();
+            if let Some(r) = &p.reverse {
+                r.check().unwrap();
+            }
+        }
+    }
+
     #[test]
     fn models_parse_and_print_back() {
         for t in [
