@@ -221,6 +221,61 @@ fn an_agent_killed_mid_phase_fails_its_flow_and_the_rest_completes() {
     });
 }
 
+/// The receiving agent dies instead: the sending agent still sends its
+/// report back, and the flow must say it failed (it said `ok` with 0 bytes
+/// received), naming the receiver, keeping what the sender measured.
+#[test]
+fn a_receiving_agent_killed_mid_phase_fails_its_flow_and_keeps_what_was_sent() {
+    linkperf_testsupport::stall::retry_when_stalled(|| {
+        require_root!();
+        let dir = scratch("killrx");
+        let mut bed = Bed::up(&dir, "ckr", &two_sides(2, "delay = \"1ms\""));
+        for host in ["a1", "b1", "a2"] {
+            bed.agent(host);
+        }
+        let victim = bed.agent("b2");
+        let file = write(
+            &dir,
+            "killrx.toml",
+            &format!("start_delay = \"500ms\"\n{}\n[[phase]]\nname = \"p\"\nduration = \"4s\"\n[[phase.flow]]\npairs = [[\"a1\",\"b1\"],[\"a2\",\"b2\"]]\nudp = true\nbitrate = \"10M\"\n", agents_toml(2)),
+        );
+        let child = bed.spawn_unstored(&file);
+        std::thread::sleep(Duration::from_millis(2000));
+        bed.children[victim].kill().unwrap();
+        let _ = bed.children[victim].wait();
+        let out = child.wait_with_output().unwrap();
+        let v: Value =
+            serde_json::from_slice(&out.stdout).expect("a JSON document even when a flow failed");
+        let flows = v["phases"][0]["flows"].as_array().unwrap();
+        let ok = flows.iter().find(|f| f["from"] == "a1").unwrap();
+        let dead = flows.iter().find(|f| f["from"] == "a2").unwrap();
+        assert_eq!(ok["status"], "ok", "{ok}");
+        assert_eq!(dead["status"], "failed", "{dead}");
+        let why = dead["error"].as_str().unwrap_or_default();
+        assert!(why.contains("'b2'") && why.contains("went away"), "{why}");
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "a failed flow makes the campaign exit 1"
+        );
+        // Killed 2 s after the campaign began, 0.5 s of it before the start.
+        let stopped = dead["stopped_after_s"].as_f64().unwrap();
+        assert!((0.8..3.5).contains(&stopped), "stopped after {stopped} s");
+        // The sender's measurements are kept: 10 Mbit/s until the receiver died.
+        let sent = dead["sent"]["bytes"].as_f64().unwrap();
+        assert!(
+            sent >= 10e6 / 8.0 * 0.8 && sent <= 10e6 / 8.0 * stopped * 1.1 + 1e5,
+            "sent {sent} bytes in {stopped} s"
+        );
+        assert!(!dead["intervals"].as_array().unwrap().is_empty(), "{dead}");
+        assert!(v["flags"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["kind"] == "flow_failed" && f["subject"] == "a2 -> b2"));
+    });
+}
+
 #[test]
 fn an_unreachable_agent_stops_the_campaign_before_anything_runs() {
     linkperf_testsupport::stall::retry_when_stalled(|| {

@@ -214,7 +214,17 @@ impl TestConfig {
     }
 
     /// A model whose mean rate exceeds what `-b` allows cannot run as asked.
+    /// A peer's wire config may carry any model JSON can: it must be one
+    /// the text form could give (a schedule divides by its sizes and turns
+    /// its times into timers).
     fn check_traffic(&self) -> Result<(), String> {
+        if let Some(t) = &self.traffic {
+            for model in [&t.forward, &t.reverse] {
+                model
+                    .check()
+                    .map_err(|e| format!("traffic model '{}': {e}", model.text()))?;
+            }
+        }
         let (Some(t), Some(cap)) = (&self.traffic, self.stream_rate()) else {
             return Ok(());
         };
@@ -346,6 +356,47 @@ mod tests {
         };
         assert!(cc.validate().is_err());
         assert!(TestConfig::default().validate().is_ok());
+    }
+
+    /// Found by the control_codec fuzz target (fuzz/artifacts, timeout):
+    /// a wire set-up whose ON periods average 0 s passed validation and
+    /// the sender's schedule then looked for an ON period forever. Models
+    /// the text form refuses are refused on the wire too.
+    #[test]
+    fn wire_traffic_models_are_checked_like_parsed_ones() {
+        let with = |forward: &str| -> TestConfig {
+            let mut v = serde_json::to_value(TestConfig::default()).unwrap();
+            let model: serde_json::Value = serde_json::from_str(forward).unwrap();
+            v["traffic"] = serde_json::json!({
+                "profile": null, "forward": model, "reverse": {"model": "full"}, "seed": 7
+            });
+            serde_json::from_value(v).unwrap()
+        };
+        let exp = |mean: f64| format!(r#"{{"dist":"exp","mean":{mean:?}}}"#);
+        let stochastic = |idt: &str, size: &str, on: &str| {
+            format!(
+                r#"{{"model":"stochastic","idt":{idt},"size":[{size}],"on_off":{{"on":{on},"off":{}}}}}"#,
+                exp(2.0)
+            )
+        };
+        let size = r#"{"dist":"const","value":1200.0}"#;
+        assert!(with(&stochastic(&exp(0.001), size, &exp(1.0)))
+            .validate()
+            .is_ok());
+        for bad in [
+            stochastic(&exp(0.001), size, &exp(0.0)), // the fuzzer's input
+            stochastic(&exp(0.001), "", &exp(1.0)),   // no size: n % 0
+            stochastic(&exp(1e300), size, &exp(1.0)), // due times no timer holds
+            stochastic(&exp(0.001), size, &exp(1e-300)),
+            r#"{"model":"burst","bytes":0,"period_s":0.01,"queue":false}"#.into(),
+            r#"{"model":"burst","bytes":1,"period_s":-1.0,"queue":false}"#.into(),
+            r#"{"model":"trace","source":"x","gaps":[0.1],"sizes":[1,2]}"#.into(),
+            r#"{"model":"trace","source":"x","gaps":[],"sizes":[]}"#.into(),
+            r#"{"model":"trace","source":"x","gaps":[-1.0,2.0],"sizes":[1,2]}"#.into(),
+        ] {
+            let err = with(&bad).validate().unwrap_err();
+            assert!(err.starts_with("traffic model"), "{bad}: {err}");
+        }
     }
 
     #[test]

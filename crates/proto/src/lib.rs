@@ -9,6 +9,8 @@
 
 pub mod codec;
 pub mod config;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod iperf3;
 pub mod messages;
 pub mod results;

@@ -14,6 +14,11 @@ pub enum Quantity {
     Size,
 }
 
+/// The longest gap between two messages a schedule keeps (a day, longer
+/// than any test): a longer or broken draw would make a due time no timer
+/// can hold.
+pub const MAX_GAP_S: f64 = 86_400.0;
+
 /// A distribution, by its parameters in base units (seconds or bytes).
 /// Pareto, Weibull and gamma are given by their shape and their mean, so
 /// every model has a known mean rate.

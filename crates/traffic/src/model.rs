@@ -3,7 +3,7 @@
 //! (`idt=exp:1ms;size=const:1200`, with optional `on=`/`off=` periods) and
 //! traces.
 
-use crate::dist::{Dist, Quantity};
+use crate::dist::{Dist, Quantity, MAX_GAP_S};
 use crate::trace::Trace;
 use serde::{Deserialize, Serialize};
 
@@ -43,6 +43,9 @@ pub enum Model {
 /// What a model file loader does: read the named trace file's bytes.
 pub type Loader<'a> = &'a dyn Fn(&str) -> std::io::Result<Vec<u8>>;
 
+/// The shortest mean of a time distribution: 1 us, finer than any timer.
+const MIN_TIME_S: f64 = 1e-6;
+
 /// Model kinds for error messages.
 const KINDS: &str = "full, cbr, burst:BYTES:PERIOD, burstq:BYTES:PERIOD, \
      idt=DIST;size=DIST[;on=DIST;off=DIST], trace:FILE, or a profile (linkperf traffic list)";
@@ -72,6 +75,45 @@ impl Model {
             return stochastic(t);
         }
         Err(format!("unknown traffic model '{t}'; accepted: {KINDS}"))
+    }
+
+    /// Checks a model that [`Model::parse`] did not build (a peer's wire
+    /// config) for what parse guarantees and a schedule relies on: every
+    /// distribution usable, at least one size, a burst of a byte or more
+    /// every positive period, a trace's records whole.
+    pub fn check(&self) -> Result<(), String> {
+        match self {
+            Model::Full | Model::Cbr => Ok(()),
+            Model::Burst {
+                bytes, period_s, ..
+            } => {
+                if *bytes == 0 || !(*period_s > 0.0 && *period_s <= MAX_GAP_S) {
+                    return Err(format!(
+                        "a burst needs at least 1 byte and a period above 0, got {bytes} bytes every {period_s} s"
+                    ));
+                }
+                Ok(())
+            }
+            Model::Stochastic { idt, size, on_off } => {
+                if size.is_empty() {
+                    return Err("a stochastic model needs at least one size".into());
+                }
+                let periods = on_off.iter().flat_map(|o| [&o.on, &o.off]);
+                for d in std::iter::once(idt).chain(periods) {
+                    d.check()?;
+                    // Shorter would vanish beside a due time in f64 (an ON
+                    // period of 1e-300 s never lets a message out).
+                    if !(MIN_TIME_S..=MAX_GAP_S).contains(&d.mean()) {
+                        return Err(format!(
+                            "times must average {MIN_TIME_S} s to a day, got {}",
+                            d.mean()
+                        ));
+                    }
+                }
+                size.iter().try_for_each(Dist::check)
+            }
+            Model::Trace(t) => t.check(),
+        }
     }
 
     pub fn is_plain(&self) -> bool {
@@ -137,7 +179,9 @@ impl Model {
             Model::Stochastic { size, .. } => {
                 size.iter().map(Dist::mean).sum::<f64>() / size.len() as f64
             }
-            Model::Trace(t) => t.sizes.iter().sum::<u64>() as f64 / t.sizes.len() as f64,
+            Model::Trace(t) => {
+                t.sizes.iter().map(|&b| b as f64).sum::<f64>() / t.sizes.len() as f64
+            }
             Model::Full | Model::Cbr => return None,
         };
         Some(messages * bytes * 8.0)
@@ -283,6 +327,24 @@ mod tests {
 
     fn parse(t: &str) -> Result<Model, String> {
         Model::parse(t, &no_files)
+    }
+
+    /// What parse and the profiles build passes the wire check.
+    #[test]
+    fn parsed_models_and_profiles_pass_the_wire_check() {
+        for t in [
+            "burst:1:1ms",
+            "idt=exp:1us;size=const:1",
+            "idt=const:20ms;size=const:172;on=exp:1s;off=exp:2s",
+        ] {
+            parse(t).unwrap().check().unwrap();
+        }
+        for p in crate::profiles::all() {
+            p.forward.check().unwrap();
+            if let Some(r) = &p.reverse {
+                r.check().unwrap();
+            }
+        }
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! from the model's distributions with the run's seed. Sans-IO: the engine
 //! asks for the next message and sends it when it is due.
 
-use crate::dist::Dist;
+use crate::dist::{Dist, MAX_GAP_S};
 use crate::model::{Model, OnOff};
 use crate::rng::Rng;
 
@@ -12,6 +12,11 @@ pub struct Message {
     pub at: f64,
     pub bytes: u64,
 }
+
+/// ON/OFF periods skipped at most between two messages.
+const MAX_PERIODS_SKIPPED: u32 = 1_000;
+/// Arrivals in an OFF period stepped through one by one before jumping to its end.
+const MAX_SKIPPED: u32 = 1_000;
 
 pub struct Schedule {
     kind: Kind,
@@ -88,6 +93,7 @@ impl Schedule {
     /// The next message. ON/OFF gates the arrival process: arrivals that
     /// fall in an OFF period are not sent.
     pub fn next_message(&mut self) -> Message {
+        let mut skipped = 0;
         loop {
             let at = self.next_at;
             let n = self.count;
@@ -104,8 +110,22 @@ impl Schedule {
                     (sizes[i], gaps[(i + 1) % sizes.len()])
                 }
             };
-            self.next_at = at + gap;
+            // A draw beyond any test's length (a day), negative or not a
+            // number would make a due time no timer can hold.
+            self.next_at = at
+                + if gap.is_nan() {
+                    0.0
+                } else {
+                    gap.clamp(0.0, MAX_GAP_S)
+                };
             if self.gated_off(at) {
+                skipped += 1;
+                if skipped == MAX_SKIPPED {
+                    // A long OFF period among short gaps: the next arrival
+                    // that can leave is at the next ON period.
+                    self.next_at = self.next_at.max(self.off_end);
+                    skipped = 0;
+                }
                 continue;
             }
             return Message { at, bytes };
@@ -120,9 +140,18 @@ impl Schedule {
         else {
             return false;
         };
+        let mut periods = 0;
         while at >= self.off_end {
             let on = o.on.sample(&mut self.times);
             let off = o.off.sample(&mut self.times);
+            periods += 1;
+            if periods > MAX_PERIODS_SKIPPED {
+                // Periods far shorter than the gaps (or drawn as zero):
+                // start the next one here instead of spinning through them.
+                self.on_end = at + on;
+                self.off_end = self.on_end + off;
+                return false;
+            }
             self.on_end = self.off_end + on;
             self.off_end = self.on_end + off;
         }

@@ -63,13 +63,39 @@ impl Trace {
         })
     }
 
+    /// What [`Trace::parse`] guarantees, for a trace from elsewhere (a
+    /// peer's wire config): 1 to [`MAX_RECORDS`] records, a gap for each
+    /// size, sizes of a byte or more, gaps finite, not negative, not all zero.
+    pub fn check(&self) -> Result<(), String> {
+        let n = self.sizes.len();
+        if n == 0 || n > MAX_RECORDS || self.gaps.len() != n {
+            return Err(format!(
+                "trace {}: {n} sizes and {} gaps; expected 1 to {MAX_RECORDS} records of each",
+                self.source,
+                self.gaps.len()
+            ));
+        }
+        if self.sizes.contains(&0) {
+            return Err(format!("trace {}: a record of 0 bytes", self.source));
+        }
+        let round = self.round_seconds();
+        let usable = |g: &f64| (0.0..=crate::dist::MAX_GAP_S).contains(g);
+        if !self.gaps.iter().all(usable) || round <= 0.0 {
+            return Err(format!(
+                "trace {}: gaps must be 0 to a day and not all zero",
+                self.source
+            ));
+        }
+        Ok(())
+    }
+
     /// Seconds one round of the trace lasts (the first gap leads into the next round).
     pub fn round_seconds(&self) -> f64 {
         self.gaps.iter().sum()
     }
 
     pub fn mean_rate_bps(&self) -> f64 {
-        self.sizes.iter().sum::<u64>() as f64 * 8.0 / self.round_seconds()
+        self.sizes.iter().map(|&b| b as f64).sum::<f64>() * 8.0 / self.round_seconds()
     }
 }
 

@@ -83,14 +83,22 @@ pub fn run_phase(
     while running > 0 {
         match rx.recv() {
             Ok((index, Ok(report), None)) => {
-                outcomes[index].report = Some(report);
+                let o = &mut outcomes[index];
+                // A test that lost its peer still reports (what the agent
+                // measured is kept), but the flow did not run its course.
+                if let Some(why) = report_failure(&report, &o.to) {
+                    o.status = "failed";
+                    o.error = Some(why);
+                    o.stopped_after_s = Some(stopped_after_s(start_at));
+                }
+                o.report = Some(report);
                 running -= 1;
             }
             Ok((index, Err(why), None)) => {
                 let o = &mut outcomes[index];
                 o.status = "failed";
                 o.error = Some(why);
-                o.stopped_after_s = Some((unix_ms() as f64 - start_at as f64).max(0.0) / 1000.0);
+                o.stopped_after_s = Some(stopped_after_s(start_at));
                 running -= 1;
             }
             Ok((index, _, Some(interval))) => {
@@ -116,6 +124,29 @@ pub fn run_phase(
         hosts,
         flows,
     }
+}
+
+/// Seconds since the agreed start (Unix ms), when a flow is found failed.
+fn stopped_after_s(start_at: u64) -> f64 {
+    (unix_ms() as f64 - start_at as f64).max(0.0) / 1000.0
+}
+
+/// Why a flow whose agent sent back a report failed anyway: the report's
+/// errors (its peer `to` went away mid-test, a stream failed); `None` when
+/// it ran its course.
+fn report_failure(report: &Value, to: &str) -> Option<String> {
+    let errors: Vec<&str> = report
+        .get("errors")?
+        .as_array()?
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    (!errors.is_empty()).then(|| {
+        format!(
+            "the test towards agent '{to}' ended with errors: {}",
+            errors.join("; ")
+        )
+    })
 }
 
 type FlowMessage = (usize, Result<Value, String>, Option<Value>);
@@ -161,5 +192,19 @@ pub fn pause(seconds: f64, cancel: &AtomicBool) {
     let until = Instant::now() + Duration::from_secs_f64(seconds);
     while Instant::now() < until && !cancel.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_report_with_errors_fails_its_flow_and_names_the_peer() {
+        let lost = json!({"errors": ["the server went away mid-test: connection reset"]});
+        let why = report_failure(&lost, "b2").expect("a lost receiver fails the flow");
+        assert!(why.contains("'b2'") && why.contains("went away"), "{why}");
+        assert_eq!(report_failure(&json!({"errors": []}), "b2"), None);
     }
 }
