@@ -9,6 +9,7 @@ pub mod facts;
 pub mod mmsg;
 pub mod modelsend;
 pub mod pacer;
+pub mod series;
 pub mod side;
 pub mod sockopt;
 pub mod stream;

@@ -54,6 +54,7 @@ pub struct LocalSide {
     facts: Vec<SocketFacts>,
     threads: Vec<JoinHandle<()>>,
     sampler: Option<JoinHandle<SamplerOutput>>,
+    series: Option<crate::series::Series>,
     cpu_start: Option<CpuSnapshot>,
     /// The thread that called `start` and its CPU then: counted as this
     /// end's control thread if it also calls `finish`.
@@ -129,6 +130,7 @@ impl LocalSide {
             facts,
             threads: Vec::new(),
             sampler: None,
+            series: None,
             cpu_start: None,
             control_cpu: None,
             same_clock,
@@ -228,14 +230,17 @@ impl LocalSide {
                 }
             }
         }
+        let clone_tcp = || {
+            self.tcp_handles
+                .iter()
+                .map(|h| h.as_ref().and_then(|s| s.try_clone().ok()))
+                .collect()
+        };
+        self.series = crate::series::Series::start(&self.config, self.streams.clone(), clone_tcp(), at);
         let sampler = Sampler {
             config: self.config.clone(),
             streams: self.streams.clone(),
-            tcp: self
-                .tcp_handles
-                .iter()
-                .map(|h| h.as_ref().and_then(|s| s.try_clone().ok()))
-                .collect(),
+            tcp: clone_tcp(),
             start: at,
             sink,
         };
@@ -295,6 +300,7 @@ impl LocalSide {
             .take()
             .and_then(|s| s.join().ok())
             .unwrap_or_default();
+        let mut series = self.series.take().map(|s| s.finish()).unwrap_or_default();
         let mut own_cpu = output.cpu;
         if let Some((id, before)) = self.control_cpu {
             if id == std::thread::current().id() {
@@ -361,6 +367,7 @@ impl LocalSide {
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .clone(),
+                samples: series.get_mut(i).map(std::mem::take).unwrap_or_default(),
             });
         }
         let cpu = self
@@ -447,7 +454,7 @@ fn delta(a: Option<u64>, b: Option<u64>) -> Option<u64> {
 /// the network, or the application (not busy). Absent on kernels before 4.9.
 /// They add up to one: tcp_info is read a little after the wall clock, so its
 /// busy time can exceed `wall`; the larger of the two is then the whole.
-fn limited(before: Option<&TcpInfo>, now: &TcpInfo, wall: Duration) -> Option<Limited> {
+pub(crate) fn limited(before: Option<&TcpInfo>, now: &TcpInfo, wall: Duration) -> Option<Limited> {
     let wall_us = wall.as_micros() as f64;
     if wall_us <= 0.0 {
         return None;

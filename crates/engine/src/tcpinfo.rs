@@ -15,6 +15,9 @@ pub struct TcpInfo {
     pub rtt_us: Option<u32>,
     pub rttvar_us: Option<u32>,
     pub snd_cwnd_segments: Option<u32>,
+    pub snd_ssthresh: Option<u32>,
+    /// Segments sent and not yet acknowledged (packets_out).
+    pub unacked: Option<u32>,
     pub total_retrans: Option<u32>,
     pub pacing_rate: Option<u64>,
     pub min_rtt_us: Option<u32>,
@@ -34,9 +37,11 @@ pub struct TcpInfo {
 
 // Offsets in include/uapi/linux/tcp.h (stable ABI: fields are only appended).
 const SND_MSS: usize = 16;
+const UNACKED: usize = 24;
 const PMTU: usize = 60;
 const RTT: usize = 68;
 const RTTVAR: usize = 72;
+const SND_SSTHRESH: usize = 76;
 const SND_CWND: usize = 80;
 const TOTAL_RETRANS: usize = 100;
 const PACING_RATE: usize = 104;
@@ -67,6 +72,8 @@ pub fn parse(raw: &[u8]) -> TcpInfo {
         rtt_us: u32_at(RTT),
         rttvar_us: u32_at(RTTVAR),
         snd_cwnd_segments: u32_at(SND_CWND),
+        snd_ssthresh: u32_at(SND_SSTHRESH),
+        unacked: u32_at(UNACKED),
         total_retrans: u32_at(TOTAL_RETRANS),
         pacing_rate: u64_at(PACING_RATE),
         bytes_acked: u64_at(BYTES_ACKED),

@@ -76,6 +76,8 @@ pub struct TestSpec {
     /// TCP_WINDOW_CLAMP on both ends: the exact largest window (`-w` sets
     /// buffers, of which the kernel makes a larger window).
     pub window_clamp: Option<u32>,
+    /// `--sample`: seconds between time-series samples of every stream.
+    pub sample: Option<f64>,
 }
 
 impl TestSpec {
@@ -113,6 +115,7 @@ impl TestSpec {
             traffic_seed: None,
             tos: None,
             window_clamp: None,
+            sample: None,
         }
     }
 
@@ -148,6 +151,7 @@ impl TestSpec {
             traffic: self.traffic.clone().map(Box::new),
             tos: self.tos,
             window_clamp: self.window_clamp,
+            sample_s: self.sample,
         }
     }
 
@@ -244,6 +248,7 @@ impl TestSpec {
             "dscp" => self.tos = Some(parse_dscp(value)? << 2),
             "tos" => self.tos = Some(parse_tos(value)?),
             "clamp" | "window-clamp" => self.window_clamp = Some(size(value)?),
+            "sample" => self.sample = Some(seconds(value)?),
             other => return Err(format!("'{other}' cannot vary")),
         }
         Ok(())
@@ -430,6 +435,23 @@ mod tests {
         i.peer = Peer::Iperf3;
         i.set("dscp", "EF").unwrap();
         assert!(i.validate().unwrap_err().contains("need a linkperf server"));
+    }
+
+    #[test]
+    fn a_sample_period_reaches_the_config_and_is_bounded() {
+        let mut s = TestSpec::new("h");
+        s.set("sample", "10ms").unwrap();
+        assert_eq!(s.config().sample_s, Some(0.01));
+        assert_eq!(s.config().samples_per_stream(), 1002);
+        s.set("sample", "0.5ms").unwrap();
+        assert!(s.validate().unwrap_err().starts_with("--sample must be at least 1 ms"));
+        s.set("sample", "11s").unwrap();
+        assert!(s.validate().unwrap_err().contains("longer than the 10 s test"));
+        // 100 s at 1 ms: 100,000 samples would not fit in one result.
+        s.set("sample", "1ms").unwrap();
+        s.set("time", "100s").unwrap();
+        assert!(s.validate().unwrap_err().contains("more than 10000"));
+        assert!(s.set("sample", "x").is_err());
     }
 
     #[test]

@@ -288,6 +288,10 @@ pub struct ClientArgs {
     /// -w sets socket buffers, not the window (docs/model.md).
     #[arg(long, value_parser = size32, value_name = "BYTES")]
     pub window_clamp: Option<u32>,
+    /// Sample every stream at this period (at least 1ms): a TCP sender's
+    /// tcp_info, a receiver's bytes, as `samples` in the JSON (docs/dynamics.md).
+    #[arg(long, value_parser = seconds, value_name = "PERIOD")]
+    pub sample: Option<f64>,
     /// One JSON document at the end.
     #[arg(short = 'J', long, conflicts_with = "json_stream")]
     pub json: bool,
@@ -440,6 +444,7 @@ impl ClientArgs {
             spec.set("tos", t)?;
         }
         spec.window_clamp = self.window_clamp;
+        spec.sample = self.sample;
         if let Some(blocks) = self.blocks {
             let length = u64::from(spec.config().length);
             spec.bytes = Some(
