@@ -181,6 +181,10 @@ fn sample(prev: &Last, at: Duration, bytes: u64, now: Option<&TcpInfo>) -> Sampl
         .filter(|&r| r != u64::MAX)
         .map(|r| r as f64 * 8.0);
     s.bytes_in_flight = in_flight(now);
+    s.acked_bytes = now
+        .bytes_acked
+        .zip(prev.info.and_then(|p| p.bytes_acked))
+        .map(|(n, p)| n.saturating_sub(p));
     s.retransmits = now.total_retrans.map(u64::from);
     s.limited = crate::side::limited(prev.info.as_ref(), now, at.saturating_sub(prev.at))
         .map(round_limited);
@@ -221,6 +225,7 @@ mod tests {
             at: Duration::from_millis(10),
             bytes: 1000,
             info: Some(TcpInfo {
+                bytes_acked: Some(50_000),
                 busy_time_us: Some(10_000),
                 rwnd_limited_us: Some(0),
                 sndbuf_limited_us: Some(0),
@@ -247,6 +252,7 @@ mod tests {
         assert_eq!(s.ssthresh_segments, None, "infinite: still in slow start");
         assert_eq!(s.srtt_ms, Some(2.5));
         assert_eq!(s.bytes_in_flight, Some(8_000));
+        assert_eq!(s.acked_bytes, Some(40_000));
         let l = s.limited.unwrap();
         assert_eq!((l.rwnd, l.app), (0.5, 0.0), "{l:?}");
     }

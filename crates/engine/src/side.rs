@@ -236,7 +236,8 @@ impl LocalSide {
                 .map(|h| h.as_ref().and_then(|s| s.try_clone().ok()))
                 .collect()
         };
-        self.series = crate::series::Series::start(&self.config, self.streams.clone(), clone_tcp(), at);
+        self.series =
+            crate::series::Series::start(&self.config, self.streams.clone(), clone_tcp(), at);
         let sampler = Sampler {
             config: self.config.clone(),
             streams: self.streams.clone(),

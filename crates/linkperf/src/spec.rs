@@ -444,9 +444,15 @@ mod tests {
         assert_eq!(s.config().sample_s, Some(0.01));
         assert_eq!(s.config().samples_per_stream(), 1002);
         s.set("sample", "0.5ms").unwrap();
-        assert!(s.validate().unwrap_err().starts_with("--sample must be at least 1 ms"));
+        assert!(s
+            .validate()
+            .unwrap_err()
+            .starts_with("--sample must be at least 1 ms"));
         s.set("sample", "11s").unwrap();
-        assert!(s.validate().unwrap_err().contains("longer than the 10 s test"));
+        assert!(s
+            .validate()
+            .unwrap_err()
+            .contains("longer than the 10 s test"));
         // 100 s at 1 ms: 100,000 samples would not fit in one result.
         s.set("sample", "1ms").unwrap();
         s.set("time", "100s").unwrap();

@@ -48,7 +48,11 @@ fn the_period_holds_on_loopback() {
                 t.len()
             );
             let on_time = fraction_on_time(&t, 0.010, 0.001);
-            eprintln!("  {end}: {} samples, {:.1} % of gaps within 10 +-1 ms", t.len(), on_time * 100.0);
+            eprintln!(
+                "  {end}: {} samples, {:.1} % of gaps within 10 +-1 ms",
+                t.len(),
+                on_time * 100.0
+            );
             assert!(
                 on_time >= 0.95,
                 "{end}: only {:.1} % of the gaps within 10 +-1 ms",
@@ -95,8 +99,18 @@ fn through_an_emulated_path_srtt_is_the_round_trip_plus_queueing_and_bytes_add_u
             &bed,
             "a",
             &[
-                "client", "10.86.0.2", "-t", "4", "-i", "0", "-C", "cubic", "--sample", "10ms",
-                "--no-store", "-J",
+                "client",
+                "10.86.0.2",
+                "-t",
+                "4",
+                "-i",
+                "0",
+                "-C",
+                "cubic",
+                "--sample",
+                "10ms",
+                "--no-store",
+                "-J",
             ],
         );
         let doc = run.report();

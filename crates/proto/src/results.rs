@@ -92,6 +92,10 @@ pub struct Sample {
     /// bytes_sent - bytes_retrans - bytes_acked).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes_in_flight: Option<u64>,
+    /// Bytes the receiver acknowledged since the previous sample (tcp_info
+    /// bytes_acked): what was delivered, on the sender's clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acked_bytes: Option<u64>,
     /// Retransmitted segments since the connection opened.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retransmits: Option<u64>,

@@ -139,7 +139,10 @@ fn flow_values(o: &FlowOptions) -> Result<Vec<(&'static str, String)>, String> {
         ("dont-fragment", flag(o.dont_fragment)),
         ("zerocopy", flag(o.zerocopy)),
         ("clamp", scalar(&o.window_clamp, "window_clamp", SIZE)?),
-        ("sample", scalar(&o.sample, "sample", "a period such as 10ms")?),
+        (
+            "sample",
+            scalar(&o.sample, "sample", "a period such as 10ms")?,
+        ),
         ("dscp", o.dscp.clone()),
         ("traffic-seed", o.traffic_seed.map(|s| s.to_string())),
         ("traffic", o.traffic.clone()),
