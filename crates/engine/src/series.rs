@@ -141,8 +141,11 @@ impl Sampler {
             let bytes = s.bytes.load(Ordering::Relaxed);
             let info = self.sender_info(i);
             let at = self.start.elapsed();
+            let new = sample(&last[i], at, bytes, info.as_ref());
             if series[i].len() < self.capacity {
-                series[i].push(sample(&last[i], at, bytes, info.as_ref()));
+                series[i].push(new);
+            } else if let Some(full) = series[i].last_mut() {
+                stretch(full, new);
             }
             last[i] = Last {
                 at,
@@ -189,6 +192,20 @@ fn sample(prev: &Last, at: Duration, bytes: u64, now: Option<&TcpInfo>) -> Sampl
     s.limited = crate::side::limited(prev.info.as_ref(), now, at.saturating_sub(prev.at))
         .map(round_limited);
     s
+}
+
+/// A full series' last sample stretched to `new`'s time: its counts add up
+/// (so the bytes still sum to all the stream moved), its state is `new`'s,
+/// and its limited fractions, which covered only part of it, are dropped.
+fn stretch(last: &mut Sample, new: Sample) {
+    let bytes = last.bytes + new.bytes;
+    let acked = last.acked_bytes.zip(new.acked_bytes).map(|(a, b)| a + b);
+    *last = Sample {
+        bytes,
+        acked_bytes: acked,
+        limited: None,
+        ..new
+    };
 }
 
 /// snd_nxt - snd_una: original bytes sent (bytes_sent counts retransmissions

@@ -442,7 +442,7 @@ mod tests {
         let mut s = TestSpec::new("h");
         s.set("sample", "10ms").unwrap();
         assert_eq!(s.config().sample_s, Some(0.01));
-        assert_eq!(s.config().samples_per_stream(), 1002);
+        assert_eq!(s.config().samples_per_stream(), 1252);
         s.set("sample", "0.5ms").unwrap();
         assert!(s
             .validate()

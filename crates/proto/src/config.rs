@@ -236,8 +236,10 @@ impl TestConfig {
     }
 
     /// Samples one stream takes at most: the test's length over the period
-    /// (a byte-count test, whose length is unknown, gets the whole budget
-    /// shared by its streams), plus the first and the last.
+    /// and a quarter more (a receiver runs on while the sender's buffer
+    /// drains), plus the first and the last; a byte-count test, whose length
+    /// is unknown, gets the whole budget shared by its streams. A stream that
+    /// runs longer has its last sample stretched to its end.
     pub fn samples_per_stream(&self) -> u64 {
         let Some(period) = self.sample_s.filter(|p| *p > 0.0) else {
             return 0;
@@ -246,7 +248,7 @@ impl TestConfig {
         if self.bytes.is_some() {
             return budget;
         }
-        ((self.duration_s / period).ceil() as u64).saturating_add(2)
+        ((1.25 * self.duration_s / period).ceil() as u64).saturating_add(2)
     }
 
     /// `--sample` must be measurable (>= 1 ms), fit in the test and give a
