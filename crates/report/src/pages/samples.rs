@@ -65,8 +65,13 @@ fn streams<'a>(runs: &[&'a RunData<'a>]) -> Vec<Stream<'a>> {
     out
 }
 
-fn line(s: &Stream, points: Vec<Point>) -> Series {
-    let mut line = Series::new(s.label.clone(), color(s.run));
+/// One run: a colour per stream; several: a colour per run (the dash
+/// tells the streams apart).
+fn line(s: &Stream, many_runs: bool, points: Vec<Point>) -> Series {
+    let mut line = Series::new(
+        s.label.clone(),
+        color(if many_runs { s.run } else { s.stream }),
+    );
     line.width = 1.4;
     line.dash = STREAM_DASHES[s.stream % STREAM_DASHES.len()];
     line.points = points;
@@ -117,6 +122,7 @@ pub(super) fn samples_section(runs: &[&RunData]) -> Option<Section> {
         ids.dedup();
         ids.iter().map(i64::to_string).collect()
     };
+    let many = runs_text.len() > 1;
     if total > all.len() {
         sec.note(&format!(
             "The first {} of {total} sampled streams are drawn.",
@@ -134,16 +140,16 @@ pub(super) fn samples_section(runs: &[&RunData]) -> Option<Section> {
         Axis::new("Throughput", Quantity::Rate).zero(),
     );
     for s in &all {
-        cwnd.series.push(line(s, cwnd_points(s.sender)));
+        cwnd.series.push(line(s, many, cwnd_points(s.sender)));
         // What arrived; a peer that took no samples leaves the sender's writes.
         let from = if s.receiver.is_empty() {
             s.sender
         } else {
             s.receiver
         };
-        rate.series.push(line(s, rate_points(from)));
+        rate.series.push(line(s, many, rate_points(from)));
     }
-    let overlaid = if runs_text.len() > 1 {
+    let overlaid = if many {
         format!(
             " Runs {} overlaid, a colour per run, a dash pattern per stream.",
             runs_text.join(", ")
