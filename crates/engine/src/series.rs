@@ -189,8 +189,8 @@ fn sample(prev: &Last, at: Duration, bytes: u64, now: Option<&TcpInfo>) -> Sampl
         .zip(prev.info.and_then(|p| p.bytes_acked))
         .map(|(n, p)| n.saturating_sub(p));
     s.retransmits = now.total_retrans.map(u64::from);
-    s.limited = crate::side::limited(prev.info.as_ref(), now, at.saturating_sub(prev.at))
-        .map(round_limited);
+    s.limited =
+        tcpinfo::limited(prev.info.as_ref(), now, at.saturating_sub(prev.at)).map(round_limited);
     s
 }
 

@@ -5,10 +5,10 @@ use crate::cpu::{CpuSnapshot, ThreadCpu};
 use crate::delays::DelayTrack;
 use crate::sockopt;
 use crate::stream::{self, DataSocket, SideControl, StreamParams, StreamShared};
-use crate::tcpinfo::{self, RttTrack, TcpInfo};
+use crate::tcpinfo::{self, delta, limited, RttTrack, TcpInfo};
 use crate::udptrack::UdpTracker;
 use linkperf_proto::results::{
-    Limited, Role, SideResult, SocketFacts, StreamInterval, StreamResult, TcpStats, UdpStats,
+    Role, SideResult, SocketFacts, StreamInterval, StreamResult, TcpStats, UdpStats,
 };
 use linkperf_proto::TestConfig;
 use std::net::TcpStream;
@@ -447,40 +447,6 @@ fn ms(us: Option<u32>) -> Option<f64> {
     us.map(|v| v as f64 / 1000.0)
 }
 
-fn delta(a: Option<u64>, b: Option<u64>) -> Option<u64> {
-    Some(b?.saturating_sub(a?))
-}
-
-/// Fractions of `wall` spent limited by the receiver window, the send buffer,
-/// the network, or the application (not busy). Absent on kernels before 4.9.
-/// They add up to one: tcp_info is read a little after the wall clock, so its
-/// busy time can exceed `wall`; the larger of the two is then the whole.
-pub(crate) fn limited(before: Option<&TcpInfo>, now: &TcpInfo, wall: Duration) -> Option<Limited> {
-    let wall_us = wall.as_micros() as f64;
-    if wall_us <= 0.0 {
-        return None;
-    }
-    let zero = TcpInfo {
-        busy_time_us: Some(0),
-        rwnd_limited_us: Some(0),
-        sndbuf_limited_us: Some(0),
-        ..Default::default()
-    };
-    let before = before.unwrap_or(&zero);
-    let busy = delta(before.busy_time_us, now.busy_time_us)? as f64;
-    let rwnd = delta(before.rwnd_limited_us, now.rwnd_limited_us)? as f64;
-    let sndbuf = delta(before.sndbuf_limited_us, now.sndbuf_limited_us)? as f64;
-    // The kernel's busy time includes both limited times.
-    let busy = busy.max(rwnd + sndbuf);
-    let whole = wall_us.max(busy);
-    Some(Limited {
-        rwnd: rwnd / whole,
-        sndbuf: sndbuf / whole,
-        network: (busy - rwnd - sndbuf) / whole,
-        app: (whole - busy) / whole,
-    })
-}
-
 fn tcp_interval(
     before: Option<&TcpInfo>,
     now: &TcpInfo,
@@ -734,6 +700,7 @@ impl Sampler {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use linkperf_proto::results::Limited;
 
     fn info(busy: u64, rwnd: u64, sndbuf: u64) -> TcpInfo {
         TcpInfo {
