@@ -81,6 +81,9 @@ struct Last {
 impl Sampler {
     fn run(self) -> Vec<Vec<Sample>> {
         crate::sockopt::tighten_timer_slack();
+        // Its wake-ups, not its CPU, set the period's accuracy: on a busy
+        // machine a thread of ordinary priority waits milliseconds for a core.
+        crate::modelsend::raise_priority();
         let mut series: Vec<Vec<Sample>> = self
             .streams
             .iter()
@@ -136,11 +139,14 @@ impl Sampler {
             if last[i].done {
                 continue;
             }
+            // The time is the sample's, taken before tcp_info: that read
+            // waits for the socket lock while the sender is in a write
+            // (up to milliseconds on loopback), which is not the schedule's.
+            let at = self.start.elapsed();
             // Read before the counter: a finished stream's count is final.
             let finished = s.finished.load(Ordering::Acquire);
             let bytes = s.bytes.load(Ordering::Relaxed);
             let info = self.sender_info(i);
-            let at = self.start.elapsed();
             let new = sample(&last[i], at, bytes, info.as_ref());
             if series[i].len() < self.capacity {
                 series[i].push(new);

@@ -12,6 +12,14 @@ use linkperf_proto::{ClientMessage, ServerMessage, TestConfig};
 use linkperf_testsupport::bed::{two_hosts, CliBed};
 use linkperf_testsupport::json::{array_at, f64_at, u64_at};
 use serde_json::Value;
+use std::sync::{Mutex, MutexGuard};
+
+/// The two timing tests run one after the other: a full-speed loopback
+/// stream beside the emulated path would take the CPUs both measure with.
+fn timing_turn() -> MutexGuard<'static, ()> {
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// A stream's samples on one end (`sender` or `receiver`).
 fn samples<'a>(doc: &'a Value, end: &str) -> &'a Vec<Value> {
@@ -35,6 +43,7 @@ fn fraction_on_time(t: &[f64], period: f64, tolerance: f64) -> f64 {
 
 #[test]
 fn the_period_holds_on_loopback() {
+    let _turn = timing_turn();
     linkperf_testsupport::stall::retry_when_stalled(|| {
         let server = Server::start();
         let doc = client_json(server.port, &["-t", "3", "--sample", "10ms"]);
@@ -89,8 +98,9 @@ const RTT_S: f64 = 2.0 * 10e-3 + 1538.0 * 8.0 / RATE_BPS;
 
 #[test]
 fn through_an_emulated_path_srtt_is_the_round_trip_plus_queueing_and_bytes_add_up() {
+    let _turn = timing_turn();
     linkperf_testsupport::stall::retry_when_stalled(|| {
-        let Some(_turn) = testbed_turn() else {
+        let Some(_bed_turn) = testbed_turn() else {
             return;
         };
         let topology = two_hosts("lpsample", "10.86.0.1", "10.86.0.2", LINK);
@@ -140,6 +150,19 @@ fn through_an_emulated_path_srtt_is_the_round_trip_plus_queueing_and_bytes_add_u
                 high * 1e3
             );
         }
+        // The metrics drawn from the series (docs/dynamics.md): the loaded
+        // RTT obeys the same bounds, and the idle one (the handshake's) is
+        // the path's round trip, the SYN's queue empty.
+        let rtt = |what: &str| f64_at(&doc, &format!("/summary/dynamics/rtt/{what}")) / 1e3;
+        let (idle, loaded) = (rtt("idle_ms"), rtt("loaded_ms"));
+        assert!(
+            idle >= 2.0 * 10e-3 && idle <= RTT_S + 1e-3,
+            "idle RTT {idle}"
+        );
+        assert!(
+            loaded >= 2.0 * 10e-3 && loaded <= high,
+            "loaded RTT {loaded}"
+        );
         let received = samples(&doc, "receiver");
         let total: u64 = received.iter().map(|s| u64_at(s, "/bytes")).sum();
         let reported = u64_at(&doc, "/summary/received/bytes");
