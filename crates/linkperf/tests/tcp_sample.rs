@@ -156,11 +156,11 @@ fn through_an_emulated_path_srtt_is_the_round_trip_plus_queueing_and_bytes_add_u
         let rtt = |what: &str| f64_at(&doc, &format!("/summary/dynamics/rtt/{what}")) / 1e3;
         let (idle, loaded) = (rtt("idle_ms"), rtt("loaded_ms"));
         assert!(
-            idle >= 2.0 * 10e-3 && idle <= RTT_S + 1e-3,
+            (2.0 * 10e-3..=RTT_S + 1e-3).contains(&idle),
             "idle RTT {idle}"
         );
         assert!(
-            loaded >= 2.0 * 10e-3 && loaded <= high,
+            (2.0 * 10e-3..=high).contains(&loaded),
             "loaded RTT {loaded}"
         );
         let received = samples(&doc, "receiver");
