@@ -10,6 +10,7 @@ pub mod kernel_drops;
 pub mod mmsg;
 pub mod modelsend;
 pub mod pacer;
+pub mod series;
 pub mod side;
 pub mod sockopt;
 pub mod stream;

@@ -91,7 +91,7 @@ impl Tally {
 /// message is due, and on a busy machine a thread of ordinary priority
 /// waits milliseconds for a core. The thread sleeps between messages, so
 /// it takes no more CPU than it did; only its wake-ups come sooner.
-fn raise_priority() {
+pub(crate) fn raise_priority() {
     // SAFETY: gettid and setpriority take plain integers; a refusal
     // (no CAP_SYS_NICE) leaves the priority as it was.
     unsafe {

@@ -5,10 +5,10 @@ use crate::cpu::{CpuSnapshot, ThreadCpu};
 use crate::delays::DelayTrack;
 use crate::sockopt;
 use crate::stream::{self, DataSocket, SideControl, StreamParams, StreamShared};
-use crate::tcpinfo::{self, RttTrack, TcpInfo};
+use crate::tcpinfo::{self, delta, limited, RttTrack, TcpInfo};
 use crate::udptrack::UdpTracker;
 use linkperf_proto::results::{
-    Limited, Role, SideResult, SocketFacts, StreamInterval, StreamResult, TcpStats, UdpStats,
+    Role, SideResult, SocketFacts, StreamInterval, StreamResult, TcpStats, UdpStats,
 };
 use linkperf_proto::TestConfig;
 use std::net::TcpStream;
@@ -54,6 +54,7 @@ pub struct LocalSide {
     facts: Vec<SocketFacts>,
     threads: Vec<JoinHandle<()>>,
     sampler: Option<JoinHandle<SamplerOutput>>,
+    series: Option<crate::series::Series>,
     cpu_start: Option<CpuSnapshot>,
     /// UdpSndbufErrors when a UDP side with senders started.
     udp_send_errors_start: Option<u64>,
@@ -131,6 +132,7 @@ impl LocalSide {
             facts,
             threads: Vec::new(),
             sampler: None,
+            series: None,
             cpu_start: None,
             udp_send_errors_start: None,
             control_cpu: None,
@@ -236,14 +238,18 @@ impl LocalSide {
                 }
             }
         }
+        let clone_tcp = || {
+            self.tcp_handles
+                .iter()
+                .map(|h| h.as_ref().and_then(|s| s.try_clone().ok()))
+                .collect()
+        };
+        self.series =
+            crate::series::Series::start(&self.config, self.streams.clone(), clone_tcp(), at);
         let sampler = Sampler {
             config: self.config.clone(),
             streams: self.streams.clone(),
-            tcp: self
-                .tcp_handles
-                .iter()
-                .map(|h| h.as_ref().and_then(|s| s.try_clone().ok()))
-                .collect(),
+            tcp: clone_tcp(),
             start: at,
             sink,
         };
@@ -303,6 +309,7 @@ impl LocalSide {
             .take()
             .and_then(|s| s.join().ok())
             .unwrap_or_default();
+        let mut series = self.series.take().map(|s| s.finish()).unwrap_or_default();
         let mut own_cpu = output.cpu;
         if let Some((id, before)) = self.control_cpu {
             if id == std::thread::current().id() {
@@ -369,6 +376,7 @@ impl LocalSide {
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .clone(),
+                samples: series.get_mut(i).map(std::mem::take).unwrap_or_default(),
             });
         }
         let cpu = self
@@ -448,40 +456,6 @@ fn snapshot(shared: &StreamShared, tcp: Option<&TcpStream>, at: Duration) -> Sna
 
 fn ms(us: Option<u32>) -> Option<f64> {
     us.map(|v| v as f64 / 1000.0)
-}
-
-fn delta(a: Option<u64>, b: Option<u64>) -> Option<u64> {
-    Some(b?.saturating_sub(a?))
-}
-
-/// Fractions of `wall` spent limited by the receiver window, the send buffer,
-/// the network, or the application (not busy). Absent on kernels before 4.9.
-/// They add up to one: tcp_info is read a little after the wall clock, so its
-/// busy time can exceed `wall`; the larger of the two is then the whole.
-fn limited(before: Option<&TcpInfo>, now: &TcpInfo, wall: Duration) -> Option<Limited> {
-    let wall_us = wall.as_micros() as f64;
-    if wall_us <= 0.0 {
-        return None;
-    }
-    let zero = TcpInfo {
-        busy_time_us: Some(0),
-        rwnd_limited_us: Some(0),
-        sndbuf_limited_us: Some(0),
-        ..Default::default()
-    };
-    let before = before.unwrap_or(&zero);
-    let busy = delta(before.busy_time_us, now.busy_time_us)? as f64;
-    let rwnd = delta(before.rwnd_limited_us, now.rwnd_limited_us)? as f64;
-    let sndbuf = delta(before.sndbuf_limited_us, now.sndbuf_limited_us)? as f64;
-    // The kernel's busy time includes both limited times.
-    let busy = busy.max(rwnd + sndbuf);
-    let whole = wall_us.max(busy);
-    Some(Limited {
-        rwnd: rwnd / whole,
-        sndbuf: sndbuf / whole,
-        network: (busy - rwnd - sndbuf) / whole,
-        app: (whole - busy) / whole,
-    })
 }
 
 fn tcp_interval(
@@ -737,6 +711,7 @@ impl Sampler {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use linkperf_proto::results::Limited;
 
     fn info(busy: u64, rwnd: u64, sndbuf: u64) -> TcpInfo {
         TcpInfo {

@@ -5,7 +5,9 @@
 //! exactly which fields this kernel provides, so an older kernel's missing
 //! fields come out as `None` instead of zeros that would look like data.
 
+use linkperf_proto::results::Limited;
 use std::os::fd::AsRawFd;
+use std::time::Duration;
 
 /// One tcp_info snapshot; times in microseconds, rates in bytes/s as the kernel gives them.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -15,6 +17,9 @@ pub struct TcpInfo {
     pub rtt_us: Option<u32>,
     pub rttvar_us: Option<u32>,
     pub snd_cwnd_segments: Option<u32>,
+    pub snd_ssthresh: Option<u32>,
+    /// Segments sent and not yet acknowledged (packets_out).
+    pub unacked: Option<u32>,
     pub total_retrans: Option<u32>,
     pub pacing_rate: Option<u64>,
     pub min_rtt_us: Option<u32>,
@@ -34,9 +39,11 @@ pub struct TcpInfo {
 
 // Offsets in include/uapi/linux/tcp.h (stable ABI: fields are only appended).
 const SND_MSS: usize = 16;
+const UNACKED: usize = 24;
 const PMTU: usize = 60;
 const RTT: usize = 68;
 const RTTVAR: usize = 72;
+const SND_SSTHRESH: usize = 76;
 const SND_CWND: usize = 80;
 const TOTAL_RETRANS: usize = 100;
 const PACING_RATE: usize = 104;
@@ -67,6 +74,8 @@ pub fn parse(raw: &[u8]) -> TcpInfo {
         rtt_us: u32_at(RTT),
         rttvar_us: u32_at(RTTVAR),
         snd_cwnd_segments: u32_at(SND_CWND),
+        snd_ssthresh: u32_at(SND_SSTHRESH),
+        unacked: u32_at(UNACKED),
         total_retrans: u32_at(TOTAL_RETRANS),
         pacing_rate: u64_at(PACING_RATE),
         bytes_acked: u64_at(BYTES_ACKED),
@@ -119,6 +128,41 @@ fn window_clamp(socket: &impl AsRawFd) -> Option<u32> {
         )
     };
     (rc == 0).then(|| u32::try_from(value).ok()).flatten()
+}
+
+/// How much a counter grew, when the kernel has it.
+pub fn delta(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    Some(b?.saturating_sub(a?))
+}
+
+/// Fractions of `wall` spent limited by the receiver window, the send buffer,
+/// the network, or the application (not busy). Absent on kernels before 4.9.
+/// They add up to one: tcp_info is read a little after the wall clock, so its
+/// busy time can exceed `wall`; the larger of the two is then the whole.
+pub fn limited(before: Option<&TcpInfo>, now: &TcpInfo, wall: Duration) -> Option<Limited> {
+    let wall_us = wall.as_micros() as f64;
+    if wall_us <= 0.0 {
+        return None;
+    }
+    let zero = TcpInfo {
+        busy_time_us: Some(0),
+        rwnd_limited_us: Some(0),
+        sndbuf_limited_us: Some(0),
+        ..Default::default()
+    };
+    let before = before.unwrap_or(&zero);
+    let busy = delta(before.busy_time_us, now.busy_time_us)? as f64;
+    let rwnd = delta(before.rwnd_limited_us, now.rwnd_limited_us)? as f64;
+    let sndbuf = delta(before.sndbuf_limited_us, now.sndbuf_limited_us)? as f64;
+    // The kernel's busy time includes both limited times.
+    let busy = busy.max(rwnd + sndbuf);
+    let whole = wall_us.max(busy);
+    Some(Limited {
+        rwnd: rwnd / whole,
+        sndbuf: sndbuf / whole,
+        network: (busy - rwnd - sndbuf) / whole,
+        app: (whole - busy) / whole,
+    })
 }
 
 /// Smoothed-RTT samples of one connection: the smallest, largest and mean

@@ -8,6 +8,7 @@
 //!
 //! - [`signals`]: the process's interrupt flag (Ctrl-C, SIGTERM).
 //! - [`spec`]: what to run ([`TestSpec`]), as a user states it.
+//! - [`dynamics`]: convergence metrics of `--sample` series (pure analysis).
 //! - [`report`]: what was measured ([`TestResult`]), JSON schema `linkperf/1`.
 //! - [`diagnose`]: why the numbers are what they are (pure analysis).
 //! - [`doctor`]: this host's settings against what a target path needs.
@@ -26,6 +27,8 @@
 
 pub mod signals;
 pub mod spec;
+
+pub mod dynamics;
 
 pub mod report;
 

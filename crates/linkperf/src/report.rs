@@ -211,6 +211,9 @@ pub struct DirectionSummary {
     pub send_gaps: Option<GapStats>,
     pub verdict: Verdict,
     pub streams: Vec<StreamSummary>,
+    /// `--sample`: convergence metrics of the streams' series (docs/dynamics.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dynamics: Option<crate::dynamics::Dynamics>,
 }
 
 /// What limited one direction, and what to change (filled by `diagnose`).
@@ -307,8 +310,33 @@ impl Sides<'_> {
             },
             send_gaps: sent.iter().find_map(|s| s.send_gaps.clone()),
             verdict: Verdict::default(),
+            dynamics: self.dynamics(&sent, &received),
             streams,
         }
+    }
+}
+
+impl Sides<'_> {
+    /// The convergence metrics of one direction's sampled streams.
+    fn dynamics(
+        &self,
+        sent: &[&StreamResult],
+        received: &[&StreamResult],
+    ) -> Option<crate::dynamics::Dynamics> {
+        let period = self.config.sample_s?;
+        let series: Vec<crate::dynamics::StreamSeries> = sent
+            .iter()
+            .map(|s| crate::dynamics::StreamSeries {
+                id: s.id,
+                sender: &s.samples,
+                receiver: received
+                    .iter()
+                    .find(|r| r.id == s.id)
+                    .map(|r| r.samples.as_slice())
+                    .unwrap_or(&[]),
+            })
+            .collect();
+        crate::dynamics::analyse(&series, period)
     }
 }
 

@@ -82,6 +82,8 @@ pub struct TestSpec {
     pub server_output: bool,
     /// The user's note, kept in the result (`extra_data`) and the archive.
     pub extra_data: Option<String>,
+    /// `--sample`: seconds between time-series samples of every stream.
+    pub sample: Option<f64>,
 }
 
 impl TestSpec {
@@ -122,6 +124,7 @@ impl TestSpec {
             connect_timeout: None,
             server_output: false,
             extra_data: None,
+            sample: None,
         }
     }
 
@@ -157,6 +160,7 @@ impl TestSpec {
             traffic: self.traffic.clone().map(Box::new),
             tos: self.tos,
             window_clamp: self.window_clamp,
+            sample_s: self.sample,
         }
     }
 
@@ -253,6 +257,7 @@ impl TestSpec {
             "dscp" => self.tos = Some(parse_dscp(value)? << 2),
             "tos" => self.tos = Some(parse_tos(value)?),
             "clamp" | "window-clamp" => self.window_clamp = Some(size(value)?),
+            "sample" => self.sample = Some(seconds(value)?),
             other => return Err(format!("'{other}' cannot vary")),
         }
         Ok(())
@@ -439,6 +444,29 @@ mod tests {
         i.peer = Peer::Iperf3;
         i.set("dscp", "EF").unwrap();
         assert!(i.validate().unwrap_err().contains("need a linkperf server"));
+    }
+
+    #[test]
+    fn a_sample_period_reaches_the_config_and_is_bounded() {
+        let mut s = TestSpec::new("h");
+        s.set("sample", "10ms").unwrap();
+        assert_eq!(s.config().sample_s, Some(0.01));
+        assert_eq!(s.config().samples_per_stream(), 1252);
+        s.set("sample", "0.5ms").unwrap();
+        assert!(s
+            .validate()
+            .unwrap_err()
+            .starts_with("--sample must be at least 1 ms"));
+        s.set("sample", "11s").unwrap();
+        assert!(s
+            .validate()
+            .unwrap_err()
+            .contains("longer than the 10 s test"));
+        // 100 s at 1 ms: 100,000 samples would not fit in one result.
+        s.set("sample", "1ms").unwrap();
+        s.set("time", "100s").unwrap();
+        assert!(s.validate().unwrap_err().contains("more than 10000"));
+        assert!(s.set("sample", "x").is_err());
     }
 
     #[test]

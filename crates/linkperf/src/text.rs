@@ -223,6 +223,25 @@ fn window_line(out: &mut String, t: &crate::report::TcpSummary) {
     );
 }
 
+/// `--sample`: how many samples each end took; the series are in the JSON.
+fn samples_line(out: &mut String, r: &Report) {
+    let Some(period) = r.test.config.sample_s else {
+        return;
+    };
+    let (mut sender, mut receiver) = (0, 0);
+    for d in std::iter::once(&r.summary).chain(r.summary_reverse.as_ref()) {
+        for s in &d.streams {
+            sender += s.sender.samples.len();
+            receiver += s.receiver.as_ref().map_or(0, |x| x.samples.len());
+        }
+    }
+    let _ = writeln!(
+        out,
+        "  samples   {sender} by the senders, {receiver} by the receivers, every {} ms (JSON: summary.streams[].sender.samples, .receiver.samples)",
+        period * 1000.0
+    );
+}
+
 pub fn summary(r: &Report) -> String {
     summary_in(r, ReportUnit::default())
 }
@@ -238,6 +257,7 @@ pub fn summary_in(r: &Report, unit: ReportUnit) -> String {
     if let Some(rev) = &r.summary_reverse {
         direction_block(&mut out, rev, udp, unit);
     }
+    samples_line(&mut out, r);
     if let Some(st) = r.start.streams.first() {
         let l = &st.local;
         let rem = st.remote.as_ref();

@@ -39,6 +39,13 @@ pub const MSS_RANGE: std::ops::RangeInclusive<u32> = 88..=65_495;
 pub const MAX_SECONDS: f64 = 86_400.0;
 /// Most streams one test may open; beyond this it is a mistake, not a test.
 pub const MAX_STREAMS: u32 = 256;
+/// Shortest `--sample` period: tcp_info's times are in microseconds, but a
+/// sleeping thread wakes to within a fraction of a millisecond, no better.
+pub const MIN_SAMPLE_S: f64 = 0.001;
+/// Most time-series samples one test may take, all streams together. A
+/// remote end's samples travel in its result, one control frame of at most
+/// [`crate::codec::MAX_FRAME`] (4 MiB); a sender's sample is up to about 330 bytes of JSON.
+pub const MAX_SAMPLES: u64 = 10_000;
 
 /// Everything a test needs, sent by the client and applied by both ends.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -83,6 +90,11 @@ pub struct TestConfig {
     /// buffers. Absent from older peers' configs.
     #[serde(default)]
     pub window_clamp: Option<u32>,
+    /// `--sample`: seconds between time-series samples of every stream
+    /// (tcp_info of a TCP sender, delivered bytes of a receiver); `None`
+    /// takes none. Absent from older peers' configs.
+    #[serde(default)]
+    pub sample_s: Option<f64>,
 }
 
 impl Default for TestConfig {
@@ -109,6 +121,7 @@ impl Default for TestConfig {
             traffic: None,
             tos: None,
             window_clamp: None,
+            sample_s: None,
         }
     }
 }
@@ -210,7 +223,62 @@ impl TestConfig {
             }
         }
         self.check_traffic()?;
+        self.check_sample()?;
         self.check_protocol_options()
+    }
+
+    /// Streams this end and its peer run together (both ways with --bidir).
+    pub fn total_streams(&self) -> u32 {
+        match self.direction {
+            Direction::Bidir => self.parallel.saturating_mul(2),
+            _ => self.parallel,
+        }
+    }
+
+    /// Samples one stream takes at most: the test's length over the period
+    /// and a quarter more (a receiver runs on while the sender's buffer
+    /// drains), plus the first and the last; a byte-count test, whose length
+    /// is unknown, gets the whole budget shared by its streams. A stream that
+    /// runs longer has its last sample stretched to its end.
+    pub fn samples_per_stream(&self) -> u64 {
+        let Some(period) = self.sample_s.filter(|p| *p > 0.0) else {
+            return 0;
+        };
+        let budget = MAX_SAMPLES / u64::from(self.total_streams().max(1));
+        if self.bytes.is_some() {
+            return budget;
+        }
+        ((1.25 * self.duration_s / period).ceil() as u64).saturating_add(2)
+    }
+
+    /// `--sample` must be measurable (>= 1 ms), fit in the test and give a
+    /// bounded number of samples.
+    fn check_sample(&self) -> Result<(), String> {
+        let Some(p) = self.sample_s else {
+            return Ok(());
+        };
+        if !(p.is_finite() && p >= MIN_SAMPLE_S) {
+            return Err(format!(
+                "--sample must be at least 1 ms (e.g. --sample 10ms), got {p} s"
+            ));
+        }
+        if self.bytes.is_none() && p > self.duration_s {
+            return Err(format!(
+                "--sample {p} s is longer than the {} s test; use at most -t",
+                self.duration_s
+            ));
+        }
+        let total = self
+            .samples_per_stream()
+            .saturating_mul(u64::from(self.total_streams()));
+        if self.bytes.is_none() && total > MAX_SAMPLES {
+            return Err(format!(
+                "--sample {p} s gives {total} samples over {} s and {} streams, more than {MAX_SAMPLES}; lengthen the period or shorten the test",
+                self.duration_s,
+                self.total_streams()
+            ));
+        }
+        Ok(())
     }
 
     /// A model whose mean rate exceeds what `-b` allows cannot run as asked.

@@ -62,6 +62,48 @@ pub struct TcpStats {
     pub pmtu: Option<u32>,
 }
 
+/// One time-series sample of one stream (`--sample PERIOD`), read on the
+/// end's own clock. A receiver fills `t` and `bytes`; a TCP sender also its
+/// tcp_info. Absent fields (a receiver's, or an older kernel's) are left out.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Sample {
+    /// Seconds since the test started on this end, when the sample was read.
+    pub t: f64,
+    /// Bytes this end moved on the stream since the previous sample
+    /// (received by a receiver, written by a sender).
+    pub bytes: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwnd_segments: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwnd_bytes: Option<u64>,
+    /// tcp_info snd_ssthresh; absent while still in the first slow start
+    /// (the kernel's "infinite" threshold).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ssthresh_segments: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub srtt_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rttvar_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_rate_bps: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pacing_rate_bps: Option<f64>,
+    /// Sent and not yet acknowledged (snd_nxt - snd_una, from tcp_info's
+    /// bytes_sent - bytes_retrans - bytes_acked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_in_flight: Option<u64>,
+    /// Bytes the receiver acknowledged since the previous sample (tcp_info
+    /// bytes_acked): what was delivered, on the sender's clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acked_bytes: Option<u64>,
+    /// Retransmitted segments since the connection opened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retransmits: Option<u64>,
+    /// Fractions of the time since the previous sample limited by each cause.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limited: Option<Limited>,
+}
+
 /// What a UDP receiver counted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct UdpStats {
@@ -207,6 +249,9 @@ pub struct StreamResult {
     pub thread_cpu_percent: Option<f64>,
     /// Why the stream stopped early, if it did.
     pub error: Option<String>,
+    /// `--sample`: the stream's time series, oldest first; empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub samples: Vec<Sample>,
 }
 
 /// CPU used during the test by one end: its own threads and its process as

@@ -128,6 +128,8 @@ pub struct FlowOptions {
     pub traffic_seed: Option<u64>,
     pub dscp: Option<String>,
     pub window_clamp: Option<toml::Value>,
+    /// Seconds between time-series samples (`--sample`), e.g. "10ms".
+    pub sample: Option<toml::Value>,
     #[serde(flatten)]
     pub unknown: BTreeMap<String, toml::Value>,
 }

@@ -139,6 +139,10 @@ fn flow_values(o: &FlowOptions) -> Result<Vec<(&'static str, String)>, String> {
         ("dont-fragment", flag(o.dont_fragment)),
         ("zerocopy", flag(o.zerocopy)),
         ("clamp", scalar(&o.window_clamp, "window_clamp", SIZE)?),
+        (
+            "sample",
+            scalar(&o.sample, "sample", "a period such as 10ms")?,
+        ),
         ("dscp", o.dscp.clone()),
         ("traffic-seed", o.traffic_seed.map(|s| s.to_string())),
         ("traffic", o.traffic.clone()),
@@ -533,7 +537,7 @@ address = "[fd00::3]:5400"
             "{AGENTS}\n[[phase]]\nname = \"p\"\nduration = \"3s\"\n[[phase.flow]]\nfrom = \"a1\"\nto = \"b\"\n\
              reverse = true\nlength = \"1K\"\nparallel = 3\nwindow = \"64K\"\nsndbuf = \"8K\"\nnodelay = true\n\
              mss = 1000\npacing_rate = \"5M\"\ncongestion = \"reno\"\nzerocopy = true\n\
-             window_clamp = \"32K\"\ndscp = \"EF\"\n\
+             window_clamp = \"32K\"\ndscp = \"EF\"\nsample = \"20ms\"\n\
              [[phase.flow]]\nfrom = \"a2\"\nto = \"b\"\nudp = true\nbitrate = 2000000\ndont_fragment = true\n"
         );
         let c = build_text(&text).unwrap();
@@ -561,6 +565,7 @@ address = "[fd00::3]:5400"
             traffic: None,
             tos: Some(0xb8),
             window_clamp: Some(32768),
+            sample_s: Some(0.02),
         };
         assert_eq!(tcp.config(), want);
         let u = udp.config();

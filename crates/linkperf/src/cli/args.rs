@@ -291,6 +291,10 @@ pub struct ClientArgs {
     /// -w sets socket buffers, not the window (docs/model.md).
     #[arg(long, value_parser = size32, value_name = "BYTES")]
     pub window_clamp: Option<u32>,
+    /// Sample every stream at this period (at least 1ms): a TCP sender's
+    /// tcp_info, a receiver's bytes, as `samples` in the JSON (docs/dynamics.md).
+    #[arg(long, value_parser = seconds, value_name = "PERIOD")]
+    pub sample: Option<f64>,
     /// One JSON document at the end.
     #[arg(short = 'J', long, conflicts_with = "json_stream")]
     pub json: bool,
@@ -497,6 +501,7 @@ impl ClientArgs {
         spec.connect_timeout = self.connect_timeout;
         spec.server_output = self.get_server_output;
         spec.extra_data.clone_from(&self.extra_data);
+        spec.sample = self.sample;
         if let Some(blocks) = self.blocks {
             let length = u64::from(spec.config().length);
             spec.bytes = Some(

@@ -160,6 +160,11 @@ const PARAMS: &[ParamDef] = &[
         aliases: &["window-clamp", "window_clamp"],
         kind: Kind::Size,
     },
+    ParamDef {
+        name: "sample",
+        aliases: &[],
+        kind: Kind::Seconds,
+    },
 ];
 
 /// Most values one `--vary` may expand to, and most points a sweep may have.

@@ -10,6 +10,7 @@ mod directions;
 mod params;
 mod run;
 mod run_plots;
+mod samples;
 mod sections;
 mod shared;
 mod sweep;

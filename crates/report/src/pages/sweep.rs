@@ -72,6 +72,9 @@ pub(super) fn sweep_page(ex: &Export) -> (String, String, Vec<Section>) {
     results.push(&points_table(ex, &axes, cells).render());
 
     let mut sections = vec![results];
+    // The runs' --sample series overlaid: the first ones, as many as stay legible.
+    let sampled: Vec<&crate::export::RunData> = ex.runs.iter().take(12).collect();
+    sections.extend(super::samples::samples_section(&sampled));
     sections.push(config_section(ex));
     sections.push(hosts_section(ex));
     sections.push(runs_section(ex));

@@ -1,0 +1,382 @@
+//! Convergence metrics of one direction from its `--sample` series
+//! (docs/dynamics.md gives the definitions and their sources): how soon the
+//! streams together reach 90 % of the rate, how soon a stream gets back to
+//! 90 % of its rate after a loss, how fairly the streams share (Jain's
+//! index over time) and how much the RTT grows under load. Pure: samples
+//! in, figures out.
+
+use linkperf_proto::results::Sample;
+use serde::Serialize;
+
+/// One stream's two series (either may be empty).
+pub struct StreamSeries<'a> {
+    pub id: u32,
+    pub sender: &'a [Sample],
+    pub receiver: &'a [Sample],
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Dynamics {
+    /// Rates are means over windows of this many seconds.
+    pub window_s: f64,
+    /// The rate "90 %" refers to, bits/s: the highest mean over any window
+    /// of the streams together ("max sustained").
+    pub reference_bps: f64,
+    pub reference: &'static str,
+    /// From the start until the window ending then first averaged 90 % of
+    /// the reference (RFC 5166 4.2's "time to reach" a share of the rate).
+    pub time_to_90_percent_s: Option<f64>,
+    /// Each loss event (a step of a sender's retransmit count) and its recovery.
+    pub losses: Vec<LossRecovery>,
+    /// Two or more streams: Jain's fairness index of their window rates.
+    pub fairness: Option<Fairness>,
+    /// TCP: smoothed RTT under load against the RTT before it.
+    pub rtt: Option<RttInflation>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LossRecovery {
+    pub stream: u32,
+    /// Sender's clock: the first sample that saw the new retransmissions.
+    pub t: f64,
+    pub retransmits: u64,
+    /// Acknowledged rate over the window before the loss, bits/s.
+    pub before_bps: f64,
+    /// From the loss to the end of the first window, wholly after it, that
+    /// averaged 90 % of `before_bps`; None if none did before the test ended.
+    pub recovery_s: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Fairness {
+    pub jain_mean: f64,
+    pub jain_min: f64,
+    /// From the start until the index stayed at or above 0.9 to the end.
+    pub above_0_9_from_s: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct RttInflation {
+    /// The first sample's smoothed RTT (set by the handshake, before load),
+    /// milliseconds; the smallest of the streams.
+    pub idle_ms: f64,
+    /// Median smoothed RTT over the second half of the samples.
+    pub loaded_ms: f64,
+    pub inflation_ms: f64,
+}
+
+/// Cumulative (t, bytes) from per-sample deltas, starting at (0, 0).
+fn cumulative(samples: &[Sample], bytes: impl Fn(&Sample) -> u64) -> Vec<(f64, f64)> {
+    let mut total = 0.0;
+    let mut out = vec![(0.0, 0.0)];
+    for s in samples {
+        total += bytes(s) as f64;
+        out.push((s.t, total));
+    }
+    out
+}
+
+/// At each point k (from 1), the mean rate in bits/s over the window
+/// ending there: from the last point at least `window` earlier (or 0).
+/// Points before one whole window has passed give none: a shorter span
+/// is the receiver's read pattern, not a rate.
+fn window_rates(cum: &[(f64, f64)], window: f64) -> Vec<(f64, f64)> {
+    let mut out = Vec::with_capacity(cum.len());
+    let mut j = 0;
+    for k in 1..cum.len() {
+        while j + 1 < k && cum[j + 1].0 <= cum[k].0 - window {
+            j += 1;
+        }
+        let dt = cum[k].0 - cum[j].0;
+        if dt >= 0.99 * window {
+            out.push((cum[k].0, (cum[k].1 - cum[j].1) * 8.0 / dt));
+        }
+    }
+    out
+}
+
+/// The received bytes of all streams, sample by sample: one end samples
+/// all its streams in one pass, so sample i of each is at the same moment.
+fn aggregate(streams: &[StreamSeries]) -> Vec<Sample> {
+    let series: Vec<&[Sample]> = streams
+        .iter()
+        .map(|s| {
+            if s.receiver.is_empty() {
+                s.sender
+            } else {
+                s.receiver
+            }
+        })
+        .collect();
+    let n = series.iter().map(|s| s.len()).max().unwrap_or(0);
+    (0..n)
+        .map(|i| Sample {
+            t: series
+                .iter()
+                .filter_map(|s| s.get(i))
+                .map(|s| s.t)
+                .fold(0.0, f64::max),
+            bytes: series
+                .iter()
+                .filter_map(|s| s.get(i))
+                .map(|s| s.bytes)
+                .sum(),
+            ..Sample::default()
+        })
+        .collect()
+}
+
+/// The metrics of one direction's streams; None without samples.
+pub fn analyse(streams: &[StreamSeries], period_s: f64) -> Option<Dynamics> {
+    let total = aggregate(streams);
+    if total.len() < 2 {
+        return None;
+    }
+    // Ten samples, and never under 100 ms: a rate over less is mostly the
+    // receiver's read pattern.
+    let window = (10.0 * period_s).max(0.1);
+    let rates = window_rates(&cumulative(&total, |s| s.bytes), window);
+    let reference = rates.iter().map(|r| r.1).fold(0.0, f64::max);
+    let time_to_90 = rates.iter().find(|r| r.1 >= 0.9 * reference).map(|r| r.0);
+    Some(Dynamics {
+        window_s: window,
+        reference_bps: reference,
+        reference: "max sustained",
+        time_to_90_percent_s: time_to_90,
+        losses: streams.iter().flat_map(|s| losses(s, window)).collect(),
+        fairness: fairness(streams, window),
+        rtt: rtt_inflation(streams),
+    })
+}
+
+fn losses(s: &StreamSeries, window: f64) -> Vec<LossRecovery> {
+    let acked = window_rates(
+        &cumulative(s.sender, |x| x.acked_bytes.unwrap_or(0)),
+        window,
+    );
+    let mut out = Vec::new();
+    let mut last_retrans = None;
+    let mut busy_until = f64::NEG_INFINITY;
+    for (i, x) in s.sender.iter().enumerate() {
+        let Some(r) = x.retransmits else { continue };
+        let stepped = last_retrans.is_some_and(|l| r > l);
+        last_retrans = Some(r);
+        // One event until the stream has recovered from the previous one.
+        if !stepped || x.t < busy_until || i == 0 {
+            continue;
+        }
+        let before_bps = acked.iter().rev().find(|a| a.0 < x.t).map_or(0.0, |a| a.1);
+        let recovered = acked
+            .iter()
+            .find(|a| a.0 - window >= x.t && a.1 >= 0.9 * before_bps)
+            .map(|a| a.0);
+        busy_until = recovered.unwrap_or(f64::INFINITY);
+        out.push(LossRecovery {
+            stream: s.id,
+            t: x.t,
+            retransmits: r,
+            before_bps,
+            recovery_s: recovered.map(|end| end - x.t),
+        });
+    }
+    out
+}
+
+/// Jain's index (sum x)^2 / (n sum x^2) of the streams' window rates at
+/// each sample (R. Jain, D. Chiu, W. Hawe, DEC-TR-301, 1984; RFC 5166 4.4).
+fn fairness(streams: &[StreamSeries], window: f64) -> Option<Fairness> {
+    if streams.len() < 2 {
+        return None;
+    }
+    let rates: Vec<Vec<(f64, f64)>> = streams
+        .iter()
+        .map(|s| {
+            let series = if s.receiver.is_empty() {
+                s.sender
+            } else {
+                s.receiver
+            };
+            window_rates(&cumulative(series, |x| x.bytes), window)
+        })
+        .collect();
+    let n = rates.iter().map(Vec::len).min()?;
+    let index: Vec<(f64, f64)> = (0..n)
+        .filter_map(|k| {
+            let xs: Vec<f64> = rates.iter().map(|r| r[k].1).collect();
+            let sum: f64 = xs.iter().sum();
+            let squares: f64 = xs.iter().map(|x| x * x).sum();
+            // At most 1 by Cauchy-Schwarz; rounding must not make it more.
+            let j = (sum * sum / (xs.len() as f64 * squares)).min(1.0);
+            (squares > 0.0).then_some((rates[0][k].0, j))
+        })
+        .collect();
+    let last = index.last()?;
+    let from = index
+        .iter()
+        .rposition(|j| j.1 < 0.9)
+        .map_or(Some(index[0].0), |i| index.get(i + 1).map(|j| j.0));
+    Some(Fairness {
+        jain_mean: index.iter().map(|j| j.1).sum::<f64>() / index.len() as f64,
+        jain_min: index.iter().map(|j| j.1).fold(last.1, f64::min),
+        above_0_9_from_s: from,
+    })
+}
+
+fn rtt_inflation(streams: &[StreamSeries]) -> Option<RttInflation> {
+    let idle = streams
+        .iter()
+        .filter_map(|s| s.sender.first()?.srtt_ms)
+        .fold(f64::INFINITY, f64::min);
+    let mut loaded: Vec<f64> = streams
+        .iter()
+        .flat_map(|s| {
+            s.sender[s.sender.len() / 2..]
+                .iter()
+                .filter_map(|x| x.srtt_ms)
+        })
+        .collect();
+    if !idle.is_finite() || loaded.is_empty() {
+        return None;
+    }
+    loaded.sort_by(f64::total_cmp);
+    let median = loaded[loaded.len() / 2];
+    Some(RttInflation {
+        idle_ms: idle,
+        loaded_ms: median,
+        inflation_ms: median - idle,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Samples every 10 ms whose rate (bits/s) at time t is `rate(t)`.
+    fn series(seconds: f64, rate: impl Fn(f64) -> f64) -> Vec<Sample> {
+        let n = (seconds / 0.01).round() as usize;
+        (1..=n)
+            .map(|k| {
+                let t = k as f64 * 0.01;
+                Sample {
+                    t,
+                    bytes: (rate(t) * 0.01 / 8.0) as u64,
+                    ..Sample::default()
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_linear_ramp_reaches_90_percent_at_90_percent_of_its_length() {
+        // 0 to 100 Mbit/s over 1 s, then flat for 1 s.
+        let rx = series(2.0, |t| 100e6 * t.min(1.0));
+        let d = analyse(
+            &[StreamSeries {
+                id: 0,
+                sender: &[],
+                receiver: &rx,
+            }],
+            0.01,
+        )
+        .unwrap();
+        assert!((d.reference_bps - 100e6).abs() < 1e5, "{d:?}");
+        // The 100 ms window ending at t averages the ramp at t - 0.05.
+        let t = d.time_to_90_percent_s.unwrap();
+        assert!((t - 0.95).abs() <= 0.011, "{t}");
+        assert_eq!(d.fairness, None);
+    }
+
+    #[test]
+    fn recovery_is_counted_from_the_loss_to_the_first_whole_window_back_at_90_percent() {
+        // 80 Mbit/s acknowledged; at 1 s a loss halves it, then +40 Mbit/s per s.
+        let rate = |t: f64| {
+            if t <= 1.0 {
+                80e6
+            } else {
+                (40e6 + 40e6 * (t - 1.0)).min(80e6)
+            }
+        };
+        let mut tx = series(3.0, rate);
+        for s in &mut tx {
+            s.acked_bytes = Some(s.bytes);
+            s.retransmits = Some(if s.t > 1.0 + 1e-9 { 7 } else { 0 });
+        }
+        let d = analyse(
+            &[StreamSeries {
+                id: 3,
+                sender: &tx,
+                receiver: &[],
+            }],
+            0.01,
+        )
+        .unwrap();
+        assert_eq!(d.losses.len(), 1, "{d:?}");
+        let l = &d.losses[0];
+        assert_eq!((l.stream, l.retransmits), (3, 7));
+        assert!((l.before_bps - 80e6).abs() < 1e5, "{l:?}");
+        // 72 Mbit/s is reached at t = 1.8 s, as a 100 ms mean at about 1.85 s.
+        let r = l.recovery_s.unwrap();
+        assert!((r - 0.85).abs() <= 0.02, "{r}");
+    }
+
+    #[test]
+    fn jain_is_one_for_equal_shares_and_half_for_one_of_two() {
+        let a = series(1.0, |_| 50e6);
+        let b = series(1.0, |t| if t < 0.5 { 0.0 } else { 50e6 });
+        let equal = [
+            StreamSeries {
+                id: 0,
+                sender: &[],
+                receiver: &a,
+            },
+            StreamSeries {
+                id: 1,
+                sender: &[],
+                receiver: &a,
+            },
+        ];
+        let f = analyse(&equal, 0.01).unwrap().fairness.unwrap();
+        assert!(
+            (f.jain_min - 1.0).abs() < 1e-9 && f.above_0_9_from_s == Some(0.1),
+            "{f:?}"
+        );
+        let joining = [
+            StreamSeries {
+                id: 0,
+                sender: &[],
+                receiver: &a,
+            },
+            StreamSeries {
+                id: 1,
+                sender: &[],
+                receiver: &b,
+            },
+        ];
+        let f = analyse(&joining, 0.01).unwrap().fairness.unwrap();
+        assert!((f.jain_min - 0.5).abs() < 1e-9, "{f:?}");
+        // x = share of b: J = (1 + x)^2 / (2 (1 + x^2)) >= 0.9 from x = 0.5, a
+        // 100 ms window half into b's start: 0.55 s.
+        let from = f.above_0_9_from_s.unwrap();
+        assert!((from - 0.55).abs() <= 0.011, "{from}");
+    }
+
+    #[test]
+    fn rtt_inflation_is_the_loaded_median_less_the_first_sample() {
+        let mut tx = series(1.0, |_| 1e6);
+        for (i, s) in tx.iter_mut().enumerate() {
+            s.srtt_ms = Some(if i == 0 { 20.0 } else { 30.0 });
+        }
+        let r = analyse(
+            &[StreamSeries {
+                id: 0,
+                sender: &tx,
+                receiver: &[],
+            }],
+            0.01,
+        )
+        .unwrap()
+        .rtt
+        .unwrap();
+        assert_eq!((r.idle_ms, r.loaded_ms, r.inflation_ms), (20.0, 30.0, 10.0));
+    }
+}
