@@ -71,22 +71,7 @@ fn loss_on_the_path_and_at_the_senders_queue_are_told_apart() {
         bed.serve("b", server.arg("server"), linkperf_proto::DEFAULT_PORT);
 
         // The path: 5 % random loss, 20 Mbit/s well inside both ends and the link.
-        let run = linkperf_in(
-            &bed,
-            "a",
-            &[
-                "client",
-                "10.83.0.2",
-                "-u",
-                "-b",
-                "20M",
-                "-t",
-                "2",
-                "-J",
-                "--no-store",
-            ],
-        );
-        let v = run.report();
+        let v = udp_from_a(&bed, &["-b", "20M"]);
         let d = direction(&v);
         let (sent, lost, socket, queue) = counts(d);
         println!(
@@ -115,24 +100,7 @@ fn loss_on_the_path_and_at_the_senders_queue_are_told_apart() {
         ]));
         let run = linkperf_testbed_set(&bed, "loss=0");
         assert_eq!(run.code(), Some(0), "{}", run.stderr);
-        let run = linkperf_in(
-            &bed,
-            "a",
-            &[
-                "client",
-                "10.83.0.2",
-                "-u",
-                "-b",
-                "40M",
-                "-l",
-                "1400",
-                "-t",
-                "2",
-                "-J",
-                "--no-store",
-            ],
-        );
-        let v = run.report();
+        let v = udp_from_a(&bed, &["-b", "40M", "-l", "1400"]);
         let d = direction(&v);
         let (sent, lost, socket, queue) = counts(d);
         let received = f64_at(d, "/received/bits_per_second");
@@ -151,6 +119,13 @@ fn loss_on_the_path_and_at_the_senders_queue_are_told_apart() {
             "received {received:.0} vs {payload_rate:.0}"
         );
     });
+}
+
+/// A 2 s UDP test from host a to b (not stored); its report.
+fn udp_from_a(bed: &CliBed, extra: &[&str]) -> Value {
+    let mut args = vec!["client", "10.83.0.2", "-u", "-t", "2", "-J", "--no-store"];
+    args.extend_from_slice(extra);
+    linkperf_in(bed, "a", &args).report()
 }
 
 /// `linkperf testbed set --testbed NAME LINK key=value` for the bed's only link.

@@ -26,14 +26,15 @@ struct State {
 }
 
 impl Circuit {
-    /// A packet offered at `now_ns` to a direction with this idle timeout and set-up delay:
-    /// returns when it may start serialisation. A set-up (and the release before it, which
-    /// happened `idle_ns` after the last packet) is counted in `counters`.
+    /// A packet offered at `now_ns` to a direction with this idle timeout: returns when it
+    /// may start serialisation. A set-up takes `setup_ns()` (asked only then, so a drawn
+    /// delay costs nothing per packet); it, and the release before it (which happened
+    /// `idle_ns` after the last packet), are counted in `counters`.
     pub fn admit(
         &self,
         now_ns: u64,
         idle_ns: u64,
-        setup_ns: u64,
+        setup_ns: impl FnOnce() -> u64,
         counters: &DirectionCounters,
     ) -> u64 {
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -44,7 +45,7 @@ impl Circuit {
             }
             DirectionCounters::add(&counters.circuit_setups, 1);
             s.established = true;
-            s.ready_ns = now_ns + setup_ns;
+            s.ready_ns = now_ns + setup_ns();
         }
         s.last_ns = s.last_ns.max(now_ns);
         s.ready_ns.max(now_ns)
@@ -63,12 +64,12 @@ mod tests {
         let c = Circuit::default();
         let counters = DirectionCounters::default();
         // No circuit at first: set up at 0, ready at 30 ms; a packet at 10 ms waits too.
-        assert_eq!(c.admit(0, 100 * MS, 30 * MS, &counters), 30 * MS);
-        assert_eq!(c.admit(10 * MS, 100 * MS, 30 * MS, &counters), 30 * MS);
+        assert_eq!(c.admit(0, 100 * MS, || 30 * MS, &counters), 30 * MS);
+        assert_eq!(c.admit(10 * MS, 100 * MS, || 30 * MS, &counters), 30 * MS);
         // In use: no wait.
-        assert_eq!(c.admit(120 * MS, 100 * MS, 30 * MS, &counters), 120 * MS);
+        assert_eq!(c.admit(120 * MS, 100 * MS, || 30 * MS, &counters), 120 * MS);
         // 100 ms idle since 120 ms: released, set up again.
-        assert_eq!(c.admit(220 * MS, 100 * MS, 30 * MS, &counters), 250 * MS);
+        assert_eq!(c.admit(220 * MS, 100 * MS, || 30 * MS, &counters), 250 * MS);
         assert_eq!(counters.circuit_setups.load(Relaxed), 2);
         assert_eq!(counters.circuit_releases.load(Relaxed), 1);
     }

@@ -166,11 +166,13 @@ impl<T> Scheduler<T> {
         let Some(c) = self.circuit.as_ref().filter(|_| low > 0) else {
             return now_ns;
         };
-        // The delay this packet would wait if it sets a circuit up (used only then).
-        let setup = if high > low {
-            low + (self.rng.next_f64() * (high - low) as f64) as u64
-        } else {
-            low
+        let rng = &mut self.rng;
+        let setup = || {
+            if high > low {
+                low + (rng.next_f64() * (high - low) as f64) as u64
+            } else {
+                low
+            }
         };
         c.admit(now_ns, self.params.circuit_idle_ns, setup, &self.counters)
     }
