@@ -67,7 +67,8 @@ impl LinkWatch {
         report.warnings.extend(
             links
                 .iter()
-                .filter_map(|d| d.warning())
+                .flat_map(|d| [d.warning(), d.processing_note()])
+                .flatten()
                 .map(|w| format!("testbed: {w}")),
         );
         report.testbed = Some(TestbedTiming {

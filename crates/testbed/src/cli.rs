@@ -466,13 +466,14 @@ fn describe_direction(s: &mut String, d: &crate::status::DirectionStatus) {
     let v = d.counters;
     let _ = writeln!(
         s,
-        "      forwarded {} pkts {}, dropped queue {} loss {} ber {} resize {}, queue peak {}",
+        "      forwarded {} pkts {}, dropped queue {} loss {} ber {} resize {} backlog {}, queue peak {}",
         v.packets_forwarded,
         linkperf_units::format_bytes(v.bytes_forwarded as f64),
         v.dropped_queue,
         v.dropped_loss,
         v.dropped_ber,
         v.dropped_resize,
+        v.dropped_backlog,
         linkperf_units::format_bytes(v.queue_high_water_bytes as f64)
     );
     let total = d.timing_report();

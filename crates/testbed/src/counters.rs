@@ -16,6 +16,8 @@ pub struct DirectionCounters {
     pub dropped_oversize: AtomicU64,
     /// Dropped from a queue made smaller (by `testbed set` or a schedule) than its content.
     pub dropped_resize: AtomicU64,
+    /// Dropped because the receiving end's processing backlog was full.
+    pub dropped_backlog: AtomicU64,
     pub write_errors: AtomicU64,
     /// Circuits set up by this direction's packets (see [`crate::circuit`]).
     pub circuit_setups: AtomicU64,
@@ -41,6 +43,7 @@ impl DirectionCounters {
             dropped_ber: self.dropped_ber.load(Relaxed),
             dropped_oversize: self.dropped_oversize.load(Relaxed),
             dropped_resize: self.dropped_resize.load(Relaxed),
+            dropped_backlog: self.dropped_backlog.load(Relaxed),
             write_errors: self.write_errors.load(Relaxed),
             circuit_setups: self.circuit_setups.load(Relaxed),
             circuit_releases: self.circuit_releases.load(Relaxed),
@@ -64,6 +67,8 @@ pub struct CounterValues {
     pub dropped_oversize: u64,
     #[serde(default)]
     pub dropped_resize: u64,
+    #[serde(default)]
+    pub dropped_backlog: u64,
     pub write_errors: u64,
     #[serde(default)]
     pub circuit_setups: u64,
@@ -90,6 +95,7 @@ impl CounterValues {
                 .dropped_oversize
                 .saturating_sub(earlier.dropped_oversize),
             dropped_resize: self.dropped_resize.saturating_sub(earlier.dropped_resize),
+            dropped_backlog: self.dropped_backlog.saturating_sub(earlier.dropped_backlog),
             write_errors: self.write_errors.saturating_sub(earlier.write_errors),
             circuit_setups: self.circuit_setups.saturating_sub(earlier.circuit_setups),
             circuit_releases: self

@@ -24,6 +24,7 @@ pub mod nic;
 pub mod params;
 pub mod presets;
 pub mod probe;
+pub mod processing;
 pub mod rng;
 pub mod schedule;
 pub mod scheduler;

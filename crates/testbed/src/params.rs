@@ -44,6 +44,20 @@ pub struct DirectionParams {
     /// Switched circuit: released after carrying nothing for this long.
     #[serde(default = "default_circuit_idle_ns")]
     pub circuit_idle_ns: u64,
+    /// Processing time the receiving end spends on each packet (0 = none); packets wait for
+    /// it one at a time in a backlog; see [`crate::processing`].
+    #[serde(default)]
+    pub per_packet_ns: u64,
+    /// Packets the receiving end's backlog holds (waiting or being processed).
+    #[serde(default = "default_backlog_packets")]
+    pub backlog_packets: u64,
+}
+
+/// Backlog of a processing end when none is given (Linux's `netdev_max_backlog`).
+pub const DEFAULT_BACKLOG_PACKETS: u64 = 1000;
+
+fn default_backlog_packets() -> u64 {
+    DEFAULT_BACKLOG_PACKETS
 }
 
 /// Idle timeout of a switched circuit when only its set-up delay is given.
@@ -71,6 +85,8 @@ impl Default for DirectionParams {
             circuit_setup_ns: 0,
             circuit_setup_max_ns: 0,
             circuit_idle_ns: DEFAULT_CIRCUIT_IDLE_NS,
+            per_packet_ns: 0,
+            backlog_packets: DEFAULT_BACKLOG_PACKETS,
         }
     }
 }
@@ -147,6 +163,13 @@ impl DirectionParams {
                 format_ns(self.circuit_idle_ns)
             ));
         }
+        if self.per_packet_ns > 0 {
+            parts.push(format!(
+                "processing {} per packet, backlog {} pkts",
+                format_ns(self.per_packet_ns),
+                self.backlog_packets
+            ));
+        }
         parts.join(", ")
     }
 }
@@ -172,6 +195,8 @@ pub struct DirectionOverrides {
     pub circuit_setup_ns: Option<u64>,
     pub circuit_setup_max_ns: Option<u64>,
     pub circuit_idle_ns: Option<u64>,
+    pub per_packet_ns: Option<u64>,
+    pub backlog_packets: Option<u64>,
 }
 
 impl DirectionOverrides {
@@ -223,6 +248,12 @@ impl DirectionOverrides {
         }
         if let Some(v) = self.circuit_idle_ns {
             params.circuit_idle_ns = v;
+        }
+        if let Some(v) = self.per_packet_ns {
+            params.per_packet_ns = v;
+        }
+        if let Some(v) = self.backlog_packets {
+            params.backlog_packets = v;
         }
     }
 }

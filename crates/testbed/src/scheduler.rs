@@ -14,6 +14,7 @@ use crate::delay_line::{DelayLine, Entry};
 use crate::framing::{Framing, TAP_HEADER_BYTES};
 use crate::impairment::{jittered_delay_ns, LossCause, LossModel};
 use crate::params::DirectionParams;
+use crate::processing::Processing;
 use crate::rng::Rng;
 use crate::timing::{DirectionTiming, BACKLOG_SAMPLE_NS};
 use crate::trace::TraceClock;
@@ -115,6 +116,8 @@ pub struct Scheduler<T> {
     next_sample_ns: u64,
     /// The link's switched circuit, shared with the other direction.
     circuit: Option<Arc<Circuit>>,
+    /// The receiving end's per-packet processing (`per_packet`).
+    processing: Processing,
 }
 
 fn reorders(params: &DirectionParams) -> bool {
@@ -147,6 +150,7 @@ impl<T> Scheduler<T> {
             backlog_end: 0.0,
             next_sample_ns: now_ns,
             circuit: None,
+            processing: Processing::default(),
         }
     }
 
@@ -340,8 +344,16 @@ impl<T> Scheduler<T> {
             Some(LossCause::BitError) => DirectionCounters::add(&c.dropped_ber, 1),
             None => {
                 let delay = (self.params.delay_ns as i64 + s.jitter_ns).max(0) as u64;
+                let Some(release_ns) = self.processing.admit(
+                    finish_ns + delay,
+                    self.params.per_packet_ns,
+                    self.params.backlog_packets,
+                ) else {
+                    DirectionCounters::add(&c.dropped_backlog, 1);
+                    return;
+                };
                 self.line.push(Entry {
-                    release_ns: finish_ns + delay,
+                    release_ns,
                     finish_ns,
                     bytes: s.bytes,
                     item: s.item,

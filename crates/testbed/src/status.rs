@@ -79,6 +79,39 @@ impl DirectionStatus {
         }
     }
 
+    /// A one-line note when the receiving end's per-packet processing (`per_packet`) was the
+    /// bottleneck: packets typically waited for it behind others (their delay's median is
+    /// over the configured delay by more than two processing times), or its full backlog
+    /// dropped some. Then the end, not the link, limited what got through.
+    pub fn processing_note(&self) -> Option<String> {
+        let (p, c) = (&self.params, &self.counters);
+        if p.per_packet_ns == 0 || c.packets_forwarded == 0 {
+            return None;
+        }
+        let waited = self
+            .timing
+            .delay
+            .quantile(0.5)
+            .unwrap_or(0)
+            .saturating_sub(p.delay_ns + p.per_packet_ns);
+        if waited <= p.per_packet_ns && c.dropped_backlog == 0 {
+            return None;
+        }
+        Some(format!(
+            "link {} {} -> {}: {} takes {:.0} us per packet (at most {:.0} packets/s); packets waited a median {:.2} ms for it and {} of {} were dropped from its full backlog of {}: the receiving end, not the link, limited this run",
+            self.link_name,
+            self.from,
+            self.to,
+            self.to,
+            p.per_packet_ns as f64 / 1e3,
+            1e9 / p.per_packet_ns as f64,
+            waited as f64 / 1e6,
+            c.dropped_backlog,
+            c.packets_in,
+            p.backlog_packets
+        ))
+    }
+
     /// A one-line warning if more than 0.1 % of the packets left over 100 µs late.
     pub fn warning(&self) -> Option<String> {
         let r = self.timing_report();

@@ -1,6 +1,7 @@
 //! The network elements of issue 13, each against its analytic expectation: a switched
 //! circuit's set-up delay on the first packet after an idle timeout; a CPU-limited host's
-//! CPU-bound work rate against its share; a UDP sender blocked at its access link's rate.
+//! CPU-bound work rate against its share; a UDP sender blocked at its access link's rate; a
+//! host that spends a fixed time on each packet it receives.
 
 mod harness;
 mod traffic;
@@ -27,6 +28,10 @@ const TESTS: &[(&str, TestFn)] = &[
     (
         "a_udp_sender_is_held_to_its_line_rate",
         a_udp_sender_is_held_to_its_line_rate,
+    ),
+    (
+        "a_slow_host_takes_one_packet_per_processing_time",
+        a_slow_host_takes_one_packet_per_processing_time,
     ),
 ];
 
@@ -337,5 +342,89 @@ fn a_udp_sender_is_held_to_its_line_rate() {
     assert_eq!(
         host_drops, 0,
         "a blocking sender is not dropped at its own interface"
+    );
+}
+
+/// Host b spends `per_packet` on each packet it receives (seed 004's workstation model), with
+/// a backlog of 100 packets. UDP offered at 2.5 times what it can take: b receives one
+/// datagram per processing time (2,000/s at 500 us, then 4,000/s at 250 us after a `testbed
+/// set`), within 2 %, and every other datagram is counted as a backlog drop. TCP with 9000-
+/// byte packets into b at 550 us each: one 8948-byte segment per 550 us, 130.2 Mbit/s,
+/// within 10 % (the sender's window refills the backlog after each loss).
+fn a_slow_host_takes_one_packet_per_processing_time() {
+    let topology = format!(
+        "{}[[host]]\nname = \"b\"\nper_packet = \"500us\"\nbacklog = 100\n\
+         [[link]]\nends = [\"a\", \"b\"]\ndelay = \"1ms\"\nmtu = 9000\n",
+        hosts(&["a"])
+    );
+    let tb = Guard::up("lpt13-slow", &topology);
+    let (a, b) = (ns(&tb, "a"), ns(&tb, "b"));
+    for (per_packet_us, port) in [(500.0, 9134), (250.0, 9135)] {
+        if per_packet_us != 500.0 {
+            let changes = linkperf_testbed::topology::parse_set_args(
+                tb.topology(),
+                "a-b.a_to_b",
+                &[format!("per_packet={per_packet_us}us")],
+                None,
+            )
+            .unwrap();
+            tb.set(&[changes]).unwrap();
+        }
+        let to: SocketAddr = (tb.ipv4("b").unwrap(), port).into();
+        let sink =
+            start_udp_sink::<Arrival>(&b, port, Duration::from_millis(500), Duration::from_secs(8));
+        let before = direction(&tb.counters().unwrap(), 0, "a_to_b").values;
+        let offered_pps = 2.5e6 / per_packet_us;
+        let count = (offered_pps * 1.2) as u64;
+        let sent = send_udp(&a, to, 1000, count, offered_pps * 8000.0, 0);
+        let arrivals = sink.join().unwrap();
+        let c = direction(&tb.counters().unwrap(), 0, "a_to_b")
+            .values
+            .since(&before);
+        // Datagrams per second at b over the steady middle of the run.
+        let pps = arrival_rate(&arrivals, 200..=1000, |_| 1) / 8.0;
+        let expected = 1e6 / per_packet_us;
+        println!(
+            "  per_packet {per_packet_us} us: sent {sent}, received {} at {pps:.0}/s (expected {expected:.0}/s), backlog drops {}, queue drops {}",
+            arrivals.len(),
+            c.dropped_backlog,
+            c.dropped_queue
+        );
+        assert!(
+            (pps / expected - 1.0).abs() <= 0.02,
+            "b took {pps:.0} datagrams/s, its processing allows {expected:.0}"
+        );
+        assert_eq!(
+            c.dropped_backlog + arrivals.len() as u64,
+            sent,
+            "every datagram not received must be a backlog drop"
+        );
+    }
+    let change = linkperf_testbed::topology::parse_set_args(
+        tb.topology(),
+        "a-b.a_to_b",
+        &["per_packet=550us".to_string()],
+        None,
+    )
+    .unwrap();
+    tb.set(&[change]).unwrap();
+    let to: SocketAddr = (tb.ipv4("b").unwrap(), 9136).into();
+    let samples = tcp_bulk(&a, &b, to, Duration::from_secs(4));
+    let goodput = tcp_goodput(
+        &samples,
+        Duration::from_secs(1),
+        Duration::from_millis(3800),
+    );
+    let expected = 8948.0 * 8.0 / 550e-6;
+    println!(
+        "  TCP into b at 550 us per packet: {:.1} Mbit/s (expected {:.1})",
+        goodput / 1e6,
+        expected / 1e6
+    );
+    assert!(
+        (goodput / expected - 1.0).abs() <= 0.10,
+        "TCP {:.1} Mbit/s against one 8948-byte segment per 550 us, {:.1}",
+        goodput / 1e6,
+        expected / 1e6
     );
 }

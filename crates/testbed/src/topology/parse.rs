@@ -15,6 +15,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use toml::{Spanned, Value};
 
+/// Longest per-packet processing time accepted (one packet a second).
+const MAX_PER_PACKET_NS: u64 = 1_000_000_000;
+
 pub(super) struct Parser<'t> {
     /// What errors name: the file, or the command.
     pub(super) label: String,
@@ -133,10 +136,16 @@ impl<'t> Parser<'t> {
             ));
         }
 
+        let mut processing = BTreeMap::new();
+        for h in &raw.host {
+            let mut o = DirectionOverrides::default();
+            self.processing_keys(h.per_packet.as_ref(), h.backlog.as_ref(), "host", &mut o)?;
+            processing.insert(h.name.get_ref().clone(), o);
+        }
         let links = raw
             .link
             .iter()
-            .map(|l| self.link(l, &nodes))
+            .map(|l| self.link(l, &nodes, &processing))
             .collect::<Result<Vec<_>, _>>()?;
         self.check_shape(&raw, &links)?;
         self.check_link_names(&raw, &links)?;
@@ -181,7 +190,14 @@ impl<'t> Parser<'t> {
         Ok(())
     }
 
-    fn link(&self, raw: &RawLink, nodes: &BTreeMap<String, String>) -> Result<Link, TestbedError> {
+    /// One link; `processing` holds each host's `per_packet`/`backlog`, which apply to the
+    /// direction into that host below the link's and the direction's own keys.
+    fn link(
+        &self,
+        raw: &RawLink,
+        nodes: &BTreeMap<String, String>,
+        processing: &BTreeMap<String, DirectionOverrides>,
+    ) -> Result<Link, TestbedError> {
         let ends = raw.ends.get_ref();
         let span = Some(raw.ends.span());
         if ends.len() != 2 {
@@ -242,17 +258,20 @@ impl<'t> Parser<'t> {
             Some(q) => *q.get_ref() as u32,
             None => txqueuelen_default(),
         };
-        self.overrides(&raw.keys(), "link")?.apply_to(&mut base);
-        let mut a_to_b = base.clone();
-        let mut b_to_a = base;
-        if let Some(d) = &raw.a_to_b {
-            self.overrides(&d.get_ref().keys(), "link.a_to_b")?
-                .apply_to(&mut a_to_b);
-        }
-        if let Some(d) = &raw.b_to_a {
-            self.overrides(&d.get_ref().keys(), "link.b_to_a")?
-                .apply_to(&mut b_to_a);
-        }
+        let link_keys = self.overrides(&raw.keys(), "link")?;
+        let direction = |to: &str, table: &Option<Spanned<RawDirection>>, name: &str| {
+            let mut p = base.clone();
+            if let Some(host) = processing.get(to) {
+                host.apply_to(&mut p);
+            }
+            link_keys.apply_to(&mut p);
+            if let Some(d) = table {
+                self.overrides(&d.get_ref().keys(), name)?.apply_to(&mut p);
+            }
+            Ok::<_, TestbedError>(p)
+        };
+        let a_to_b = direction(&ends[1], &raw.a_to_b, "link.a_to_b")?;
+        let b_to_a = direction(&ends[0], &raw.b_to_a, "link.b_to_a")?;
         Ok(Link {
             name: raw.name.as_ref().map(|n| n.get_ref().clone()),
             ends: [ends[0].clone(), ends[1].clone()],
@@ -349,7 +368,44 @@ impl<'t> Parser<'t> {
             }
             o.circuit_idle_ns = Some(ns);
         }
+        self.processing_keys(k.per_packet, k.backlog, table, &mut o)?;
         Ok(o)
+    }
+
+    /// `per_packet` and `backlog`: the receiving end's processing (see `crate::processing`).
+    pub(super) fn processing_keys(
+        &self,
+        per_packet: Option<&Spanned<Value>>,
+        backlog: Option<&Spanned<i64>>,
+        table: &str,
+        o: &mut DirectionOverrides,
+    ) -> Result<(), TestbedError> {
+        if let Some(v) = per_packet {
+            let key = join_key(table, "per_packet");
+            let ns = self.duration_ns(v, &key)?;
+            if ns > MAX_PER_PACKET_NS {
+                return Err(self.error(
+                    Some(v.span()),
+                    &key,
+                    "is above 1s (the processing time of one packet, e.g. \"550us\")",
+                ));
+            }
+            o.per_packet_ns = Some(ns);
+        }
+        if let Some(v) = backlog {
+            if !(1..=MAX_TXQUEUELEN).contains(v.get_ref()) {
+                return Err(self.error(
+                    Some(v.span()),
+                    &join_key(table, "backlog"),
+                    format!(
+                        "{} is outside 1..={MAX_TXQUEUELEN} packets (the processing end's backlog)",
+                        v.get_ref()
+                    ),
+                ));
+            }
+            o.backlog_packets = Some(*v.get_ref() as u64);
+        }
+        Ok(())
     }
 
     /// `loss`, `gilbert` and `ber` of one table.

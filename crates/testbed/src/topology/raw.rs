@@ -36,6 +36,8 @@ pub(super) struct RawHost {
     pub(super) address: Option<Spanned<String>>,
     pub(super) address6: Option<Spanned<String>>,
     pub(super) cpu: Option<Spanned<Value>>,
+    pub(super) per_packet: Option<Spanned<Value>>,
+    pub(super) backlog: Option<Spanned<i64>>,
 }
 
 #[derive(Deserialize)]
@@ -76,6 +78,8 @@ macro_rules! with_direction_keys {
             pub(super) circuit_setup: Option<Spanned<Value>>,
             pub(super) circuit_setup_max: Option<Spanned<Value>>,
             pub(super) circuit_idle: Option<Spanned<Value>>,
+            pub(super) per_packet: Option<Spanned<Value>>,
+            pub(super) backlog: Option<Spanned<i64>>,
         }
 
         impl $name {
@@ -96,6 +100,8 @@ macro_rules! with_direction_keys {
                     circuit_setup: self.circuit_setup.as_ref(),
                     circuit_setup_max: self.circuit_setup_max.as_ref(),
                     circuit_idle: self.circuit_idle.as_ref(),
+                    per_packet: self.per_packet.as_ref(),
+                    backlog: self.backlog.as_ref(),
                 }
             }
         }
@@ -140,4 +146,6 @@ pub(super) struct DirectionKeys<'a> {
     pub(super) circuit_setup: Option<&'a Spanned<Value>>,
     pub(super) circuit_setup_max: Option<&'a Spanned<Value>>,
     pub(super) circuit_idle: Option<&'a Spanned<Value>>,
+    pub(super) per_packet: Option<&'a Spanned<Value>>,
+    pub(super) backlog: Option<&'a Spanned<i64>>,
 }

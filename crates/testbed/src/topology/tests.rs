@@ -487,3 +487,45 @@ fn line_rate_and_txqueuelen_are_read_and_checked() {
         "{e}"
     );
 }
+
+#[test]
+fn a_hosts_processing_applies_to_the_links_into_it_below_link_keys() {
+    let hosts =
+        "[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\nper_packet = \"550us\"\nbacklog = 50\n";
+    let t = Topology::from_toml_str(
+        "t",
+        &format!("{hosts}[[link]]\nends = [\"a\", \"b\"]\n[link.b_to_a]\nper_packet = \"4us\"\n"),
+    )
+    .unwrap();
+    let l = &t.links[0];
+    // Into b: the host's keys; into a: only the direction table's, with the default backlog.
+    assert_eq!(
+        (l.a_to_b.per_packet_ns, l.a_to_b.backlog_packets),
+        (550_000, 50)
+    );
+    assert_eq!(
+        (l.b_to_a.per_packet_ns, l.b_to_a.backlog_packets),
+        (4_000, crate::params::DEFAULT_BACKLOG_PACKETS)
+    );
+    // The link table overrides the host, for both directions.
+    let t = Topology::from_toml_str(
+        "t",
+        &format!("{hosts}[[link]]\nends = [\"a\", \"b\"]\nper_packet = \"1ms\"\n"),
+    )
+    .unwrap();
+    assert_eq!(t.links[0].a_to_b.per_packet_ns, 1_000_000);
+    assert_eq!(t.links[0].b_to_a.per_packet_ns, 1_000_000);
+    assert_eq!(t.links[0].a_to_b.backlog_packets, 50);
+    let e = err("[[host]]\nname = \"a\"\nbacklog = 0\n");
+    assert!(
+        e.starts_with("topology 't': line 3: host.backlog: 0 is outside 1..="),
+        "{e}"
+    );
+    let e = err("[[host]]\nname = \"a\"\nper_packet = \"2s\"\n");
+    assert!(e.contains("line 3: host.per_packet: is above 1s"), "{e}");
+    let e = err("[[host]]\nname = \"a\"\nper_packet = \"fast\"\n");
+    assert!(
+        e.contains("line 3: host.per_packet:") && !e.contains('\n'),
+        "{e}"
+    );
+}
