@@ -314,6 +314,26 @@ fn status_json(tb: &Testbed) -> serde_json::Value {
         .iter()
         .map(|s| json!({ "name": s.name, "netns": tb.netns(&s.name) }))
         .collect();
+    let routers: Vec<_> = plan
+        .topology
+        .routers
+        .iter()
+        .map(|r| {
+            let interfaces: Vec<_> = r
+                .interfaces
+                .iter()
+                .map(|i| {
+                    json!({
+                        "link": i.link,
+                        "device": plan.end_at(i.link, &r.name).map(|e| e.device.clone()),
+                        "ipv4": i.ipv4,
+                        "ipv6": i.ipv6,
+                    })
+                })
+                .collect();
+            json!({ "name": r.name, "netns": tb.netns(&r.name), "interfaces": interfaces })
+        })
+        .collect();
     let report = tb.read_counters_file().ok();
     let statuses = report
         .as_ref()
@@ -364,6 +384,7 @@ fn status_json(tb: &Testbed) -> serde_json::Value {
         "schedule": report.as_ref().and_then(|r| r.schedule.clone()),
         "hosts": hosts,
         "switches": switches,
+        "routers": routers,
         "links": links,
     })
 }
@@ -378,30 +399,7 @@ fn describe(tb: &Testbed, counters: bool) -> String {
         None => "EMULATOR NOT RUNNING (links are cut; `down` and `up` again)".to_string(),
     };
     let _ = writeln!(s, "testbed {} ({emulator})", tb.name());
-    for h in &plan.topology.hosts {
-        let dev = plan
-            .host_device(&h.name)
-            .map_or("-".to_string(), |e| e.device.clone());
-        let _ = writeln!(
-            s,
-            "  host   {:<12} netns {:<24} {:<6} {}/{}  {}/{}",
-            h.name,
-            tb.netns(&h.name).unwrap_or_default(),
-            dev,
-            h.ipv4,
-            h.ipv4_prefix,
-            h.ipv6,
-            h.ipv6_prefix
-        );
-    }
-    for sw in &plan.topology.switches {
-        let _ = writeln!(
-            s,
-            "  switch {:<12} netns {}",
-            sw.name,
-            tb.netns(&sw.name).unwrap_or_default()
-        );
-    }
+    describe_nodes(&mut s, tb);
     let report = if counters {
         tb.read_counters_file().ok()
     } else {
@@ -444,6 +442,7 @@ fn describe(tb: &Testbed, counters: bool) -> String {
             }
         }
     }
+    describe_routers(&mut s, plan, &statuses);
     if let Some(schedule) = report.as_ref().and_then(|r| r.schedule.as_ref()) {
         let _ = writeln!(
             s,
@@ -453,6 +452,82 @@ fn describe(tb: &Testbed, counters: bool) -> String {
         );
     }
     s
+}
+
+/// One line per host, switch and router: namespace, device and addresses.
+fn describe_nodes(s: &mut String, tb: &Testbed) {
+    use std::fmt::Write;
+    let plan = tb.plan();
+    for h in &plan.topology.hosts {
+        let dev = plan
+            .host_device(&h.name)
+            .map_or("-".to_string(), |e| e.device.clone());
+        let _ = writeln!(
+            s,
+            "  host   {:<12} netns {:<24} {:<6} {}/{}  {}/{}",
+            h.name,
+            tb.netns(&h.name).unwrap_or_default(),
+            dev,
+            h.ipv4,
+            h.ipv4_prefix,
+            h.ipv6,
+            h.ipv6_prefix
+        );
+    }
+    for sw in &plan.topology.switches {
+        let _ = writeln!(
+            s,
+            "  switch {:<12} netns {}",
+            sw.name,
+            tb.netns(&sw.name).unwrap_or_default()
+        );
+    }
+    for r in &plan.topology.routers {
+        let interfaces: Vec<String> = r
+            .interfaces
+            .iter()
+            .map(|i| {
+                let dev = plan
+                    .end_at(i.link, &r.name)
+                    .map_or("-", |e| e.device.as_str());
+                format!("{dev} {} {} (link {})", i.ipv4, i.ipv6, i.link)
+            })
+            .collect();
+        let _ = writeln!(
+            s,
+            "  router {:<12} netns {:<24} {}",
+            r.name,
+            tb.netns(&r.name).unwrap_or_default(),
+            interfaces.join(", ")
+        );
+    }
+}
+
+/// One line per router: what came in on its links, and what its processing dropped.
+fn describe_routers(
+    s: &mut String,
+    plan: &crate::state::Plan,
+    statuses: &[crate::status::DirectionStatus],
+) {
+    use std::fmt::Write;
+    for r in &plan.topology.routers {
+        let into: Vec<_> = statuses.iter().filter(|d| d.to == r.name).collect();
+        if into.is_empty() {
+            continue;
+        }
+        let sum = |f: fn(&crate::counters::CounterValues) -> u64| -> u64 {
+            into.iter().map(|d| f(&d.counters)).sum()
+        };
+        let _ = writeln!(
+            s,
+            "  router {}: received {} pkts, passed {} on to forwarding, dropped at its backlog {}, dropped by its input links' queues {}",
+            r.name,
+            sum(|c| c.packets_in),
+            sum(|c| c.packets_forwarded),
+            sum(|c| c.dropped_backlog),
+            sum(|c| c.dropped_queue)
+        );
+    }
 }
 
 fn us(ns: u64) -> String {

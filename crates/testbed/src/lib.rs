@@ -1,9 +1,10 @@
 //! Emulated WAN testbeds: hosts in network namespaces joined by a userspace link emulator.
 //!
-//! A topology file names hosts, switches and links ([`Topology`]); [`up`] builds it (one
-//! namespace per host or switch, a TAP device per link end, an emulator process that forwards
-//! frames between the TAPs applying rate, delay, jitter, loss, bit errors, queue limit and
-//! framing overhead), [`down`] removes every trace of it.
+//! A topology file names hosts, switches, routers and links ([`Topology`]); [`up`] builds it
+//! (one namespace per host, switch or router, a TAP device per link end, static routes, an
+//! emulator process that forwards frames between the TAPs applying rate, delay, jitter, loss,
+//! bit errors, queue limit, framing overhead and the receiving end's per-packet processing),
+//! [`down`] removes every trace of it.
 
 pub mod circuit;
 pub mod cli;
@@ -26,6 +27,7 @@ pub mod presets;
 pub mod probe;
 pub mod processing;
 pub mod rng;
+pub mod routes;
 pub mod schedule;
 pub mod scheduler;
 pub mod state;

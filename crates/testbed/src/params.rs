@@ -48,6 +48,9 @@ pub struct DirectionParams {
     /// it one at a time in a backlog; see [`crate::processing`].
     #[serde(default)]
     pub per_packet_ns: u64,
+    /// Processing time per frame byte on top of `per_packet` (a copy or bus cost).
+    #[serde(default)]
+    pub per_byte_ns: u64,
     /// Packets the receiving end's backlog holds (waiting or being processed).
     #[serde(default = "default_backlog_packets")]
     pub backlog_packets: u64,
@@ -86,6 +89,7 @@ impl Default for DirectionParams {
             circuit_setup_max_ns: 0,
             circuit_idle_ns: DEFAULT_CIRCUIT_IDLE_NS,
             per_packet_ns: 0,
+            per_byte_ns: 0,
             backlog_packets: DEFAULT_BACKLOG_PACKETS,
         }
     }
@@ -98,6 +102,23 @@ impl DirectionParams {
             trace: self.trace.as_ref().map(|t| t.summary()),
             ..self.clone()
         }
+    }
+
+    /// The receiving end's processing time for a frame of `bytes` (0: no processing).
+    pub fn processing_ns(&self, bytes: u64) -> u64 {
+        self.per_packet_ns + self.per_byte_ns.saturating_mul(bytes)
+    }
+
+    /// The processing cost in words, e.g. "100 us per packet + 8 ns per byte".
+    pub fn processing_cost(&self) -> String {
+        let mut s = format!(
+            "{} us per packet",
+            trim_float(self.per_packet_ns as f64 / 1e3)
+        );
+        if self.per_byte_ns > 0 {
+            s.push_str(&format!(" + {} ns per byte", self.per_byte_ns));
+        }
+        s
     }
 
     /// Human summary for `status`, e.g. "40.0 Mbit/s 7.00 ms queue 200 KiB loss 1%".
@@ -163,10 +184,10 @@ impl DirectionParams {
                 format_ns(self.circuit_idle_ns)
             ));
         }
-        if self.per_packet_ns > 0 {
+        if self.per_packet_ns > 0 || self.per_byte_ns > 0 {
             parts.push(format!(
-                "processing {} per packet, backlog {} pkts",
-                format_ns(self.per_packet_ns),
+                "processing {}, backlog {} pkts",
+                self.processing_cost(),
                 self.backlog_packets
             ));
         }
@@ -196,6 +217,7 @@ pub struct DirectionOverrides {
     pub circuit_setup_max_ns: Option<u64>,
     pub circuit_idle_ns: Option<u64>,
     pub per_packet_ns: Option<u64>,
+    pub per_byte_ns: Option<u64>,
     pub backlog_packets: Option<u64>,
 }
 
@@ -251,6 +273,9 @@ impl DirectionOverrides {
         }
         if let Some(v) = self.per_packet_ns {
             params.per_packet_ns = v;
+        }
+        if let Some(v) = self.per_byte_ns {
+            params.per_byte_ns = v;
         }
         if let Some(v) = self.backlog_packets {
             params.backlog_packets = v;

@@ -17,20 +17,21 @@ pub struct Processing {
 }
 
 impl Processing {
-    /// A packet arriving at `arrival_ns`: when the end will have processed it, or None when
-    /// the backlog already holds `backlog` packets (dropped). Without a processing time the
-    /// packet passes at once, though never ahead of packets still held from before.
-    pub fn admit(&mut self, arrival_ns: u64, per_packet_ns: u64, backlog: u64) -> Option<u64> {
+    /// A packet arriving at `arrival_ns` that takes `cost_ns` to process: when the end will
+    /// have processed it, or None when the backlog already holds `backlog` packets (dropped).
+    /// Without a processing time the packet passes at once, though never ahead of packets
+    /// still held from before.
+    pub fn admit(&mut self, arrival_ns: u64, cost_ns: u64, backlog: u64) -> Option<u64> {
         while self.done_ns.front().is_some_and(|&d| d <= arrival_ns) {
             self.done_ns.pop_front();
         }
-        if per_packet_ns == 0 && self.done_ns.is_empty() {
+        if cost_ns == 0 && self.done_ns.is_empty() {
             return Some(arrival_ns);
         }
         if self.done_ns.len() as u64 >= backlog.max(1) {
             return None;
         }
-        let done = arrival_ns.max(self.free_ns) + per_packet_ns;
+        let done = arrival_ns.max(self.free_ns) + cost_ns;
         self.free_ns = done;
         self.done_ns.push_back(done);
         Some(done)

@@ -346,7 +346,7 @@ impl<T> Scheduler<T> {
                 let delay = (self.params.delay_ns as i64 + s.jitter_ns).max(0) as u64;
                 let Some(release_ns) = self.processing.admit(
                     finish_ns + delay,
-                    self.params.per_packet_ns,
+                    self.params.processing_ns(s.bytes),
                     self.params.backlog_packets,
                 ) else {
                     DirectionCounters::add(&c.dropped_backlog, 1);

@@ -39,6 +39,8 @@ pub struct Plan {
 pub struct NodePlan {
     pub name: String,
     pub switch: bool,
+    #[serde(default)]
+    pub router: bool,
     pub netns: String,
 }
 
@@ -70,13 +72,21 @@ impl Plan {
             .map(|h| NodePlan {
                 name: h.name.clone(),
                 switch: false,
+                router: false,
                 netns: netns_name(&topology.name, &h.name),
             })
             .collect();
         nodes.extend(topology.switches.iter().map(|s| NodePlan {
             name: s.name.clone(),
             switch: true,
+            router: false,
             netns: netns_name(&topology.name, &s.name),
+        }));
+        nodes.extend(topology.routers.iter().map(|r| NodePlan {
+            name: r.name.clone(),
+            switch: false,
+            router: true,
+            netns: netns_name(&topology.name, &r.name),
         }));
         let mut next_port: std::collections::BTreeMap<String, usize> = Default::default();
         let mut end = |node: &str| {
@@ -89,6 +99,10 @@ impl Plan {
             let counter = next_port.entry(node.to_string()).or_default();
             let index = *counter;
             *counter += 1;
+            let mac = mac.or_else(|| {
+                let r = topology.routers.iter().position(|r| r.name == node)?;
+                Some(router_mac(r, index))
+            });
             EndPlan {
                 node: node.to_string(),
                 netns: netns_name(&topology.name, node),
@@ -160,6 +174,21 @@ impl Plan {
             .flat_map(|l| l.ends.iter())
             .find(|e| e.node == host && !e.switch)
     }
+
+    /// The end of link `link` at `node`.
+    pub fn end_at(&self, link: usize, node: &str) -> Option<&EndPlan> {
+        self.links.get(link)?.ends.iter().find(|e| e.node == node)
+    }
+}
+
+/// Locally administered MAC for interface `index` of the n-th router: 02:6c:72 ("lr").
+pub fn router_mac(router: usize, index: usize) -> String {
+    format!(
+        "02:6c:72:{:02x}:{:02x}:{:02x}",
+        (router >> 8) & 0xff,
+        router & 0xff,
+        index & 0xff
+    )
 }
 
 /// Locally administered MAC for the n-th host: 02:6c:70 ("lp") then the index.

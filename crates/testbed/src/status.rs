@@ -85,7 +85,8 @@ impl DirectionStatus {
     /// dropped some. Then the end, not the link, limited what got through.
     pub fn processing_note(&self) -> Option<String> {
         let (p, c) = (&self.params, &self.counters);
-        if p.per_packet_ns == 0 || c.packets_forwarded == 0 {
+        let per_packet = p.processing_ns(0);
+        if p.processing_ns(1) == 0 || c.packets_forwarded == 0 {
             return None;
         }
         let waited = self
@@ -93,18 +94,17 @@ impl DirectionStatus {
             .delay
             .quantile(0.5)
             .unwrap_or(0)
-            .saturating_sub(p.delay_ns + p.per_packet_ns);
-        if waited <= p.per_packet_ns && c.dropped_backlog == 0 {
+            .saturating_sub(p.delay_ns + per_packet);
+        if waited <= per_packet.max(p.per_byte_ns * 1500) && c.dropped_backlog == 0 {
             return None;
         }
         Some(format!(
-            "link {} {} -> {}: {} takes {:.0} us per packet (at most {:.0} packets/s); packets waited a median {:.2} ms for it and {} of {} were dropped from its full backlog of {}: the receiving end, not the link, limited this run",
+            "link {} {} -> {}: {} takes {}; packets waited a median {:.2} ms for it and {} of {} were dropped from its full backlog of {}: the receiving end, not the link, limited this run",
             self.link_name,
             self.from,
             self.to,
             self.to,
-            p.per_packet_ns as f64 / 1e3,
-            1e9 / p.per_packet_ns as f64,
+            p.processing_cost(),
             waited as f64 / 1e6,
             c.dropped_backlog,
             c.packets_in,

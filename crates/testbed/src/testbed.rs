@@ -5,6 +5,7 @@ use crate::counters::LinkCounters;
 use crate::error::TestbedError;
 use crate::netns::{self, ip_batch, require_root};
 use crate::rng::Rng;
+use crate::routes;
 use crate::schedule::{LinkChange, Schedule};
 use crate::state::{
     self, DirectionState, Plan, BRIDGE_DEVICE, COUNTERS_FILE, LOG_FILE, PID_FILE, READY_FILE,
@@ -248,8 +249,11 @@ pub fn up(topo: &Topology) -> Result<Testbed, TestbedError> {
 fn build(plan: &Plan, dir: &Path) -> Result<(), TestbedError> {
     for node in &plan.nodes {
         netns::add_netns(&node.netns)?;
-        let switch = node.switch;
+        let (switch, router) = (node.switch, node.router);
         netns::in_netns(&node.netns, move || {
+            if router {
+                router_sysctls()?;
+            }
             if switch {
                 // Bridge namespaces need no IPv6 of their own (no router solicitations on links).
                 netns::write_sysctl("net.ipv6.conf.default.disable_ipv6", "1")
@@ -314,12 +318,36 @@ fn build(plan: &Plan, dir: &Path) -> Result<(), TestbedError> {
                     h.ipv6, h.ipv6_prefix, end.device
                 ));
                 cmds.extend(static_neighbours(plan, &h.name, &end.device));
+                cmds.extend(routes::host_commands(plan, &h.name, &end.device));
             }
             ip_batch(&end.netns, &cmds)?;
             if shaped {
                 crate::nic::install(&end.netns, &end.device, out.rate_bps, out.framing)?;
             }
         }
+    }
+    for r in &plan.topology.routers {
+        ip_batch(
+            &netns::netns_name(&plan.topology.name, &r.name),
+            &routes::router_commands(plan, r),
+        )?;
+    }
+    Ok(())
+}
+
+/// A router namespace forwards IPv4 and IPv6, accepts what arrives on any interface (its
+/// routes are asymmetric to no one, but the reverse-path filter would still judge), and
+/// sends no redirects (hosts keep the routes they were given).
+fn router_sysctls() -> Result<(), TestbedError> {
+    for (key, value) in [
+        ("net.ipv4.ip_forward", "1"),
+        ("net.ipv6.conf.all.forwarding", "1"),
+        ("net.ipv4.conf.all.rp_filter", "0"),
+        ("net.ipv4.conf.default.rp_filter", "0"),
+        ("net.ipv4.conf.all.send_redirects", "0"),
+        ("net.ipv4.conf.default.send_redirects", "0"),
+    ] {
+        netns::write_sysctl(key, value)?;
     }
     Ok(())
 }

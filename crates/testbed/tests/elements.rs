@@ -1,7 +1,8 @@
 //! The network elements of issue 13, each against its analytic expectation: a switched
 //! circuit's set-up delay on the first packet after an idle timeout; a CPU-limited host's
 //! CPU-bound work rate against its share; a UDP sender blocked at its access link's rate; a
-//! host that spends a fixed time on each packet it receives.
+//! host that spends a fixed time on each packet it receives; routers that forward a limited
+//! number of packets per second.
 
 mod harness;
 mod traffic;
@@ -32,6 +33,10 @@ const TESTS: &[(&str, TestFn)] = &[
     (
         "a_slow_host_takes_one_packet_per_processing_time",
         a_slow_host_takes_one_packet_per_processing_time,
+    ),
+    (
+        "a_packet_rate_limited_router_forwards_its_packet_rate_whatever_the_size",
+        a_packet_rate_limited_router_forwards_its_packet_rate_whatever_the_size,
     ),
 ];
 
@@ -426,5 +431,87 @@ fn a_slow_host_takes_one_packet_per_processing_time() {
         "TCP {:.1} Mbit/s against one 8948-byte segment per 550 us, {:.1}",
         goodput / 1e6,
         expected / 1e6
+    );
+}
+
+/// Hosts a and b joined through two routers (a - r1 - r2 - b, 1 ms per link); r1 forwards
+/// 5,000 packets/s with a backlog of 100. UDP offered at 12,500 datagrams/s of 1400, 512 and
+/// 64 bytes: b receives 5,000/s of each size (within 2 %), so the received bit rate falls with
+/// the datagram size as seed 002's routers did; every datagram missing is a backlog drop at
+/// r1. Then r1 is set to 100 us per packet + 100 ns per frame byte: 1000-byte datagrams (1042
+/// frame bytes) take 204.2 us, 4,897/s. IPv6 crosses both routers too (ping).
+fn a_packet_rate_limited_router_forwards_its_packet_rate_whatever_the_size() {
+    let topology = format!(
+        "{}[[router]]\nname = \"r1\"\npacket_rate = 5000\nbacklog = 100\n\
+         [[router]]\nname = \"r2\"\n\
+         [[link]]\nends = [\"a\", \"r1\"]\ndelay = \"1ms\"\n\
+         [[link]]\nends = [\"r1\", \"r2\"]\ndelay = \"1ms\"\n\
+         [[link]]\nends = [\"r2\", \"b\"]\ndelay = \"1ms\"\n",
+        hosts(&["a", "b"])
+    );
+    let tb = Guard::up("lpt13-router", &topology);
+    let (a, b) = (ns(&tb, "a"), ns(&tb, "b"));
+    let ping6 = Command::new("ip")
+        .args([
+            "netns", "exec", &a, "ping", "-6", "-c", "3", "-i", "0.2", "-W", "2",
+        ])
+        .arg(tb.ipv6("b").unwrap().to_string())
+        .output()
+        .unwrap();
+    assert!(
+        ping6.status.success(),
+        "IPv6 through the routers: {ping6:?}"
+    );
+    let cases = [
+        (1400, 5000.0, 9140),
+        (512, 5000.0, 9141),
+        (64, 5000.0, 9142),
+    ];
+    let mut measured = Vec::new();
+    for (i, (size, expected, port)) in cases
+        .into_iter()
+        .chain([(1000, 1e9 / 204_200.0, 9143)])
+        .enumerate()
+    {
+        if i == 3 {
+            let change = linkperf_testbed::topology::parse_set_args(
+                tb.topology(),
+                "a-r1.a_to_b",
+                &["per_packet=100us".to_string(), "per_byte=100ns".to_string()],
+                None,
+            )
+            .unwrap();
+            tb.set(&[change]).unwrap();
+        }
+        let to: SocketAddr = (tb.ipv4("b").unwrap(), port).into();
+        let sink =
+            start_udp_sink::<Arrival>(&b, port, Duration::from_millis(500), Duration::from_secs(8));
+        let before = direction(&tb.counters().unwrap(), 0, "a_to_b").values;
+        let sent = send_udp(&a, to, size, 15_000, 12_500.0 * size as f64 * 8.0, 0);
+        let arrivals = sink.join().unwrap();
+        let c = direction(&tb.counters().unwrap(), 0, "a_to_b")
+            .values
+            .since(&before);
+        let pps = arrival_rate(&arrivals, 200..=1000, |_| 1) / 8.0;
+        println!(
+            "  {size}-byte datagrams: sent {sent}, received {} at {pps:.0}/s = {:.2} Mbit/s (expected {expected:.0}/s); dropped at r1's backlog {}",
+            arrivals.len(),
+            pps * size as f64 * 8.0 / 1e6,
+            c.dropped_backlog
+        );
+        assert!(
+            (pps / expected - 1.0).abs() <= 0.02,
+            "{size}-byte datagrams: b received {pps:.0}/s through a router that forwards {expected:.0}/s"
+        );
+        assert_eq!(
+            c.dropped_backlog + arrivals.len() as u64,
+            sent,
+            "every datagram not received must be a drop at r1's backlog"
+        );
+        measured.push(pps * size as f64 * 8.0);
+    }
+    assert!(
+        measured[0] > measured[1] && measured[1] > measured[2],
+        "received bit rate must fall with the datagram size: {measured:?}"
     );
 }

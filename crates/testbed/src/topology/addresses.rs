@@ -1,6 +1,7 @@
-//! The address plan: explicit addresses kept, the others numbered from the subnets.
+//! The address plan: explicit addresses kept, the others numbered from the subnets; router
+//! interfaces numbered from the top of the IPv4 subnet down.
 
-use super::model::{Host, DEFAULT_SUBNET, DEFAULT_SUBNET6};
+use super::model::{Host, Link, Router, RouterInterface, DEFAULT_SUBNET, DEFAULT_SUBNET6};
 use super::parse::Parser;
 use super::raw::RawFile;
 use crate::error::TestbedError;
@@ -8,19 +9,76 @@ use std::collections::BTreeSet;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 impl Parser<'_> {
-    pub(super) fn addresses(&self, raw: &RawFile) -> Result<Vec<Host>, TestbedError> {
-        let (net4, prefix4) = match &raw.subnet {
+    /// The IPv4 and IPv6 subnets of the file, or the defaults.
+    #[allow(clippy::type_complexity)]
+    fn subnets(&self, raw: &RawFile) -> Result<((Ipv4Addr, u8), (Ipv6Addr, u8)), TestbedError> {
+        let v4 = match &raw.subnet {
             Some(s) => {
                 parse_v4_cidr(s.get_ref()).map_err(|m| self.error(Some(s.span()), "subnet", m))?
             }
             None => parse_v4_cidr(DEFAULT_SUBNET).map_err(|m| self.error(None, "subnet", m))?,
         };
-        let (net6, prefix6) = match &raw.subnet6 {
+        let v6 = match &raw.subnet6 {
             Some(s) => {
                 parse_v6_cidr(s.get_ref()).map_err(|m| self.error(Some(s.span()), "subnet6", m))?
             }
             None => parse_v6_cidr(DEFAULT_SUBNET6).map_err(|m| self.error(None, "subnet6", m))?,
         };
+        Ok((v4, v6))
+    }
+
+    /// Each router's interfaces, one per link ending at it: IPv4 addresses from the top of
+    /// the subnet down (the broadcast address excepted) skipping the hosts', IPv6 from the
+    /// IPv6 subnet with the same host part.
+    pub(super) fn router_addresses(
+        &self,
+        raw: &RawFile,
+        hosts: &[Host],
+        links: &[Link],
+    ) -> Result<Vec<Router>, TestbedError> {
+        let ((net4, prefix4), (net6, _)) = self.subnets(raw)?;
+        let mask4 = u32::MAX.checked_shl(32 - prefix4 as u32).unwrap_or(0);
+        let used: BTreeSet<Ipv4Addr> = hosts.iter().map(|h| h.ipv4).collect();
+        let used6: BTreeSet<Ipv6Addr> = hosts.iter().map(|h| h.ipv6).collect();
+        let v6_of =
+            |v4: Ipv4Addr| Ipv6Addr::from(u128::from(net6) | (u32::from(v4) & !mask4) as u128);
+        let mut next = !mask4 - 1;
+        let mut routers = Vec::new();
+        for r in &raw.router {
+            let name = r.name.get_ref();
+            let mut interfaces = Vec::new();
+            for (link, _) in links
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| l.ends.contains(name))
+            {
+                let ipv4 = loop {
+                    if next == 0 {
+                        return Err(self.error(
+                            raw.subnet.as_ref().map(|s| s.span()),
+                            "subnet",
+                            "too small for the hosts and router interfaces it must number",
+                        ));
+                    }
+                    let candidate = Ipv4Addr::from((u32::from(net4) & mask4) | next);
+                    next -= 1;
+                    if !used.contains(&candidate) && !used6.contains(&v6_of(candidate)) {
+                        break candidate;
+                    }
+                };
+                let ipv6 = v6_of(ipv4);
+                interfaces.push(RouterInterface { link, ipv4, ipv6 });
+            }
+            routers.push(Router {
+                name: name.clone(),
+                interfaces,
+            });
+        }
+        Ok(routers)
+    }
+
+    pub(super) fn addresses(&self, raw: &RawFile) -> Result<Vec<Host>, TestbedError> {
+        let ((net4, prefix4), (net6, prefix6)) = self.subnets(raw)?;
         let mask4 = u32::MAX.checked_shl(32 - prefix4 as u32).unwrap_or(0);
         let mut used4: BTreeSet<Ipv4Addr> = BTreeSet::new();
         let mut explicit4: Vec<Option<(Ipv4Addr, u8)>> = Vec::new();

@@ -16,8 +16,8 @@ mod tests;
 use crate::error::TestbedError;
 pub use changes::{parse_set_args, resolve_link, schedule_from_file};
 pub use model::{
-    validate_name, Host, Link, Switch, Topology, DEFAULT_SUBNET, DEFAULT_SUBNET6, MAX_MTU,
-    MAX_NAME_LEN, MIN_MTU,
+    validate_name, Host, Link, Router, RouterInterface, Switch, Topology, DEFAULT_SUBNET,
+    DEFAULT_SUBNET6, MAX_MTU, MAX_NAME_LEN, MIN_MTU,
 };
 use parse::Parser;
 use std::path::Path;

@@ -1,4 +1,4 @@
-//! The resolved topology: hosts, switches and links with every value
+//! The resolved topology: hosts, switches, routers and links with every value
 //! checked, and the limits names and MTUs must keep. Plain data; reading
 //! and checking files is `parse`'s.
 
@@ -24,6 +24,9 @@ pub struct Topology {
     pub seed: Option<u64>,
     pub hosts: Vec<Host>,
     pub switches: Vec<Switch>,
+    /// IP routers: several interfaces, forwarding between them (see [`crate::routes`]).
+    #[serde(default)]
+    pub routers: Vec<Router>,
     pub links: Vec<Link>,
     /// Link changes started at `up` (the file's `[schedule]`).
     #[serde(default)]
@@ -46,6 +49,22 @@ pub struct Host {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Switch {
     pub name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Router {
+    pub name: String,
+    /// One per link ending at the router, in link order (devices eth0, eth1, ...).
+    pub interfaces: Vec<RouterInterface>,
+}
+
+/// A router's address on one of its links: hosts on that link's segment route through it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RouterInterface {
+    /// Index of the link in the topology.
+    pub link: usize,
+    pub ipv4: Ipv4Addr,
+    pub ipv6: Ipv6Addr,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -90,6 +109,10 @@ impl Topology {
     pub fn is_switch(&self, name: &str) -> bool {
         self.switches.iter().any(|s| s.name == name)
     }
+
+    pub fn router(&self, name: &str) -> Option<&Router> {
+        self.routers.iter().find(|r| r.name == name)
+    }
 }
 
 impl Link {
@@ -101,7 +124,7 @@ impl Link {
     }
 }
 
-/// Checks a testbed, host or switch name: it becomes part of namespace names and paths.
+/// Checks a testbed, host, switch or router name: it becomes part of namespace names and paths.
 pub fn validate_name(name: &str) -> Result<(), String> {
     if name.is_empty() || name.len() > MAX_NAME_LEN {
         return Err(format!(

@@ -115,7 +115,7 @@ impl<'t> Parser<'t> {
                     Some(n.span()),
                     &format!("{kind}.name"),
                     format!(
-                        "'{}' is used twice (host and switch names share one space)",
+                        "'{}' is used twice (host, switch and router names share one space)",
                         n.get_ref()
                     ),
                 ));
@@ -128,6 +128,9 @@ impl<'t> Parser<'t> {
         for s in &raw.switch {
             check_node(&s.name, "switch")?;
         }
+        for r in &raw.router {
+            check_node(&r.name, "router")?;
+        }
         if raw.host.is_empty() {
             return Err(self.error(
                 None,
@@ -136,12 +139,7 @@ impl<'t> Parser<'t> {
             ));
         }
 
-        let mut processing = BTreeMap::new();
-        for h in &raw.host {
-            let mut o = DirectionOverrides::default();
-            self.processing_keys(h.per_packet.as_ref(), h.backlog.as_ref(), "host", &mut o)?;
-            processing.insert(h.name.get_ref().clone(), o);
-        }
+        let processing = self.processing_by_node(&raw)?;
         let links = raw
             .link
             .iter()
@@ -150,6 +148,7 @@ impl<'t> Parser<'t> {
         self.check_shape(&raw, &links)?;
         self.check_link_names(&raw, &links)?;
         let hosts = self.addresses(&raw)?;
+        let routers = self.router_addresses(&raw, &hosts, &links)?;
         let schedule = match &raw.schedule {
             Some(s) => Some(self.schedule(s, &links, "schedule.", &self.label)?),
             None => None,
@@ -166,9 +165,29 @@ impl<'t> Parser<'t> {
             seed,
             hosts,
             switches,
+            routers,
             links,
             schedule,
         })
+    }
+
+    /// Each host's and router's processing keys, applied to the link directions into it.
+    fn processing_by_node(
+        &self,
+        raw: &RawFile,
+    ) -> Result<BTreeMap<String, DirectionOverrides>, TestbedError> {
+        let mut processing = BTreeMap::new();
+        for h in &raw.host {
+            let mut o = DirectionOverrides::default();
+            self.processing_keys(&processing_keys!(h), "host", &mut o)?;
+            processing.insert(h.name.get_ref().clone(), o);
+        }
+        for r in &raw.router {
+            let mut o = DirectionOverrides::default();
+            self.processing_keys(&processing_keys!(r), "router", &mut o)?;
+            processing.insert(r.name.get_ref().clone(), o);
+        }
+        Ok(processing)
     }
 
     /// Link names are optional, checked like node names, and unique.
@@ -201,14 +220,18 @@ impl<'t> Parser<'t> {
         let ends = raw.ends.get_ref();
         let span = Some(raw.ends.span());
         if ends.len() != 2 {
-            return Err(self.error(span, "link.ends", "must name exactly two hosts or switches"));
+            return Err(self.error(
+                span,
+                "link.ends",
+                "must name exactly two hosts, switches or routers",
+            ));
         }
         for end in ends {
             if !nodes.contains_key(end) {
                 return Err(self.error(
                     span,
                     "link.ends",
-                    format!("'{end}' is not a [[host]] or [[switch]] name"),
+                    format!("'{end}' is not a [[host]], [[switch]] or [[router]] name"),
                 ));
             }
         }
@@ -368,19 +391,50 @@ impl<'t> Parser<'t> {
             }
             o.circuit_idle_ns = Some(ns);
         }
-        self.processing_keys(k.per_packet, k.backlog, table, &mut o)?;
+        self.processing_keys(&k.processing, table, &mut o)?;
         Ok(o)
     }
 
-    /// `per_packet` and `backlog`: the receiving end's processing (see `crate::processing`).
+    /// `per_packet` (or `packet_rate`), `per_byte` and `backlog`: the receiving end's
+    /// processing (see `crate::processing`).
     pub(super) fn processing_keys(
         &self,
-        per_packet: Option<&Spanned<Value>>,
-        backlog: Option<&Spanned<i64>>,
+        k: &ProcessingKeys<'_>,
         table: &str,
         o: &mut DirectionOverrides,
     ) -> Result<(), TestbedError> {
-        if let Some(v) = per_packet {
+        if let (Some(_), Some(v)) = (k.per_packet, k.packet_rate) {
+            return Err(self.error(
+                Some(v.span()),
+                &join_key(table, "packet_rate"),
+                "give per_packet or packet_rate, not both (packet_rate = 1 / per_packet)",
+            ));
+        }
+        if let Some(v) = k.packet_rate {
+            let key = join_key(table, "packet_rate");
+            let rate = self.unit(v, &key, linkperf_units::parse_count, |n| n as u64)?;
+            if rate == 0 || 1_000_000_000 / rate > MAX_PER_PACKET_NS {
+                return Err(self.error(
+                    Some(v.span()),
+                    &key,
+                    "must be at least 1 (packets per second the end processes, e.g. 20000)",
+                ));
+            }
+            o.per_packet_ns = Some(1_000_000_000 / rate);
+        }
+        if let Some(v) = k.per_byte {
+            let key = join_key(table, "per_byte");
+            let ns = self.duration_ns(v, &key)?;
+            if ns > 1_000_000 {
+                return Err(self.error(
+                    Some(v.span()),
+                    &key,
+                    "is above 1ms (the processing time of one byte, e.g. \"8ns\")",
+                ));
+            }
+            o.per_byte_ns = Some(ns);
+        }
+        if let Some(v) = k.per_packet {
             let key = join_key(table, "per_packet");
             let ns = self.duration_ns(v, &key)?;
             if ns > MAX_PER_PACKET_NS {
@@ -392,7 +446,7 @@ impl<'t> Parser<'t> {
             }
             o.per_packet_ns = Some(ns);
         }
-        if let Some(v) = backlog {
+        if let Some(v) = k.backlog {
             if !(1..=MAX_TXQUEUELEN).contains(v.get_ref()) {
                 return Err(self.error(
                     Some(v.span()),
@@ -594,7 +648,7 @@ impl<'t> Parser<'t> {
                     span,
                     "link.ends",
                     format!(
-                        "link {}-{} closes a loop; switches run no spanning tree, so links must form a tree",
+                        "link {}-{} closes a loop; switches run no spanning tree and routes are the tree's paths, so links must form a tree",
                         link.ends[0], link.ends[1]
                     ),
                 ));

@@ -16,6 +16,8 @@ pub(super) struct RawFile {
     #[serde(default)]
     pub(super) switch: Vec<RawSwitch>,
     #[serde(default)]
+    pub(super) router: Vec<RawRouter>,
+    #[serde(default)]
     pub(super) link: Vec<RawLink>,
     pub(super) schedule: Option<RawSchedule>,
 }
@@ -37,8 +39,41 @@ pub(super) struct RawHost {
     pub(super) address6: Option<Spanned<String>>,
     pub(super) cpu: Option<Spanned<Value>>,
     pub(super) per_packet: Option<Spanned<Value>>,
+    pub(super) per_byte: Option<Spanned<Value>>,
+    pub(super) packet_rate: Option<Spanned<Value>>,
     pub(super) backlog: Option<Spanned<i64>>,
 }
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRouter {
+    pub(super) name: Spanned<String>,
+    pub(super) per_packet: Option<Spanned<Value>>,
+    pub(super) per_byte: Option<Spanned<Value>>,
+    pub(super) packet_rate: Option<Spanned<Value>>,
+    pub(super) backlog: Option<Spanned<i64>>,
+}
+
+/// The processing keys of a host, a router or a link direction.
+pub(super) struct ProcessingKeys<'a> {
+    pub(super) per_packet: Option<&'a Spanned<Value>>,
+    pub(super) per_byte: Option<&'a Spanned<Value>>,
+    pub(super) packet_rate: Option<&'a Spanned<Value>>,
+    pub(super) backlog: Option<&'a Spanned<i64>>,
+}
+
+/// `ProcessingKeys` of any table that has the four fields.
+macro_rules! processing_keys {
+    ($t:expr) => {
+        ProcessingKeys {
+            per_packet: $t.per_packet.as_ref(),
+            per_byte: $t.per_byte.as_ref(),
+            packet_rate: $t.packet_rate.as_ref(),
+            backlog: $t.backlog.as_ref(),
+        }
+    };
+}
+pub(super) use processing_keys;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -79,6 +114,8 @@ macro_rules! with_direction_keys {
             pub(super) circuit_setup_max: Option<Spanned<Value>>,
             pub(super) circuit_idle: Option<Spanned<Value>>,
             pub(super) per_packet: Option<Spanned<Value>>,
+            pub(super) per_byte: Option<Spanned<Value>>,
+            pub(super) packet_rate: Option<Spanned<Value>>,
             pub(super) backlog: Option<Spanned<i64>>,
         }
 
@@ -100,8 +137,7 @@ macro_rules! with_direction_keys {
                     circuit_setup: self.circuit_setup.as_ref(),
                     circuit_setup_max: self.circuit_setup_max.as_ref(),
                     circuit_idle: self.circuit_idle.as_ref(),
-                    per_packet: self.per_packet.as_ref(),
-                    backlog: self.backlog.as_ref(),
+                    processing: processing_keys!(self),
                 }
             }
         }
@@ -146,6 +182,5 @@ pub(super) struct DirectionKeys<'a> {
     pub(super) circuit_setup: Option<&'a Spanned<Value>>,
     pub(super) circuit_setup_max: Option<&'a Spanned<Value>>,
     pub(super) circuit_idle: Option<&'a Spanned<Value>>,
-    pub(super) per_packet: Option<&'a Spanned<Value>>,
-    pub(super) backlog: Option<&'a Spanned<i64>>,
+    pub(super) processing: ProcessingKeys<'a>,
 }

@@ -163,7 +163,7 @@ fn errors_name_file_line_and_key_on_one_line() {
     let e =
         err("[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n[[link]]\nends = [\"a\", \"c\"]\n");
     assert!(
-        e.contains("'c' is not a [[host]] or [[switch]] name"),
+        e.contains("'c' is not a [[host]], [[switch]] or [[router]] name"),
         "{e}"
     );
     let e = err("[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n[[link]]\nends = [\"a\", \"b\"]\npreset = \"warp\"\n");
@@ -526,6 +526,61 @@ fn a_hosts_processing_applies_to_the_links_into_it_below_link_keys() {
     let e = err("[[host]]\nname = \"a\"\nper_packet = \"fast\"\n");
     assert!(
         e.contains("line 3: host.per_packet:") && !e.contains('\n'),
+        "{e}"
+    );
+}
+
+#[test]
+fn routers_take_processing_keys_and_bad_ones_are_refused_on_one_line() {
+    let base = "[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n[[router]]\nname = \"r\"\n";
+    let links = "[[link]]\nends = [\"a\", \"r\"]\n[[link]]\nends = [\"r\", \"b\"]\n";
+    let t = Topology::from_toml_str(
+        "t",
+        &format!("{base}packet_rate = 20000\nper_byte = \"8ns\"\n{links}"),
+    )
+    .unwrap();
+    let r = t.router("r").unwrap();
+    assert_eq!(r.interfaces.len(), 2);
+    assert_eq!(r.interfaces[0].ipv4, Ipv4Addr::new(10, 50, 0, 254));
+    // Into the router: 50 us per packet (1 / 20000 s) + 8 ns per byte; out of it: nothing.
+    assert_eq!(
+        (
+            t.links[0].a_to_b.per_packet_ns,
+            t.links[0].a_to_b.per_byte_ns
+        ),
+        (50_000, 8)
+    );
+    assert_eq!(t.links[1].b_to_a.per_packet_ns, 50_000);
+    assert_eq!(
+        (
+            t.links[0].b_to_a.per_packet_ns,
+            t.links[1].a_to_b.per_byte_ns
+        ),
+        (0, 0)
+    );
+    for (extra, expect) in [
+        (
+            "packet_rate = 0\n",
+            "line 7: router.packet_rate: must be at least 1",
+        ),
+        (
+            "packet_rate = 10\nper_packet = \"1ms\"\n",
+            "line 7: router.packet_rate: give per_packet or packet_rate, not both",
+        ),
+        (
+            "per_byte = \"2ms\"\n",
+            "line 7: router.per_byte: is above 1ms",
+        ),
+        ("hops = 3\n", "unknown field `hops`"),
+    ] {
+        let e = err(&format!("{base}{extra}{links}"));
+        assert!(e.contains(expect) && !e.contains('\n'), "{e}");
+    }
+    let e = err(&format!("{base}[[switch]]\nname = \"r\"\n{links}"));
+    assert!(e.contains("'r' is used twice"), "{e}");
+    let e = err(&format!("{base}[[link]]\nends = [\"a\", \"q\"]\n"));
+    assert!(
+        e.contains("'q' is not a [[host]], [[switch]] or [[router]] name"),
         "{e}"
     );
 }
