@@ -123,15 +123,17 @@ pub fn run(cmd: TestbedCommand) -> Result<i32, TestbedError> {
         } => {
             require_root()?;
             let tb = Testbed::attach(&pick_testbed(testbed)?)?;
-            if tb.topology().host(&host).is_none() {
-                let hosts: Vec<&str> = tb
-                    .topology()
+            let topo = tb.topology();
+            if topo.host(&host).is_none() && topo.router(&host).is_none() {
+                // Routers too: `ip route`, `tcpdump` or `nstat` inside one are worth running.
+                let hosts: Vec<&str> = topo
                     .hosts
                     .iter()
                     .map(|h| h.name.as_str())
+                    .chain(topo.routers.iter().map(|r| r.name.as_str()))
                     .collect();
                 return Err(TestbedError::bad(format!(
-                    "testbed '{}' has no host '{host}' (hosts: {})",
+                    "testbed '{}' has no host or router '{host}' (hosts and routers: {})",
                     tb.name(),
                     hosts.join(", ")
                 )));

@@ -27,54 +27,75 @@ impl Parser<'_> {
         Ok((v4, v6))
     }
 
-    /// Each router's interfaces, one per link ending at it: IPv4 addresses from the top of
-    /// the subnet down (the broadcast address excepted) skipping the hosts', IPv6 from the
-    /// IPv6 subnet with the same host part.
+    /// Each router's interfaces, one per link ending at it. An interface's addresses come
+    /// from the network of the hosts on its segment (the first one's IPv4 and IPv6 prefix),
+    /// or the file's subnets when no host is on it, numbered from the top down (the
+    /// broadcast address excepted) past any address a host has; the IPv6 address keeps the
+    /// IPv4 host part.
     pub(super) fn router_addresses(
         &self,
         raw: &RawFile,
         hosts: &[Host],
         links: &[Link],
     ) -> Result<Vec<Router>, TestbedError> {
-        let ((net4, prefix4), (net6, _)) = self.subnets(raw)?;
-        let mask4 = u32::MAX.checked_shl(32 - prefix4 as u32).unwrap_or(0);
-        let used: BTreeSet<Ipv4Addr> = hosts.iter().map(|h| h.ipv4).collect();
+        let ((net4, prefix4), (net6, prefix6)) = self.subnets(raw)?;
+        let mut used: BTreeSet<Ipv4Addr> = hosts.iter().map(|h| h.ipv4).collect();
         let used6: BTreeSet<Ipv6Addr> = hosts.iter().map(|h| h.ipv6).collect();
-        let v6_of =
-            |v4: Ipv4Addr| Ipv6Addr::from(u128::from(net6) | (u32::from(v4) & !mask4) as u128);
-        let mut next = !mask4 - 1;
-        let mut routers = Vec::new();
+        let routers: BTreeSet<&str> = raw
+            .router
+            .iter()
+            .map(|r| r.name.get_ref().as_str())
+            .collect();
+        let mut out = Vec::new();
         for r in &raw.router {
             let name = r.name.get_ref();
             let mut interfaces = Vec::new();
-            for (link, _) in links
+            for (link, l) in links
                 .iter()
                 .enumerate()
                 .filter(|(_, l)| l.ends.contains(name))
             {
+                let far = if l.ends[0] == *name {
+                    &l.ends[1]
+                } else {
+                    &l.ends[0]
+                };
+                let ((n4, p4), (n6, _)) = segment_host(far, links, hosts, &routers)
+                    .map(|h| ((h.ipv4, h.ipv4_prefix), (h.ipv6, h.ipv6_prefix)))
+                    .unwrap_or(((net4, prefix4), (net6, prefix6)));
+                let mask4 = u32::MAX.checked_shl(32 - p4 as u32).unwrap_or(0);
+                let v6_of = |v4: Ipv4Addr| {
+                    let mask6 = u128::MAX.checked_shl(128 - prefix6 as u32).unwrap_or(0);
+                    Ipv6Addr::from((u128::from(n6) & mask6) | (u32::from(v4) & !mask4) as u128)
+                };
+                let mut next = !mask4 - 1;
                 let ipv4 = loop {
                     if next == 0 {
                         return Err(self.error(
                             raw.subnet.as_ref().map(|s| s.span()),
                             "subnet",
-                            "too small for the hosts and router interfaces it must number",
+                            format!("too small for the hosts and router interfaces on the segment of router '{name}' link {link}"),
                         ));
                     }
-                    let candidate = Ipv4Addr::from((u32::from(net4) & mask4) | next);
+                    let candidate = Ipv4Addr::from((u32::from(n4) & mask4) | next);
                     next -= 1;
                     if !used.contains(&candidate) && !used6.contains(&v6_of(candidate)) {
                         break candidate;
                     }
                 };
-                let ipv6 = v6_of(ipv4);
-                interfaces.push(RouterInterface { link, ipv4, ipv6 });
+                used.insert(ipv4);
+                interfaces.push(RouterInterface {
+                    link,
+                    ipv4,
+                    ipv6: v6_of(ipv4),
+                });
             }
-            routers.push(Router {
+            out.push(Router {
                 name: name.clone(),
                 interfaces,
             });
         }
-        Ok(routers)
+        Ok(out)
     }
 
     pub(super) fn addresses(&self, raw: &RawFile) -> Result<Vec<Host>, TestbedError> {
@@ -162,6 +183,35 @@ impl Parser<'_> {
         }
         Ok(hosts)
     }
+}
+
+/// The first host reached from `start` through switches (not routers): a host on the
+/// segment of the link whose far end is `start`.
+fn segment_host<'h>(
+    start: &str,
+    links: &[Link],
+    hosts: &'h [Host],
+    routers: &BTreeSet<&str>,
+) -> Option<&'h Host> {
+    let mut seen = vec![start.to_string()];
+    let mut i = 0;
+    while i < seen.len() {
+        let node = seen[i].clone();
+        if let Some(h) = hosts.iter().find(|h| h.name == node) {
+            return Some(h);
+        }
+        if !routers.contains(node.as_str()) {
+            for l in links {
+                for (x, y) in [(&l.ends[0], &l.ends[1]), (&l.ends[1], &l.ends[0])] {
+                    if *x == node && !seen.contains(y) && !routers.contains(y.as_str()) {
+                        seen.push(y.clone());
+                    }
+                }
+            }
+        }
+        i += 1;
+    }
+    None
 }
 
 fn parse_v4_cidr(s: &str) -> Result<(Ipv4Addr, u8), String> {

@@ -584,3 +584,20 @@ fn routers_take_processing_keys_and_bad_ones_are_refused_on_one_line() {
         "{e}"
     );
 }
+
+#[test]
+fn router_interfaces_take_the_network_of_the_hosts_on_their_segment() {
+    let t = Topology::from_toml_str(
+        "t",
+        "[[host]]\nname = \"a\"\naddress = \"10.82.0.1/24\"\n[[host]]\nname = \"b\"\naddress = \"10.83.0.2/24\"\n\
+         [[router]]\nname = \"r\"\n[[link]]\nends = [\"a\", \"r\"]\n[[link]]\nends = [\"r\", \"b\"]\n",
+    )
+    .unwrap();
+    let r = t.router("r").unwrap();
+    assert_eq!(r.interfaces[0].ipv4, Ipv4Addr::new(10, 82, 0, 254));
+    assert_eq!(r.interfaces[1].ipv4, Ipv4Addr::new(10, 83, 0, 254));
+    assert_eq!(
+        r.interfaces[0].ipv6,
+        "fd00:50::fe".parse::<Ipv6Addr>().unwrap()
+    );
+}
