@@ -87,6 +87,25 @@ fn check_window_sweep(name: &str, rows: &[(String, f64)], rtt_s: f64, payload: f
     }
 }
 
+/// Seed 002, through a router that takes 420 us per packet + 70 ns per frame
+/// byte: UDP received at the smaller of the offered 30 Mbit/s and the router's
+/// packet rate times the payload, falling with the size.
+fn check_router_datagrams(rows: &[(String, f64)]) {
+    let mut previous = f64::MAX;
+    for len in [8192.0f64, 1450.0, 1024.0, 512.0, 64.0] {
+        let frame = len + 28.0 + 14.0;
+        let capacity = len * 8.0 / (420e-6 + 70e-9 * frame) / 1e6;
+        let expected = capacity.min(30.0);
+        let got = at(rows, &format!("length={len}"));
+        assert!(
+            (got / expected - 1.0).abs() <= 0.05,
+            "002 length={len}: {got:.2} Mbit/s, the router passes {expected:.2}"
+        );
+        assert!(got < previous, "002: {rows:?} must fall with the size");
+        previous = got;
+    }
+}
+
 #[test]
 fn every_seed_experiment_shows_its_seeds_shape() {
     linkperf_testsupport::stall::retry_when_stalled(|| {
@@ -161,23 +180,7 @@ fn every_seed_experiment_shows_its_seeds_shape() {
         assert!(at(&rows, "link.radio.ber=2e-6") < 0.8 * clean, "{rows:?}");
         assert!(at(&rows, "link.radio.ber=5e-6") < 0.5 * clean, "{rows:?}");
 
-        // Seed 002, through a router that takes 420 us per packet + 70 ns per
-        // frame byte: UDP received at the smaller of the offered 30 Mbit/s and
-        // the router's packet rate times the payload, falling with the size.
-        let rows = reproduce("002-router-datagrams");
-        let mut previous = f64::MAX;
-        for len in [8192.0, 1450.0, 1024.0, 512.0, 64.0] {
-            let frame = len + 28.0 + 14.0;
-            let capacity = len * 8.0 / (420e-6 + 70e-9 * frame) / 1e6;
-            let expected = capacity.min(30.0);
-            let got = at(&rows, &format!("length={len}"));
-            assert!(
-                (got / expected - 1.0).abs() <= 0.05,
-                "002 length={len}: {got:.2} Mbit/s, the router passes {expected:.2}"
-            );
-            assert!(got < previous, "002: {rows:?} must fall with the size");
-            previous = got;
-        }
+        check_router_datagrams(&reproduce("002-router-datagrams"));
 
         // Seed 000, buffers and TCP_NODELAY on OC-3c: every point runs and stays
         // under the payload rate (the seed's collapses at 10000 and 16383 bytes
