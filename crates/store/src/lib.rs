@@ -11,6 +11,7 @@ mod backend;
 mod error;
 mod extract;
 mod location;
+mod monitor;
 mod read;
 mod records;
 mod rr;
@@ -25,6 +26,7 @@ pub use location::{
     check_writable, create_postgres_schema, default_path, drop_postgres_schema,
     postgres_schema_url, Access, Location,
 };
+pub use monitor::{MonitorAlert, MonitorResult};
 pub use records::{
     EntryKind, ListEntry, ListFilter, NewRun, NewSweep, RrFigures, RrSize, RunMetrics, RunRow,
     Sample, SweepRow, SweepSlot,
