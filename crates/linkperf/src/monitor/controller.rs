@@ -210,8 +210,15 @@ impl Controller<'_> {
                 .map_err(|e| e.to_string())?
                 .into_iter()
                 .collect();
+            let latest = store.monitor_latest().map_err(|e| e.to_string())?;
             for (j, job) in self.schedule.jobs.iter().enumerate() {
                 let name = &self.schedule.tests[job.test].name;
+                let failing = latest
+                    .iter()
+                    .any(|r| &r.test == name && r.src == job.src && r.dst == job.dst && !r.ok);
+                if failing {
+                    self.alerts.arm(&self.schedule.job_key(job), "failure");
+                }
                 let rows = store
                     .monitor_series(name, &job.src, &job.dst, since)
                     .map_err(|e| e.to_string())?;

@@ -81,6 +81,12 @@ pub struct AlertState {
 }
 
 impl AlertState {
+    /// Marks a condition as on without alerting (restored after a restart:
+    /// a host that was down before it does not alert again).
+    pub fn arm(&mut self, job: &str, kind: &'static str) {
+        self.active.insert((job.to_string(), kind));
+    }
+
     /// The alerts `r` raises. `median_bps`: the pair's median throughput of
     /// the last week before this result (`None` with fewer than 3 results).
     pub fn evaluate(
