@@ -137,6 +137,11 @@ fn scraped(prom: &Prometheus, metric: &str) -> BTreeMap<(String, String), f64> {
 
 #[test]
 fn a_mesh_runs_on_schedule_is_scraped_survives_a_restart_and_renders() {
+    // Rates are measured: a stalled machine gets another attempt.
+    linkperf_testsupport::stall::retry_when_stalled(mesh_body);
+}
+
+fn mesh_body() {
     let dir = scratch("lp-monitor", "mesh");
     let agents = [agent(), agent(), agent()];
     let down = dead_port();

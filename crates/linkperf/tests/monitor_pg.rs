@@ -101,6 +101,11 @@ fn results_wait_on_disk_while_postgres_is_down_and_none_is_lost() {
         skip("needs root and PostgreSQL 15's initdb to run a private cluster");
         return;
     }
+    // Rates are measured: a stalled machine gets another attempt.
+    linkperf_testsupport::stall::retry_when_stalled(pg_body);
+}
+
+fn pg_body() {
     let dir = scratch("lp-monitor", "pg");
     let pg = PrivatePg::init(&dir);
     let agents = [agent(), agent()];

@@ -115,7 +115,7 @@ pub fn run(
             } else {
                 planner.next_after(schedule, j, due, now)
             };
-            c.finished(j, started, outcome, next);
+            c.finished(j, started, outcome, next, interrupted);
             planner.finished(schedule, j, next);
         }
         c.flush_spool();
@@ -239,7 +239,14 @@ impl Controller<'_> {
         Ok(stored)
     }
 
-    fn finished(&mut self, j: usize, started: i64, outcome: Result<Value, String>, next: i64) {
+    fn finished(
+        &mut self,
+        j: usize,
+        started: i64,
+        outcome: Result<Value, String>,
+        next: i64,
+        interrupted: bool,
+    ) {
         let job = &self.schedule.jobs[j];
         let test = &self.schedule.tests[job.test];
         let key = self.schedule.job_key(job);
@@ -248,9 +255,13 @@ impl Controller<'_> {
         let history = &mut self.history[j];
         history.retain(|(t, _)| *t >= now - BASELINE_MS);
         let median = (history.len() >= 3).then(|| median(history.iter().map(|h| h.1).collect()));
-        let alerts = self
-            .alerts
-            .evaluate(&key, &result, &test.thresholds, median, now);
+        // A test we stopped says nothing about the network: no alert.
+        let alerts = if interrupted {
+            Vec::new()
+        } else {
+            self.alerts
+                .evaluate(&key, &result, &test.thresholds, median, now)
+        };
         if let (true, Some(bps)) = (result.ok, result.throughput_bps) {
             history.push((started, bps));
         }

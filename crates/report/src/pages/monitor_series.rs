@@ -46,6 +46,7 @@ fn time_scale(points: &[SeriesPoint]) -> (i64, f64, &'static str) {
 
 fn plot(
     s: &PairSeries,
+    kind: &str,
     title: &str,
     y: Axis,
     value: impl Fn(&SeriesPoint) -> Option<f64>,
@@ -71,7 +72,15 @@ fn plot(
     let mut marks = Series::new("alert", "#d9480f");
     marks.width = 0.0;
     marks.marker = Some(crate::svg::Marker::Triangle);
-    for a in &s.alerts {
+    if line.points.is_empty() {
+        return None;
+    }
+    // A plot marks its own kind of alert and failures.
+    for a in s
+        .alerts
+        .iter()
+        .filter(|a| a.kind == kind || a.kind == "failure")
+    {
         let near = s
             .points
             .iter()
@@ -87,7 +96,7 @@ fn plot(
     if !marks.points.is_empty() {
         plot.series.push(marks);
     }
-    plot.has_data().then(|| plot.render())
+    Some(plot.render())
 }
 
 pub fn pair_series(s: &PairSeries) -> String {
@@ -95,6 +104,7 @@ pub fn pair_series(s: &PairSeries) -> String {
     let plots = [
         plot(
             s,
+            "throughput",
             "Received throughput",
             Axis::new("Throughput", Quantity::Rate),
             |p| p.throughput_bps,
@@ -102,6 +112,7 @@ pub fn pair_series(s: &PairSeries) -> String {
         ),
         plot(
             s,
+            "loss",
             "Loss",
             Axis::new("Loss", Quantity::Percent),
             |p| p.loss_ratio.map(|r| r * 100.0),
@@ -109,6 +120,7 @@ pub fn pair_series(s: &PairSeries) -> String {
         ),
         plot(
             s,
+            "rtt",
             "RTT p99",
             Axis::new("RTT", Quantity::Millis),
             |p| p.rtt_p99_s.map(|r| r * 1000.0),
@@ -116,7 +128,10 @@ pub fn pair_series(s: &PairSeries) -> String {
         ),
     ];
     for p in plots.into_iter().flatten() {
-        over.figure(&p, "Triangles mark alerts; hover a point for its value.");
+        over.figure(
+            &p,
+            "Triangles mark this kind of alert and failed tests; hover a point for its value.",
+        );
     }
     let mut alerts = Section::new("alerts", "Alerts of this pair");
     if s.alerts.is_empty() {
