@@ -26,10 +26,9 @@ pub use location::{
     check_writable, create_postgres_schema, default_path, drop_postgres_schema,
     postgres_schema_url, Access, Location,
 };
-pub use monitor::{MonitorAlert, MonitorResult};
 pub use records::{
-    EntryKind, ListEntry, ListFilter, NewRun, NewSweep, RrFigures, RrSize, RunMetrics, RunRow,
-    Sample, SweepRow, SweepSlot,
+    EntryKind, ListEntry, ListFilter, MonitorAlert, MonitorResult, NewRun, NewSweep, RrFigures,
+    RrSize, RunMetrics, RunRow, Sample, SweepRow, SweepSlot,
 };
 pub use schema::SCHEMA_VERSION;
 

@@ -7,7 +7,7 @@
 
 use crate::backend::{Conn, Row};
 use crate::error::StoreError;
-use crate::records::NewRun;
+use crate::records::{MonitorAlert, MonitorResult, NewRun};
 use crate::write::insert_run_in;
 use crate::Store;
 
@@ -41,36 +41,6 @@ CREATE TABLE IF NOT EXISTS monitor_next (
     next_unix_ms BIGINT NOT NULL
 );
 ";
-
-/// One scheduled test's outcome. Rates in bits/s, times in seconds, loss as
-/// a ratio (0..1): the units the metrics are exposed in.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct MonitorResult {
-    pub test: String,
-    pub src: String,
-    pub dst: String,
-    pub started_unix_ms: i64,
-    pub ok: bool,
-    pub reason: Option<String>,
-    pub throughput_bps: Option<f64>,
-    pub loss_ratio: Option<f64>,
-    pub rtt_mean_s: Option<f64>,
-    pub rtt_p99_s: Option<f64>,
-    /// The full run in `runs` (absent for a test that failed to start).
-    pub run_id: Option<i64>,
-}
-
-/// An alert a result raised.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct MonitorAlert {
-    pub unix_ms: i64,
-    pub test: String,
-    pub src: String,
-    pub dst: String,
-    /// "throughput", "loss", "rtt" or "failure".
-    pub kind: String,
-    pub message: String,
-}
 
 fn result_of(r: &Row) -> MonitorResult {
     MonitorResult {
