@@ -24,6 +24,7 @@
 //! - [`sweep`]: parameter studies of one test.
 //! - [`campaign`]: many hosts, many flows, one synchronised experiment.
 //! - [`reproduce`]: the seed experiments of `examples/seeds/`, run and compared.
+//! - [`monitor`]: scheduled tests across a mesh, alerts, metrics and a dashboard.
 
 pub mod signals;
 pub mod spec;
@@ -58,6 +59,8 @@ pub mod sweep;
 pub mod campaign;
 
 pub mod reproduce;
+
+pub mod monitor;
 
 pub use client::{ClientError, ClientOptions};
 pub use report::Report as TestResult;

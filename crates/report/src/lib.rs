@@ -53,6 +53,9 @@ pub use error::ReportError;
 pub use export::SCHEMA;
 /// Timestamps for logs (the server's event log).
 pub use format::rfc3339;
+/// The monitoring dashboard and a pair's series page (`linkperf monitor`).
+pub use pages::monitor::{dashboard, AlertLine, Dashboard, Grid, GridCell, Verdict};
+pub use pages::monitor_series::{pair_series, PairSeries, SeriesPoint};
 
 /// Renders an archive export as one self-contained HTML document.
 pub fn render(export: &serde_json::Value) -> Result<String, ReportError> {

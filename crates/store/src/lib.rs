@@ -11,6 +11,7 @@ mod backend;
 mod error;
 mod extract;
 mod location;
+mod monitor;
 mod read;
 mod records;
 mod rr;
@@ -26,8 +27,8 @@ pub use location::{
     postgres_schema_url, Access, Location,
 };
 pub use records::{
-    EntryKind, ListEntry, ListFilter, NewRun, NewSweep, RrFigures, RrSize, RunMetrics, RunRow,
-    Sample, SweepRow, SweepSlot,
+    EntryKind, ListEntry, ListFilter, MonitorAlert, MonitorResult, NewRun, NewSweep, RrFigures,
+    RrSize, RunMetrics, RunRow, Sample, SweepRow, SweepSlot,
 };
 pub use schema::SCHEMA_VERSION;
 

@@ -1,5 +1,5 @@
 //! The records the archive takes and gives back (runs, samples, rr figures,
-//! sweeps, list entries and filters), as plain data. No SQL, no I/O and no
+//! sweeps, list entries and filters, monitoring results and alerts), as plain data. No SQL, no I/O and no
 //! JSON picking here: a new run is made from a report in `extract` (tests,
 //! campaigns) and `rr`, the reading and writing live in `read` and `write`.
 
@@ -197,4 +197,34 @@ pub struct RrSize {
     pub rtt_mean_ms: Option<f64>,
     pub rtt_p50_ms: Option<f64>,
     pub rtt_p99_ms: Option<f64>,
+}
+
+/// One scheduled test's outcome. Rates in bits/s, times in seconds, loss as
+/// a ratio (0..1): the units the metrics are exposed in.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MonitorResult {
+    pub test: String,
+    pub src: String,
+    pub dst: String,
+    pub started_unix_ms: i64,
+    pub ok: bool,
+    pub reason: Option<String>,
+    pub throughput_bps: Option<f64>,
+    pub loss_ratio: Option<f64>,
+    pub rtt_mean_s: Option<f64>,
+    pub rtt_p99_s: Option<f64>,
+    /// The full run in `runs` (absent for a test that failed to start).
+    pub run_id: Option<i64>,
+}
+
+/// An alert a result raised.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MonitorAlert {
+    pub unix_ms: i64,
+    pub test: String,
+    pub src: String,
+    pub dst: String,
+    /// "throughput", "loss", "rtt" or "failure".
+    pub kind: String,
+    pub message: String,
 }

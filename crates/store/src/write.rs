@@ -85,7 +85,7 @@ fn insert_entry(
     .ok_or_else(|| StoreError::new("the database returned no id for a new entry"))
 }
 
-fn insert_run_in(c: &mut Conn, run: &NewRun) -> Result<i64, StoreError> {
+pub(crate) fn insert_run_in(c: &mut Conn, run: &NewRun) -> Result<i64, StoreError> {
     let slot = run.slot;
     let id = insert_entry(
         c,

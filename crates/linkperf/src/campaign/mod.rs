@@ -8,7 +8,7 @@
 
 pub mod analysis;
 mod controller;
-mod file;
+pub mod file;
 mod links;
 pub mod plan;
 mod ssh;

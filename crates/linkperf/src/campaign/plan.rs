@@ -463,7 +463,7 @@ fn sweep_points(path: &str, text: &str, file: &CampaignFile) -> Result<Vec<Point
 }
 
 /// `host`, `host:port`, `[v6]:port` or a bare IPv6 address.
-fn split_port(address: &str, default: u16) -> Result<(String, u16), String> {
+pub(crate) fn split_port(address: &str, default: u16) -> Result<(String, u16), String> {
     if let Some(rest) = address.strip_prefix('[') {
         let (host, tail) = rest.split_once(']').ok_or("unclosed '[' in address")?;
         let port = match tail.strip_prefix(':') {

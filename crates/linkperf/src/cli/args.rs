@@ -46,6 +46,9 @@ pub enum Command {
     /// Campaigns: many hosts, many flows, one synchronised experiment.
     #[command(subcommand)]
     Campaign(crate::campaign::CampaignCommand),
+    /// Monitoring: scheduled tests across a mesh, archive, metrics, dashboard.
+    #[command(subcommand)]
+    Monitor(crate::monitor::MonitorCommand),
     /// Emulated testbeds: hosts in namespaces joined by emulated WAN links.
     #[command(subcommand)]
     Testbed(linkperf_testbed::TestbedCommand),

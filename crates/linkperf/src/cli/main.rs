@@ -28,6 +28,7 @@ mod config;
 mod demo;
 mod doctor;
 mod manual;
+mod monitor;
 mod process_opts;
 mod progress;
 mod report_cmd;
@@ -102,6 +103,7 @@ fn dispatch(command: Command) -> ExitCode {
         Command::Reproduce(args) => reproduce::run(args),
         Command::Doctor(args) => doctor::run(args),
         Command::Campaign(cmd) => campaign::run(cmd),
+        Command::Monitor(cmd) => monitor::run(cmd),
         Command::Rr(args) => rr::main(args),
         Command::Traffic(cmd) => traffic::run(cmd),
         Command::Man(args) => manual::man(args),

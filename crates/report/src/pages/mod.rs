@@ -7,6 +7,8 @@
 
 mod campaign;
 mod directions;
+pub mod monitor;
+pub mod monitor_series;
 mod params;
 mod run;
 mod run_plots;
