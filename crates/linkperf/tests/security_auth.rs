@@ -86,12 +86,29 @@ impl Raw {
         let mut buf = vec![0u8; 64 * 1024];
         loop {
             let want = self.session.wanted().min(buf.len());
-            let n = self.stream.read(&mut buf[..want]).ok()?;
+            let n = match self.stream.read(&mut buf[..want]) {
+                Ok(n) => n,
+                // Another test's child process ending signals this one.
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    eprintln!("read: {e}");
+                    return None;
+                }
+            };
             if n == 0 {
+                eprintln!("read: closed");
                 return None;
             }
-            if let Some(m) = self.session.receive(&buf[..n]).ok()?.into_iter().next() {
-                return Some(m);
+            match self.session.receive(&buf[..n]) {
+                Ok(ms) => {
+                    if let Some(m) = ms.into_iter().next() {
+                        return Some(m);
+                    }
+                }
+                Err(e) => {
+                    eprintln!("receive: {e}");
+                    return None;
+                }
             }
         }
     }
