@@ -7,6 +7,7 @@
 //! touches a socket: callers feed bytes in and write the bytes that come out,
 //! which is what lets the whole protocol be tested without a network.
 
+pub mod auth;
 pub mod codec;
 pub mod config;
 #[doc(hidden)]

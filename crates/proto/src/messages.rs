@@ -20,6 +20,13 @@ pub enum ClientMessage {
         version: u32,
         software: String,
     },
+    /// The answer to the server's `auth_nonce` (see [`crate::auth`]): sent
+    /// once, after the Welcome and before Setup or ThirdParty.
+    Auth {
+        user: String,
+        /// HMAC-SHA256 of the nonce and the request, hex.
+        answer: String,
+    },
     /// Run a test with this server.
     Setup {
         config: TestConfig,
@@ -56,6 +63,10 @@ pub enum ServerMessage {
         version: u32,
         software: String,
         facts: HostFacts,
+        /// A fresh random challenge (hex) when the server knows users: a
+        /// client with a key answers it with [`ClientMessage::Auth`].
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        auth_nonce: Option<String>,
     },
     /// The server refuses or aborts; `message` is one line for the user.
     Error {

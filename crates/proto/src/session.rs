@@ -8,6 +8,7 @@
 //! ```text
 //! Greeting --Hello/Welcome--> Negotiating --Setup/Ready--> Armed --Start/Started--> Running
 //!                                  \--ThirdParty--> Relaying
+//! Negotiating: one Auth (the answer to the Welcome's nonce) may come first
 //! Running: Interval*, SendersDone, Finished (each side once) --> Closed
 //! any state: Error or Cancel --> Closed (Cancel keeps Running until Finished)
 //! ```
@@ -76,6 +77,8 @@ pub struct Machine {
     phase: Phase,
     client_finished: bool,
     server_finished: bool,
+    /// The client has sent its Auth (once per session).
+    authenticated: bool,
 }
 
 impl Machine {
@@ -84,6 +87,7 @@ impl Machine {
             phase: Phase::Greeting,
             client_finished: false,
             server_finished: false,
+            authenticated: false,
         }
     }
 
@@ -112,6 +116,10 @@ impl Machine {
                     });
                 }
                 Greeting
+            }
+            (Negotiating, Auth { .. }) if !self.authenticated => {
+                self.authenticated = true;
+                Negotiating
             }
             (Negotiating, Setup { .. }) => Negotiating,
             (Negotiating, ThirdParty { .. }) => Relaying,
@@ -162,6 +170,7 @@ impl Machine {
 fn client_name(m: &ClientMessage) -> &'static str {
     match m {
         ClientMessage::Hello { .. } => "hello",
+        ClientMessage::Auth { .. } => "auth",
         ClientMessage::Setup { .. } => "setup",
         ClientMessage::ThirdParty { .. } => "third_party",
         ClientMessage::Start { .. } => "start",
@@ -290,6 +299,7 @@ mod tests {
             version: PROTOCOL_VERSION,
             software: "t".into(),
             facts: HostFacts::default(),
+            auth_nonce: None,
         }
     }
 

@@ -185,6 +185,8 @@ pub struct ServerArgs {
     pub data_ports: Option<std::ops::RangeInclusive<u16>>,
     #[command(flatten)]
     pub limits: crate::server_limits::ServerLimitArgs,
+    #[command(flatten)]
+    pub auth: crate::auth_args::ServerAuthArgs,
 
     // iperf3's everyday flags (issue 21).
     /// Run as a daemon: detach once listening (errors before that are printed).
@@ -217,6 +219,8 @@ pub struct ClientArgs {
     /// Server to test against (iperf3 spelling).
     #[arg(short = 'c', long = "client", value_name = "HOST")]
     pub client: Option<String>,
+    #[command(flatten)]
+    pub auth: crate::auth_args::ClientAuthArgs,
     /// Server port.
     #[arg(short = 'p', long, default_value_t = linkperf_proto::DEFAULT_PORT)]
     pub port: u16,

@@ -34,6 +34,9 @@ fn usage(message: impl std::fmt::Display) -> ExitCode {
 }
 
 pub fn run(args: ClientArgs) -> ExitCode {
+    if let Err(e) = args.auth.install() {
+        return usage(e);
+    }
     let spec = match args.spec().and_then(|s| s.validate().map(|()| s)) {
         Ok(s) => s,
         Err(e) => return usage(e),

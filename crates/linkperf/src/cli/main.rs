@@ -21,6 +21,7 @@ macro_rules! say_raw {
 }
 
 mod args;
+mod auth_args;
 mod campaign;
 mod campaign_progress;
 mod client;
@@ -120,6 +121,25 @@ fn dispatch(command: Command) -> ExitCode {
 }
 
 fn run_server(args: args::ServerArgs) -> ExitCode {
+    if let Some(name) = &args.auth.gen_key {
+        return match linkperf::guard::auth::generate_user_line(name) {
+            Ok(line) => {
+                say!("{line}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("linkperf: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
+    let (users, auth_required, third_party) = match args.auth.resolve() {
+        Ok(resolved) => resolved,
+        Err(e) => {
+            eprintln!("linkperf: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let options = server::ServerOptions {
         port: args.port,
         bind: args.bind,
@@ -132,6 +152,9 @@ fn run_server(args: args::ServerArgs) -> ExitCode {
         limits: args.limits.limits(),
         log_format: args.limits.log_format(),
         logfile: args.limits.logfile.clone(),
+        users,
+        auth_required,
+        third_party,
     };
     let s = match server::Server::bind(options) {
         Ok(s) => s,

@@ -22,6 +22,8 @@ pub struct ClientOptions {
     pub connect_timeout: Option<Duration>,
     /// Keep the server's side of the test in the report (`server_output`).
     pub server_output: bool,
+    /// Answer a server's challenge as this user (`--username`, `--key-file`).
+    pub credentials: Option<Credentials>,
 }
 
 impl ClientOptions {
@@ -38,6 +40,7 @@ impl ClientOptions {
             clocks_synchronised: spec.clock_sync,
             connect_timeout: spec.connect_timeout,
             server_output: spec.server_output,
+            credentials: default_credentials(),
         }
     }
 
@@ -45,6 +48,77 @@ impl ClientOptions {
     pub fn connect_within(&self) -> Duration {
         self.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT)
     }
+}
+
+/// A user and its key, to answer a server's challenge (see
+/// `linkperf_proto::auth`).
+#[derive(Debug, Clone)]
+pub struct Credentials {
+    pub user: String,
+    pub key: linkperf_proto::auth::Key,
+}
+
+impl Credentials {
+    /// Reads a key file: one line, `NAME:KEY` as in the server's users file
+    /// or the bare KEY (64 hex digits). `user` (`--username`) wins over the
+    /// file's name; one of them must be given.
+    pub fn from_key_file(
+        user: Option<&str>,
+        path: &std::path::Path,
+    ) -> Result<Credentials, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("--key-file {}: {e}", path.display()))?;
+        Credentials::from_text(user, text.trim())
+            .map_err(|e| format!("--key-file {}: {e}", path.display()))
+    }
+
+    /// `NAME:KEY` or `KEY`, with `user` winning over NAME.
+    pub fn from_text(user: Option<&str>, text: &str) -> Result<Credentials, String> {
+        let (name, key) = if text.contains(':') {
+            let (name, key) = crate::guard::auth::parse_user_line(text)?;
+            (Some(name), key)
+        } else {
+            (None, linkperf_proto::auth::Key::parse(text)?)
+        };
+        let user = user
+            .map(str::to_string)
+            .or(name)
+            .ok_or("no user name: give --username NAME (or write NAME:KEY in the key file)")?;
+        if !crate::guard::auth::valid_name(&user) {
+            return Err(format!(
+                "'{user}' is not a user name: use 1-64 letters, digits, '.', '_', '-' or '@'"
+            ));
+        }
+        Ok(Credentials { user, key })
+    }
+
+    /// From `LINKPERF_KEY` (`NAME:KEY` or `KEY`) and `LINKPERF_USER`; none
+    /// when `LINKPERF_KEY` is unset.
+    pub fn from_env() -> Result<Option<Credentials>, String> {
+        let Ok(key) = std::env::var("LINKPERF_KEY") else {
+            return Ok(None);
+        };
+        let user = std::env::var("LINKPERF_USER").ok();
+        Credentials::from_text(user.as_deref(), key.trim())
+            .map(Some)
+            .map_err(|e| format!("LINKPERF_KEY: {e}"))
+    }
+}
+
+static DEFAULT_CREDENTIALS: std::sync::OnceLock<Option<Credentials>> = std::sync::OnceLock::new();
+
+/// Sets the credentials every run of this process uses unless its options
+/// say otherwise (the command line's `--username`/`--key-file`). Only the
+/// first call counts.
+pub fn set_default_credentials(credentials: Option<Credentials>) {
+    let _ = DEFAULT_CREDENTIALS.set(credentials);
+}
+
+/// The process's credentials: those set, else from the environment.
+pub fn default_credentials() -> Option<Credentials> {
+    DEFAULT_CREDENTIALS
+        .get_or_init(|| Credentials::from_env().ok().flatten())
+        .clone()
 }
 
 /// How long a connect may take unless `--connect-timeout` says otherwise.

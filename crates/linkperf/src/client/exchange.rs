@@ -3,9 +3,10 @@
 //! that speaks another protocol. Must not open data connections or run the
 //! test.
 
-use super::connect::{fail, ClientError};
+use super::connect::{fail, ClientError, Credentials};
 use crate::control::{Control, Incoming};
 use linkperf_engine::SideEvent;
+use linkperf_proto::auth;
 use linkperf_proto::messages::StreamEndpoint;
 use linkperf_proto::results::HostFacts;
 use linkperf_proto::session::ClientSession;
@@ -88,14 +89,31 @@ pub(super) fn exchange_greetings(
     })
 }
 
-/// Greets the server and returns the facts of its host from its Welcome.
+/// Greets the server, answers its challenge when it sent one and there are
+/// `credentials` (for `purpose`), and returns the facts of its host.
 pub(super) fn welcome(
     control: &Control<ClientSession>,
     events: &Receiver<Event>,
     server: SocketAddr,
+    credentials: Option<&Credentials>,
+    purpose: &str,
 ) -> Result<HostFacts, ClientError> {
     match exchange_greetings(control, events, server, Duration::from_secs(10))? {
-        ServerMessage::Welcome { facts, .. } => Ok(facts),
+        ServerMessage::Welcome {
+            facts, auth_nonce, ..
+        } => {
+            if let (Some(nonce), Some(c)) = (auth_nonce, credentials) {
+                let nonce = auth::from_hex(&nonce)
+                    .ok_or_else(|| fail("the server's challenge is not hexadecimal"))?;
+                control
+                    .send(&ClientMessage::Auth {
+                        user: c.user.clone(),
+                        answer: auth::answer(&c.key, &nonce, &c.user, purpose),
+                    })
+                    .map_err(fail)?;
+            }
+            Ok(facts)
+        }
         other => Err(unexpected(other)),
     }
 }

@@ -12,16 +12,19 @@ mod session;
 mod streams;
 
 pub(crate) use connect::tcp_socket;
-pub use connect::{describe_timeout, resolve, ClientError, ClientOptions};
+pub use connect::{
+    default_credentials, describe_timeout, resolve, set_default_credentials, ClientError,
+    ClientOptions, Credentials,
+};
 
 use crate::control::{Control, Incoming};
 use crate::data;
 use crate::report::{IntervalReport, Report};
 use connect::{connect_error, fail, local_bind, usage};
-use exchange::{exchange_greetings, wait_message, Event};
+use exchange::{exchange_greetings, Event};
 use linkperf_engine::{facts, EventSink, LocalSide};
 use linkperf_proto::session::ClientSession;
-use linkperf_proto::{ClientMessage, Preamble, ServerMessage, TestConfig, PROTOCOL_VERSION};
+use linkperf_proto::{ClientMessage, Preamble, ServerMessage, TestConfig};
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -93,7 +96,13 @@ fn drive(
     cancel: Option<&AtomicBool>,
 ) -> Result<Report, ClientError> {
     let config = &options.config;
-    let remote_facts = exchange::welcome(control, events, server)?;
+    let remote_facts = exchange::welcome(
+        control,
+        events,
+        server,
+        options.credentials.as_ref(),
+        &linkperf_proto::auth::purpose_test(),
+    )?;
     let mut ready = exchange::set_up(control, events, config)?;
     let mut warnings = std::mem::take(&mut ready.warnings);
     let plans = streams::open(options, server, &ready, &mut warnings)?;
@@ -175,7 +184,15 @@ pub fn run_third_party(
     let (tx, events) = mpsc::channel();
     let control = Control::start(stream, ClientSession::new(), tx, Event::Server)
         .map_err(|e| fail(e.to_string()))?;
-    let result = relay_loop(&control, &events, target, config, on_interval, cancel);
+    let result = relay_loop(
+        &control,
+        &events,
+        agent,
+        target,
+        config,
+        on_interval,
+        cancel,
+    );
     control.shutdown();
     result
 }
@@ -183,18 +200,19 @@ pub fn run_third_party(
 fn relay_loop(
     control: &Arc<Control<ClientSession>>,
     events: &Receiver<Event>,
+    agent: SocketAddr,
     target: (&str, u16),
     config: &TestConfig,
     on_interval: &mut dyn FnMut(&serde_json::Value),
     cancel: Option<&AtomicBool>,
 ) -> Result<serde_json::Value, ClientError> {
-    control
-        .send(&ClientMessage::Hello {
-            version: PROTOCOL_VERSION,
-            software: crate::report::SOFTWARE.into(),
-        })
-        .map_err(fail)?;
-    wait_message(events, Duration::from_secs(10), "greeting")?;
+    exchange::welcome(
+        control,
+        events,
+        agent,
+        default_credentials().as_ref(),
+        &linkperf_proto::auth::purpose_third_party(target.0, target.1),
+    )?;
     control
         .send(&ClientMessage::ThirdParty {
             target: target.0.to_string(),

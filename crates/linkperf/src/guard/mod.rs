@@ -2,9 +2,11 @@
 //! (connections in all and per source address, concurrent tests, streams,
 //! payload memory per test, duration, rate, handshake deadlines), the
 //! permits that hold a share of them, unguessable session cookies, the
-//! rate limit on wrong-cookie attempts, and the event log every refusal is
-//! written to. The servers (linkperf, rr, iperf3) ask it; it serves nothing.
+//! rate limit on wrong-cookie attempts, the event log every refusal is
+//! written to, and (`auth`) who may use the server. The servers (linkperf,
+//! rr, iperf3) ask it; it serves nothing.
 
+pub mod auth;
 pub mod log;
 
 pub use log::{EventLog, Level, LogFormat};
@@ -319,6 +321,12 @@ impl Guard {
 /// can be learnt from it, nor the next one guessed.
 pub fn session_cookie() -> Result<u64, String> {
     let mut bytes = [0u8; 8];
+    random_bytes(&mut bytes).map_err(|e| format!("no random numbers for a session cookie: {e}"))?;
+    Ok(u64::from_ne_bytes(bytes))
+}
+
+/// Fills `bytes` from the kernel's cryptographic random generator.
+pub fn random_bytes(bytes: &mut [u8]) -> Result<(), String> {
     let mut filled = 0;
     while filled < bytes.len() {
         // SAFETY: getrandom writes at most the length given into the part
@@ -331,11 +339,11 @@ pub fn session_cookie() -> Result<u64, String> {
             if e.kind() == ErrorKind::Interrupted {
                 continue;
             }
-            return Err(format!("no random numbers for a session cookie: {e}"));
+            return Err(format!("getrandom: {e}"));
         }
         filled += n as usize;
     }
-    Ok(u64::from_ne_bytes(bytes))
+    Ok(())
 }
 
 /// `read_exact` that must finish by `deadline`, however slowly the bytes

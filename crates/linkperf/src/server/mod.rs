@@ -5,11 +5,13 @@
 //! clients and dispatches; `session` holds a control session's state and
 //! `test` runs a throughput test. It must not run tests itself.
 
+mod auth;
 mod session;
 mod test;
 
 use crate::client;
 use crate::control::{Control, Incoming};
+use crate::guard::auth::{Gate, Required, ThirdPartyPolicy, Users};
 use crate::guard::{self, EventLog, Guard, Level, Limits, LogFormat};
 use linkperf_engine::facts;
 use linkperf_proto::session::ServerSession;
@@ -51,6 +53,12 @@ pub struct ServerOptions {
     pub log_format: LogFormat,
     /// Append the event log to this file instead of the terminal.
     pub logfile: Option<PathBuf>,
+    /// The users who may authenticate (`--auth-users`); none: no authentication.
+    pub users: Option<Arc<Users>>,
+    /// Which requests need a user when `users` is set.
+    pub auth_required: Required,
+    /// Third-party mode's rules (who, towards which targets, how many).
+    pub third_party: ThirdPartyPolicy,
 }
 
 impl Default for ServerOptions {
@@ -67,6 +75,9 @@ impl Default for ServerOptions {
             limits: Limits::default(),
             log_format: LogFormat::Text,
             logfile: None,
+            users: None,
+            auth_required: Required::All,
+            third_party: ThirdPartyPolicy::default(),
         }
     }
 }
@@ -138,6 +149,12 @@ impl Server {
         let ctx = Arc::new(Context {
             wake: loopback_of(self.local_addr()),
             registry: self.registry,
+            access: auth::Access {
+                users: self.options.users.clone(),
+                required: self.options.auth_required,
+                policy: self.options.third_party.clone(),
+                gate: Gate::default(),
+            },
             options: self.options,
             guard: self.guard,
             finished: AtomicBool::new(false),
@@ -189,6 +206,8 @@ struct Context {
     registry: Registry,
     options: ServerOptions,
     guard: Arc<Guard>,
+    /// Users, third-party rules, failures and quotas.
+    access: auth::Access,
     /// Set when a `--once` test ended; the accept loops then return.
     finished: AtomicBool,
     /// Where to connect to wake the accept loop.
@@ -262,7 +281,11 @@ fn handle_connection(
         guard.refused(peer, &format!("no preamble: {why}"));
         return false;
     }
-    match Preamble::parse(&preamble) {
+    let kind = Preamble::parse(&preamble);
+    if auth::refuse_unauthenticated(&mut stream, peer, kind, (&ctx.access, guard), deadline) {
+        return false;
+    }
+    match kind {
         Some(Preamble::Control) => {
             let _ = stream.set_read_timeout(None);
             match ControlSession::run(stream, peer, ctx) {
@@ -341,10 +364,11 @@ impl ControlSession {
             peer,
             guard: ctx.guard.clone(),
         };
-        session.serve(local, &ctx.options)
+        session.serve(local, ctx)
     }
 
-    fn serve(&mut self, local: SocketAddr, options: &ServerOptions) -> Result<String, String> {
+    fn serve(&mut self, local: SocketAddr, ctx: &Context) -> Result<String, String> {
+        let options = &ctx.options;
         let step = self.guard.limits.handshake_timeout;
         match self.next_message(step) {
             Ok(ClientMessage::Hello { .. }) => {}
@@ -358,12 +382,25 @@ impl ControlSession {
                 return Err(why);
             }
         }
+        let nonce = auth::nonce(&ctx.access)?;
         self.control.send(&ServerMessage::Welcome {
             version: PROTOCOL_VERSION,
             software: crate::report::SOFTWARE.into(),
             facts: facts::collect(crate::report::SOFTWARE),
+            auth_nonce: nonce.as_deref().map(linkperf_proto::auth::to_hex),
         })?;
-        match self.next_message(step)? {
+        let mut request = self.next_message(step)?;
+        let mut answer = None;
+        if let ClientMessage::Auth { user, answer: a } = request {
+            answer = Some((user, a));
+            request = self.next_message(step)?;
+        }
+        if let ClientMessage::Cancel { .. } = request {
+            // A controller checking that this agent is up (campaign start).
+            return Ok(format!("client {}: greeted and left", self.peer));
+        }
+        let principal = self.authenticate(&ctx.access, nonce.as_deref(), answer, &request)?;
+        match request {
             ClientMessage::Setup { config } => {
                 self.run_test(config, local, options.data_ports.as_ref())
             }
@@ -377,10 +414,14 @@ impl ControlSession {
                         "this server does not run third-party tests; start it with --allow-third-party".into(),
                     );
                 }
+                let (target, _quota) =
+                    match self.third_party_checks(&ctx.access, principal.as_deref(), &target, port)
+                    {
+                        Ok(admitted) => admitted,
+                        Err(why) => return self.refuse(why),
+                    };
                 self.relay(target, port, config)
             }
-            // A controller checking that this agent is up (campaign start).
-            ClientMessage::Cancel { .. } => Ok(format!("client {}: greeted and left", self.peer)),
             _ => Err("expected setup".into()),
         }
     }

@@ -246,7 +246,7 @@ fn config(input: &mut Input) -> TestConfig {
 }
 
 fn client_menu(input: &mut Input) -> ClientMessage {
-    match input.byte() % 7 {
+    match input.byte() % 8 {
         0 => ClientMessage::Hello {
             version: version(input),
             software: "fuzz".into(),
@@ -268,6 +268,10 @@ fn client_menu(input: &mut Input) -> ClientMessage {
         5 => ClientMessage::Finished {
             result: SideResult::default(),
         },
+        7 => ClientMessage::Auth {
+            user: "fuzz".into(),
+            answer: "00".repeat(32),
+        },
         _ => ClientMessage::Cancel {
             reason: "fuzz".into(),
         },
@@ -280,6 +284,7 @@ fn server_menu(input: &mut Input) -> ServerMessage {
             version: version(input),
             software: "fuzz".into(),
             facts: HostFacts::default(),
+            auth_nonce: None,
         },
         1 => ServerMessage::Error {
             message: "fuzz".into(),

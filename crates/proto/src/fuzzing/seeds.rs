@@ -80,6 +80,10 @@ fn client_messages() -> Vec<u8> {
             version: PROTOCOL_VERSION,
             software: "linkperf 0.1.0".into(),
         },
+        ClientMessage::Auth {
+            user: "alice".into(),
+            answer: crate::auth::to_hex(&[0xa5; 32]),
+        },
         ClientMessage::Setup {
             config: TestConfig::default(),
         },
@@ -118,6 +122,13 @@ fn server_messages() -> Vec<u8> {
             version: PROTOCOL_VERSION,
             software: "linkperf 0.1.0".into(),
             facts: HostFacts::default(),
+            auth_nonce: None,
+        },
+        ServerMessage::Welcome {
+            version: PROTOCOL_VERSION,
+            software: "linkperf 0.1.0".into(),
+            facts: HostFacts::default(),
+            auth_nonce: Some(crate::auth::to_hex(&[0x5a; crate::auth::NONCE_LEN])),
         },
         ServerMessage::Ready {
             cookie: 0x0123_4567_89ab_cdef,
@@ -200,6 +211,14 @@ fn session_seeds() -> Vec<Seed> {
     ];
     let third_party: &[&[u8]] = &[hello, welcome, &[0, 2, 0x03, 1, 2], &[1, 7, 3], &[1, 8, 0]];
     let cancelled: &[&[u8]] = &[hello, welcome, &[0, 6, 4], &[1, 1, 0], &[0, 6, 0]];
+    // Auth then a set-up; a second Auth is out of order.
+    let authenticated: &[&[u8]] = &[
+        hello,
+        welcome,
+        &[0, 7, 3],
+        &[0, 1, 0x08, 2, 0, 0, 0x10, 0, 7],
+        &[0, 7, 2],
+    ];
     let hello_bytes = encode(&ClientMessage::Hello {
         version: PROTOCOL_VERSION,
         software: "x".into(),
@@ -209,6 +228,7 @@ fn session_seeds() -> Vec<Seed> {
         ("session", "whole_test", whole_test.concat()),
         ("session", "third_party", third_party.concat()),
         ("session", "cancelled", cancelled.concat()),
+        ("session", "authenticated", authenticated.concat()),
         ("session", "raw_hello", raw),
         (
             "session",
