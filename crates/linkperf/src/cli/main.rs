@@ -28,6 +28,7 @@ mod config;
 mod demo;
 mod doctor;
 mod manual;
+mod model;
 mod process_opts;
 mod progress;
 mod report_cmd;
@@ -101,6 +102,7 @@ fn dispatch(command: Command) -> ExitCode {
         Command::Report(args) => report_cmd::run(args),
         Command::Reproduce(args) => reproduce::run(args),
         Command::Doctor(args) => doctor::run(args),
+        Command::Model(args) => model::run(args),
         Command::Campaign(cmd) => campaign::run(cmd),
         Command::Rr(args) => rr::main(args),
         Command::Traffic(cmd) => traffic::run(cmd),

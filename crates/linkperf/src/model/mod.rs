@@ -5,6 +5,7 @@
 //! Pure: the caller reads the host ([`host`]) or a testbed file ([`testbed`]).
 //! docs/model.md gives every formula with its source and assumptions.
 
+pub mod describe;
 pub mod formulas;
 pub mod host;
 pub mod testbed;
@@ -28,6 +29,8 @@ pub struct Path {
     pub loss: f64,
     /// Bit error rate of the bottleneck.
     pub ber: f64,
+    /// Host CPU service demand, microseconds per 10^6 payload bytes.
+    pub cpu_us_per_mb: Option<f64>,
 }
 
 impl Default for Path {
@@ -39,6 +42,7 @@ impl Default for Path {
             framing: Framing::Ethernet,
             loss: 0.0,
             ber: 0.0,
+            cpu_us_per_mb: None,
         }
     }
 }
@@ -81,8 +85,6 @@ pub struct Flow {
     pub udp_rate_bps: Option<f64>,
     /// UDP payload bytes per datagram.
     pub udp_length: u32,
-    /// Host CPU service demand, microseconds per 10^6 payload bytes.
-    pub cpu_us_per_mb: Option<f64>,
 }
 
 impl Default for Flow {
@@ -97,7 +99,6 @@ impl Default for Flow {
             congestion: Congestion::Cubic,
             udp_rate_bps: None,
             udp_length: 1460,
-            cpu_us_per_mb: None,
         }
     }
 }
@@ -211,7 +212,7 @@ pub fn validate(path: &Path, flow: &Flow) -> Result<(), ModelError> {
             )));
         }
     }
-    if flow.udp_length == 0 || flow.udp_length > 65507 {
+    if flow.protocol == Protocol::Udp && (flow.udp_length == 0 || flow.udp_length > 65507) {
         return Err(bad(format!(
             "length: {} is not a UDP payload size (1..65507)",
             flow.udp_length
@@ -222,7 +223,7 @@ pub fn validate(path: &Path, flow: &Flow) -> Result<(), ModelError> {
             "udp rate: the offered rate must be above 0; leave it out for as fast as the link",
         ));
     }
-    if flow
+    if path
         .cpu_us_per_mb
         .is_some_and(|c| !(c > 0.0 && c.is_finite()))
     {
@@ -249,7 +250,11 @@ pub fn predict(path: &Path, flow: &Flow, kernel: &Kernel) -> Result<Prediction, 
 /// TCP: payload per segment is the MSS; each segment is one IP packet of
 /// MSS + 52 bytes (IPv4 20, TCP 20, timestamps 12).
 fn tcp(path: &Path, flow: &Flow, kernel: &Kernel) -> Prediction {
-    let mss = u64::from(flow.mss.unwrap_or(path.mtu - 52));
+    // linkperf's client sets TCP_MAXSEG to W/2 under a clamp (docs/model.md).
+    let segment = flow.mss.or(flow
+        .window
+        .map(|w| (w / 2).max(1).min(u64::from(u32::MAX)) as u32));
+    let mss = u64::from(segment.unwrap_or(path.mtu - 52).min(path.mtu - 52));
     let ip = mss + 52;
     let wire = path.framing.wire_bytes(ip);
     let n = f64::from(flow.streams);
@@ -291,7 +296,7 @@ fn tcp(path: &Path, flow: &Flow, kernel: &Kernel) -> Prediction {
             Congestion::Bbr => {}
         }
     }
-    cpu_bound(flow, &mut bounds);
+    cpu_bound(path, &mut bounds);
     finish(bounds, reference, p, mss, rtt)
 }
 
@@ -325,12 +330,12 @@ fn udp(path: &Path, flow: &Flow) -> Prediction {
     if let Some(offered) = flow.udp_rate_bps {
         bounds.insert("offered".into(), n * offered * arrive);
     }
-    cpu_bound(flow, &mut bounds);
+    cpu_bound(path, &mut bounds);
     finish(bounds, BTreeMap::new(), 1.0 - arrive, payload, path.rtt_s)
 }
 
-fn cpu_bound(flow: &Flow, bounds: &mut BTreeMap<String, f64>) {
-    if let Some(us) = flow.cpu_us_per_mb {
+fn cpu_bound(path: &Path, bounds: &mut BTreeMap<String, f64>) {
+    if let Some(us) = path.cpu_us_per_mb {
         // 1e6 us of CPU per second at `us` per 1e6 bytes.
         bounds.insert("cpu".into(), 1e6 / us * 8e6);
     }

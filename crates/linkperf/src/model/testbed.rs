@@ -67,6 +67,7 @@ fn path_of(hops: &[Hop]) -> Path {
         framing: bottleneck.map_or(Framing::Ethernet, |(h, _)| framing(h.data().framing)),
         loss: survive(&|d| d.loss),
         ber: survive(&|d| d.ber),
+        cpu_us_per_mb: None,
     }
 }
 
@@ -146,6 +147,21 @@ pub fn default_path(topology: &Topology) -> Result<Path, ModelError> {
             topology.hosts.len(),
             topology.links.len()
         ))),
+    }
+}
+
+/// The path a topology file describes: `link` if named, else the path
+/// `from` -> `to` if both are named, else [`default_path`].
+pub fn from_file(
+    file: &std::path::Path,
+    link: Option<&str>,
+    ends: Option<(&str, &str)>,
+) -> Result<Path, ModelError> {
+    let topology = Topology::from_file(file).map_err(|e| ModelError(e.to_string()))?;
+    match (link, ends) {
+        (Some(name), _) => link_path(&topology, name),
+        (None, Some((from, to))) => host_path(&topology, from, to),
+        (None, None) => default_path(&topology),
     }
 }
 

@@ -175,17 +175,12 @@ fn udp_loses_by_random_loss_and_by_bit_errors_per_frame() {
 
 #[test]
 fn cpu_service_demand_bounds() {
-    let flow = Flow {
+    let host = Path {
         cpu_us_per_mb: Some(1000.0),
-        ..Flow::default()
+        ..path(Some(10e9), 0.001, Framing::Ethernet)
     };
     // 1000 us per 10^6 bytes: 1000 MB/s = 8 Gbit/s, below a 10 Gbit/s link.
-    let p = predict(
-        &path(Some(10e9), 0.001, Framing::Ethernet),
-        &flow,
-        &Kernel::default(),
-    )
-    .unwrap();
+    let p = predict(&host, &Flow::default(), &Kernel::default()).unwrap();
     assert_eq!(p.binding, "cpu");
     close(p.value, 8e9);
 }
