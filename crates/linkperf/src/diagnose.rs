@@ -376,7 +376,10 @@ pub fn against_prediction(s: &mut DirectionSummary) {
         matches!(v.limited_by.as_str(), "receiver window" | "send buffer"),
     ) {
         let window = rate / 8.0 * rtt;
-        let share = crate::model::host::local().rcv_share;
+        let share = match crate::model::host::local().rcv_share {
+            s if s > 0.0 => s,
+            _ => crate::model::scaling_ratio(p.payload_bytes, p.payload_bytes as u32 + 52),
+        };
         let buffer = window / (2.0 * share);
         v.evidence.insert("window_needed_bytes".into(), window);
         v.evidence.insert("buffer_needed_bytes".into(), buffer);

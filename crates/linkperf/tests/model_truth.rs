@@ -73,8 +73,12 @@ fn check(doc: &Value, what: &str, expected: f64, binding: &str, tolerance: f64) 
         .and_then(Value::as_str)
         .unwrap_or("");
     eprintln!(
-        "  {what}: measured {:.3} Mbit/s, predicted {:.3} ({bound}), expected {:.3}: measured/expected {:.3}",
+        "  {what}: sent {:.3} ({} packets, {} lost), measured {:.3} Mbit/s over {:.3} s, predicted {:.3} ({bound}), expected {:.3}: measured/expected {:.3}",
+        f64_at(doc, "/summary/sent/bits_per_second") / 1e6,
+        doc.pointer("/summary/sent/packets").cloned().unwrap_or_default(),
+        doc.pointer("/summary/received/lost_packets").cloned().unwrap_or_default(),
         measured / 1e6,
+        f64_at(doc, "/summary/received/seconds"),
         predicted / 1e6,
         expected / 1e6,
         measured / expected
@@ -91,9 +95,9 @@ fn check(doc: &Value, what: &str, expected: f64, binding: &str, tolerance: f64) 
     );
 }
 
-fn tcp(bed: &Bed, extra: &[&str]) -> Value {
+fn tcp(bed: &Bed, seconds: &str, extra: &[&str]) -> Value {
     // cubic, not this host's default (bbr); 1 s warm-up excluded.
-    let mut args = vec!["-t", "4", "-O", "1", "-C", "cubic"];
+    let mut args = vec!["-t", seconds, "-O", "1", "-C", "cubic"];
     args.extend_from_slice(extra);
     bed.client(&args)
 }
@@ -109,7 +113,7 @@ fn link_limited_ethernet_tcp() {
             "lpmeth",
             "rate = \"20M\"\ndelay = \"5ms\"\nqueue = \"100K\"",
         );
-        let doc = tcp(&bed, &[]);
+        let doc = tcp(&bed, "4", &[]);
         check(&doc, "ethernet 20M", 20e6 * MSS / ETH_WIRE, "link", 0.10);
     });
 }
@@ -124,7 +128,7 @@ fn link_limited_atm_tcp() {
             "lpmatm",
             "rate = \"10M\"\ndelay = \"5ms\"\nqueue = \"100K\"\nframing = \"atm-aal5\"",
         );
-        let doc = tcp(&bed, &[]);
+        let doc = tcp(&bed, "4", &[]);
         // A 1500-byte packet + 8 LLC/SNAP + 8 AAL5 trailer = 1516 bytes: 32 cells of 53.
         let wire = (1516f64 / 48.0).ceil() * 53.0;
         check(&doc, "atm-aal5 10M", 10e6 * MSS / wire, "link", 0.10);
@@ -138,7 +142,7 @@ fn window_limited_tcp() {
             return;
         };
         let bed = Bed::up("lpmwin", "rate = \"40M\"\ndelay = \"10ms\"\nqueue = \"1M\"");
-        let doc = tcp(&bed, &["--window-clamp", "32K"]);
+        let doc = tcp(&bed, "4", &["--window-clamp", "32K"]);
         // 22 whole segments fit 32768 bytes; one round trip is both delays plus
         // the last segment's serialisation.
         let window = (32768.0 / MSS).floor() * MSS;
@@ -177,5 +181,45 @@ fn bit_errors_udp() {
         // A 1400-byte payload + 8 UDP + 20 IP + 14 MAC header = 1442 bytes are hit.
         let arrive = (1.0f64 - 5e-6).powf(8.0 * 1442.0);
         check(&doc, "udp ber 5e-6", 5e6 * arrive, "offered", 0.02);
+    });
+}
+
+#[test]
+fn buffer_limited_tcp() {
+    linkperf_testsupport::stall::retry_when_stalled(|| {
+        let Some(_turn) = common::testbed_turn() else {
+            return;
+        };
+        let bed = Bed::up("lpmbuf", "rate = \"40M\"\ndelay = \"10ms\"\nqueue = \"1M\"");
+        let doc = tcp(&bed, "4", &["--rcvbuf", "32K"]);
+        // Linux doubles the buffer (65536 bytes) and, since 6.6, offers the
+        // payload/truesize share of it as window, in 256ths: a 1500-byte frame
+        // from the TAP takes a 2048-byte kmalloc buffer (frame + 64 headroom +
+        // 320 shared info, rounded to the size class) + 256 of sk_buff, so
+        // 1448 * 256 / 2304 = 160 -> 40960 bytes -> 28 whole segments.
+        // Older kernels offer the tcp_adv_win_scale share instead.
+        let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+        let mut v = release.split(|c: char| !c.is_ascii_digit());
+        let version: (u32, u32) = (
+            v.next().unwrap().parse().unwrap(),
+            v.next().unwrap().parse().unwrap(),
+        );
+        let ratio = if version >= (6, 6) {
+            (MSS * 256.0 / 2304.0).floor() / 256.0
+        } else {
+            let scale: i32 = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_adv_win_scale")
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap();
+            if scale > 0 {
+                1.0 - 0.5f64.powi(scale)
+            } else {
+                0.5f64.powi(-scale)
+            }
+        };
+        let window = (65536.0 * ratio / MSS).floor() * MSS;
+        let rtt = 0.020 + ETH_WIRE * 8.0 / 40e6;
+        check(&doc, "rcvbuf 32K", window * 8.0 / rtt, "window", 0.10);
     });
 }

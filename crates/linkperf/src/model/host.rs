@@ -25,9 +25,8 @@ pub fn rcv_share(version: Option<(u32, u32)>, adv_win_scale: Option<i64>) -> (f6
     let scaling_ratio = version.is_some_and(|v| v >= (6, 6));
     match (scaling_ratio, adv_win_scale) {
         (true, _) => (
-            0.5,
-            "kernel >= 6.6: scaling_ratio, 50% until the first segments (then payload/truesize)"
-                .into(),
+            0.0,
+            "kernel >= 6.6: scaling_ratio = payload/truesize of a received segment".into(),
         ),
         (false, Some(s)) => {
             let s = s.clamp(-31, 31) as i32;
@@ -75,7 +74,8 @@ mod tests {
         assert_eq!(kernel_version("garbage"), None);
         assert_eq!(rcv_share(Some((5, 15)), Some(1)).0, 0.5);
         assert_eq!(rcv_share(Some((5, 15)), Some(2)).0, 0.75);
-        assert_eq!(rcv_share(Some((6, 6)), Some(2)).0, 0.5);
+        // 0: the share follows the segment (see super::scaling_ratio).
+        assert_eq!(rcv_share(Some((6, 6)), Some(2)).0, 0.0);
     }
 
     #[test]

@@ -106,7 +106,8 @@ impl Default for Flow {
 /// What the receiving and sending kernels do with a socket buffer.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Kernel {
-    /// Share of the (doubled) receive buffer offered as window.
+    /// Share of the (doubled) receive buffer offered as window; 0: the
+    /// kernel's `scaling_ratio` (Linux 6.6+), see [`scaling_ratio`].
     pub rcv_share: f64,
     /// Where the share came from, e.g. "tcp_adv_win_scale = 1".
     pub rcv_share_source: String,
@@ -266,7 +267,7 @@ fn tcp(path: &Path, flow: &Flow, kernel: &Kernel) -> Prediction {
     if let Some(rate) = path.rate_bps {
         bounds.insert("link".into(), rate * mss as f64 / wire as f64);
     }
-    let window = receive_window(flow, kernel).map(|w| w / mss * mss);
+    let window = receive_window(flow, kernel, mss, path.mtu).map(|w| w / mss * mss);
     if let Some(w) = window {
         bounds.insert("window".into(), n * w as f64 * 8.0 / rtt);
     }
@@ -300,11 +301,28 @@ fn tcp(path: &Path, flow: &Flow, kernel: &Kernel) -> Prediction {
     finish(bounds, reference, p, mss, rtt)
 }
 
+/// Linux 6.6+ `scaling_ratio`: a received segment's payload over its
+/// truesize, in 256ths rounded down (TCP_RMEM_TO_WIN_SCALE = 8). The truesize
+/// assumed is a frame received one segment per skb (a TAP or veth without
+/// GRO): its linear buffer is the kmalloc size class (a power of two) holding
+/// the frame, 64 bytes of headroom (NET_SKB_PAD) and 320 of skb_shared_info,
+/// plus the 256-byte struct sk_buff: 2304 bytes for a 1500-byte MTU.
+pub fn scaling_ratio(mss: u64, mtu: u32) -> f64 {
+    let buffer = (u64::from(mtu) + 14 + 64 + 320).next_power_of_two();
+    let truesize = buffer + 256;
+    ((mss * 256) / truesize) as f64 / 256.0
+}
+
 /// The receive window in bytes: the clamp, or the share of the doubled buffer.
-fn receive_window(flow: &Flow, kernel: &Kernel) -> Option<u64> {
+fn receive_window(flow: &Flow, kernel: &Kernel, mss: u64, mtu: u32) -> Option<u64> {
+    let share = if kernel.rcv_share > 0.0 {
+        kernel.rcv_share
+    } else {
+        scaling_ratio(mss, mtu)
+    };
     let from_buffer = flow.rcvbuf.map(|r| {
         let doubled = 2 * kernel.rmem_max.map_or(r, |m| r.min(m));
-        (doubled as f64 * kernel.rcv_share) as u64
+        (doubled as f64 * share) as u64
     });
     match (flow.window, from_buffer) {
         (Some(w), Some(b)) => Some(w.min(b)),

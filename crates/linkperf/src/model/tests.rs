@@ -95,6 +95,15 @@ fn a_receive_buffer_is_doubled_capped_and_shared() {
     };
     let p = predict(&path(None, 0.01, Framing::Ethernet), &small, &k2).unwrap();
     close(p.value, 33.0 * 1448.0 * 8.0 / 0.01);
+    // Linux 6.6+: 1448 of a 2304-byte truesize (2048 + 256) = 160/256 in the
+    // kernel's 8-bit ratio: 65536 x 160 / 256 = 40960 -> 28 segments.
+    let k3 = Kernel {
+        rcv_share: 0.0,
+        ..Kernel::default()
+    };
+    assert_eq!(scaling_ratio(1448, 1500), 160.0 / 256.0);
+    let p = predict(&path(None, 0.01, Framing::Ethernet), &small, &k3).unwrap();
+    close(p.value, 28.0 * 1448.0 * 8.0 / 0.01);
     // A send buffer of 16 KiB holds 32 KiB in flight at most.
     let send = Flow {
         sndbuf: Some(16384),
