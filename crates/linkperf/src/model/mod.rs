@@ -219,7 +219,7 @@ pub fn validate(path: &Path, flow: &Flow) -> Result<(), ModelError> {
             flow.udp_length
         )));
     }
-    if flow.udp_rate_bps.is_some_and(|r| !(r > 0.0)) {
+    if flow.udp_rate_bps.is_some_and(|r| r.is_nan() || r <= 0.0) {
         return Err(bad(
             "udp rate: the offered rate must be above 0; leave it out for as fast as the link",
         ));
