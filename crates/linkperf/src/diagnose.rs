@@ -399,20 +399,21 @@ pub fn against_prediction(s: &mut DirectionSummary) {
             "the buffers held less window than the model's {} bound assumed",
             p.binding
         ),
-        "sender CPU" | "receiver CPU" | "application" => {
-            "the hosts keep up with the path (no CPU bound was described)".to_string()
+        "sender CPU" | "receiver CPU" => {
+            "hosts that keep up with the path (no CPU bound was described)".to_string()
         }
+        "application" => "a sender that always has data (it was paced or slow)".to_string(),
         "network" if s.sent.retransmits.unwrap_or(0) > 0 && p.packet_loss == 0.0 => format!(
             "a loss-free path ({} retransmits)",
             s.sent.retransmits.unwrap_or(0)
         ),
         "loss" => format!(
-            "the packet loss of {:.3}% the path description gives",
+            "a packet loss of {:.3}% (the path description's)",
             p.packet_loss * 100.0
         ),
         _ => match loaded_rtt {
             Some(rtt) if rtt > 1.25 * p.rtt_s => format!(
-                "the round trip of {:.2} ms (it was {:.2} ms loaded)",
+                "a round trip of {:.2} ms (it was {:.2} ms loaded)",
                 p.rtt_s * 1e3,
                 rtt * 1e3
             ),
