@@ -343,6 +343,91 @@ fn network(s: &DirectionSummary, limited: &Limited) -> Verdict {
     )
 }
 
+/// Below this share of the prediction the measurement broke one of the model's
+/// assumptions, and the verdict says which.
+pub const BELOW_PREDICTION: f64 = 0.8;
+
+/// Adds the prediction to the verdict: its figures as evidence, for a window or
+/// buffer limit the buffer needed (rate x loaded RTT, through Linux's doubling
+/// and window share), and below [`BELOW_PREDICTION`] the assumption broken.
+pub fn against_prediction(s: &mut DirectionSummary) {
+    let (Some(p), Some(ratio)) = (s.prediction.clone(), s.measured_over_predicted) else {
+        return;
+    };
+    let v = &mut s.verdict;
+    v.evidence
+        .insert("predicted_bits_per_second".into(), p.value);
+    v.evidence.insert("measured_over_predicted".into(), ratio);
+    let loaded_rtt = s
+        .tcp
+        .as_ref()
+        .and_then(|t| t.rtt_ms.mean)
+        .map(|ms| ms / 1e3);
+    // The window the path needs: the rate the other bounds allow over the loaded RTT.
+    let unwindowed = p
+        .bounds
+        .iter()
+        .filter(|(k, _)| *k != "window" && *k != "send_buffer")
+        .map(|(_, v)| *v)
+        .reduce(f64::min);
+    if let (Some(rtt), Some(rate), true) = (
+        loaded_rtt,
+        unwindowed,
+        matches!(v.limited_by.as_str(), "receiver window" | "send buffer"),
+    ) {
+        let window = rate / 8.0 * rtt;
+        let share = match crate::model::host::local().rcv_share {
+            s if s > 0.0 => s,
+            _ => crate::model::scaling_ratio(p.payload_bytes, p.payload_bytes as u32 + 52),
+        };
+        let buffer = window / (2.0 * share);
+        v.evidence.insert("window_needed_bytes".into(), window);
+        v.evidence.insert("buffer_needed_bytes".into(), buffer);
+        v.advice = Some(format!(
+            "the path carries {} at {:.2} ms loaded RTT: a window of {window:.0} bytes; Linux doubles a socket buffer and offers {:.0}% of it as window, so set -w {buffer:.0} (and net.core.rmem_max / wmem_max, net.ipv4.tcp_rmem / tcp_wmem maximum, to at least {:.0})",
+            format_rate(rate),
+            rtt * 1e3,
+            share * 100.0,
+            2.0 * buffer
+        ));
+    }
+    if ratio >= BELOW_PREDICTION {
+        return;
+    }
+    let broken = match v.limited_by.as_str() {
+        "receiver window" | "send buffer" => format!(
+            "the buffers held less window than the model's {} bound assumed",
+            p.binding
+        ),
+        "sender CPU" | "receiver CPU" => {
+            "hosts that keep up with the path (no CPU bound was described)".to_string()
+        }
+        "application" => "a sender that always has data (it was paced or slow)".to_string(),
+        "network" if s.sent.retransmits.unwrap_or(0) > 0 && p.packet_loss == 0.0 => format!(
+            "a loss-free path ({} retransmits)",
+            s.sent.retransmits.unwrap_or(0)
+        ),
+        "loss" => format!(
+            "a packet loss of {:.3}% (the path description's)",
+            p.packet_loss * 100.0
+        ),
+        _ => match loaded_rtt {
+            Some(rtt) if rtt > 1.25 * p.rtt_s => format!(
+                "a round trip of {:.2} ms (it was {:.2} ms loaded)",
+                p.rtt_s * 1e3,
+                rtt * 1e3
+            ),
+            _ => format!("the described path's {} bound", p.binding),
+        },
+    };
+    v.explanation.push_str(&format!(
+        "; {:.0}% of the predicted {} (bound by {}): the measurement broke the assumption of {broken}",
+        ratio * 100.0,
+        format_rate(p.value),
+        p.binding
+    ));
+}
+
 #[cfg(test)]
 mod tests {
     //! Both ends in this one process, as `linkperf demo` runs them: each

@@ -7,6 +7,7 @@
 //! (`scripts/layers` checks this):
 //!
 //! - [`signals`]: the process's interrupt flag (Ctrl-C, SIGTERM).
+//! - [`model`]: the throughput a described path should give (pure analysis).
 //! - [`spec`]: what to run ([`TestSpec`]), as a user states it.
 //! - [`dynamics`]: convergence metrics of `--sample` series (pure analysis).
 //! - [`report`]: what was measured ([`TestResult`]), JSON schema `linkperf/1`.
@@ -27,6 +28,9 @@
 //! - [`monitor`]: scheduled tests across a mesh, alerts, metrics and a dashboard.
 
 pub mod signals;
+
+pub mod model;
+
 pub mod spec;
 
 pub mod dynamics;

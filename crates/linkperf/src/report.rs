@@ -214,6 +214,13 @@ pub struct DirectionSummary {
     /// `--sample`: convergence metrics of the streams' series (docs/dynamics.md).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dynamics: Option<crate::dynamics::Dynamics>,
+    /// What the model predicts for this direction's flow on the described
+    /// path (`--path`, or the testbed's), docs/model.md.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prediction: Option<crate::model::Prediction>,
+    /// received.bits_per_second over prediction.value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub measured_over_predicted: Option<f64>,
 }
 
 /// What limited one direction, and what to change (filled by `diagnose`).
@@ -311,6 +318,8 @@ impl Sides<'_> {
             send_gaps: sent.iter().find_map(|s| s.send_gaps.clone()),
             verdict: Verdict::default(),
             dynamics: self.dynamics(&sent, &received),
+            prediction: None,
+            measured_over_predicted: None,
             streams,
         }
     }

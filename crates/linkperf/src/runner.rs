@@ -2,10 +2,13 @@
 //! linkperf server through [`crate::client`], a stock iperf3 server through
 //! [`crate::iperf3::client`]. Both give the same [`Report`]. A test that
 //! crosses an emulated testbed also gets the emulator's account of its links
-//! over the test, and a warning where the emulator fell behind.
+//! over the test, and a warning where the emulator fell behind. A test with a
+//! described path (`--path`, or the testbed it runs in) gets the model's
+//! prediction beside each direction's measurement (docs/model.md).
 
 use crate::client::{self, ClientError, ClientOptions};
-use crate::report::{IntervalReport, Report, TestbedTiming};
+use crate::model::{self, describe, ModelError, Path};
+use crate::report::{DirectionSummary, IntervalReport, Report, TestbedTiming};
 use crate::spec::{Peer, TestSpec};
 use linkperf_testbed::status::DirectionStatus;
 use linkperf_testbed::Testbed;
@@ -29,8 +32,90 @@ pub fn run_test(
     }
     if let Ok(report) = result.as_mut() {
         report.extra_data.clone_from(&spec.extra_data);
+        predict_into(spec, report);
     }
     result
+}
+
+/// Puts the model's prediction beside each direction's measurement when the
+/// path is described; a description the model refuses becomes a warning.
+fn predict_into(spec: &TestSpec, report: &mut Report) {
+    let config = report.test.config.clone();
+    let mut one = |summary: &mut DirectionSummary, client_sends: bool| {
+        let Some(path) = described_path(spec, client_sends) else {
+            return;
+        };
+        let predicted = path.and_then(|path| {
+            let flow = describe::flow_of(&config)?;
+            model::predict(&path, &flow, &model::host::local())
+        });
+        match predicted {
+            Ok(p) => {
+                summary.measured_over_predicted = Some(summary.received.bits_per_second / p.value);
+                summary.prediction = Some(p);
+                crate::diagnose::against_prediction(summary);
+            }
+            // Only a path the user described is worth a warning; a testbed's
+            // path may just not bound this flow (an unlimited link).
+            Err(e) if spec.path.is_some() => report.warnings.push(format!("prediction: {e}")),
+            Err(_) => {}
+        }
+    };
+    let forward = config.direction.client_sends();
+    one(&mut report.summary, forward);
+    if let Some(reverse) = report.summary_reverse.as_mut() {
+        one(reverse, false);
+    }
+}
+
+/// The path the test's data crossed, in the direction it went: the testbed's
+/// links (when run in one) with `--path` keys over them; None when neither.
+fn described_path(spec: &TestSpec, client_sends: bool) -> Option<Result<Path, ModelError>> {
+    let testbed = spec
+        .testbed
+        .as_deref()
+        .and_then(|n| Testbed::attach(n).ok());
+    if spec.path.is_none() && testbed.is_none() {
+        return None;
+    }
+    let mut path = match &testbed {
+        Some(t) => match testbed_path(t, &spec.host, client_sends) {
+            Ok(p) => p,
+            Err(e) => return Some(Err(e)),
+        },
+        None => Path::default(),
+    };
+    if let Some(text) = &spec.path {
+        if let Err(e) = describe::apply_path_text(&mut path, text) {
+            return Some(Err(e));
+        }
+    }
+    Some(Ok(path))
+}
+
+/// Between this host (`LINKPERF_TESTBED_HOST`, set by `testbed exec`, else the
+/// other of two hosts) and the server's host (found by its address).
+fn testbed_path(t: &Testbed, server: &str, client_sends: bool) -> Result<Path, ModelError> {
+    let topology = t.topology();
+    let far = model::testbed::host_by_address(topology, server).ok_or_else(|| {
+        ModelError(format!(
+            "the server {server} is no host of testbed {}: describe the path with --path",
+            t.name()
+        ))
+    })?;
+    let near = std::env::var("LINKPERF_TESTBED_HOST")
+        .ok()
+        .filter(|h| topology.host(h).is_some())
+        .or_else(|| match topology.hosts.as_slice() {
+            [a, b] => Some(if a.name == far { &b.name } else { &a.name }.clone()),
+            _ => None,
+        })
+        .ok_or_else(|| ModelError("which testbed host runs this client is not known (LINKPERF_TESTBED_HOST): describe the path with --path".into()))?;
+    if client_sends {
+        model::testbed::host_path(topology, &near, far)
+    } else {
+        model::testbed::host_path(topology, far, &near)
+    }
 }
 
 /// The testbed's link status when a test began.

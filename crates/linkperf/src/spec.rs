@@ -84,6 +84,9 @@ pub struct TestSpec {
     pub extra_data: Option<String>,
     /// `--sample`: seconds between time-series samples of every stream.
     pub sample: Option<f64>,
+    /// `--path`: the path described for a prediction beside the result
+    /// (docs/model.md), keys over the testbed's when it runs in one.
+    pub path: Option<String>,
 }
 
 impl TestSpec {
@@ -125,6 +128,7 @@ impl TestSpec {
             server_output: false,
             extra_data: None,
             sample: None,
+            path: None,
         }
     }
 

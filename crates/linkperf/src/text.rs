@@ -138,6 +138,14 @@ fn direction_block(out: &mut String, s: &DirectionSummary, udp: bool, unit: Repo
         }
     }
     let _ = writeln!(out, "{received}");
+    if let (Some(p), Some(ratio)) = (&s.prediction, s.measured_over_predicted) {
+        let _ = writeln!(
+            out,
+            "  predicted {:>10} bound by {} (measured/predicted {ratio:.3}; docs/model.md)",
+            unit.rate(p.value),
+            p.binding
+        );
+    }
     if let Some(t) = &s.tcp {
         tcp_lines(out, t);
     }

@@ -77,6 +77,9 @@ pub enum Command {
     /// Compare this host's buffers, queues, offloads and CPU settings with what a
     /// target path needs (rate x loaded RTT) and print the commands that fix them.
     Doctor(crate::doctor::DoctorArgs),
+    /// Predict the throughput a path should give (rate, RTT, framing, loss,
+    /// buffers, congestion control) and say which bound binds (docs/model.md).
+    Model(crate::model::ModelArgs),
 }
 
 /// One line from a clap error, whole: its message, the missing arguments with
@@ -147,6 +150,13 @@ fn size32(s: &str) -> Result<u32, String> {
     let v = size(s)?;
     u32::try_from(v).map_err(|_| format!("'{s}' is too large"))
 }
+/// A `--path` description whose keys and values parse (docs/model.md).
+fn path_text(s: &str) -> Result<String, String> {
+    let mut path = linkperf::model::Path::default();
+    linkperf::model::describe::apply_path_text(&mut path, s).map_err(|e| e.to_string())?;
+    Ok(s.to_string())
+}
+
 fn rate(s: &str) -> Result<u64, String> {
     linkperf_units::parse_rate(s).map_err(|e| e.to_string())
 }
@@ -298,6 +308,11 @@ pub struct ClientArgs {
     /// -w sets socket buffers, not the window (docs/model.md).
     #[arg(long, value_parser = size32, value_name = "BYTES")]
     pub window_clamp: Option<u32>,
+    /// The path, for a prediction beside the result (docs/model.md):
+    /// rate=, rtt=, mtu=, framing=, loss=, ber=, cpu=; inside a testbed these
+    /// override the testbed's links.
+    #[arg(long, value_parser = path_text, value_name = "KEY=VALUE,...")]
+    pub path: Option<String>,
     /// Sample every stream at this period (at least 1ms): a TCP sender's
     /// tcp_info, a receiver's bytes, as `samples` in the JSON (docs/dynamics.md).
     #[arg(long, value_parser = seconds, value_name = "PERIOD")]
@@ -505,6 +520,14 @@ impl ClientArgs {
             spec.set("tos", t)?;
         }
         spec.window_clamp = self.window_clamp;
+        spec.path.clone_from(&self.path);
+        if let (Some(text), None) = (&self.path, &spec.testbed) {
+            // Outside a testbed the description is all there is: it must be whole.
+            let mut path = linkperf::model::Path::default();
+            linkperf::model::describe::apply_path_text(&mut path, text)
+                .and_then(|()| linkperf::model::validate(&path, &Default::default()))
+                .map_err(|e| format!("--path: {e}"))?;
+        }
         spec.connect_timeout = self.connect_timeout;
         spec.server_output = self.get_server_output;
         spec.extra_data.clone_from(&self.extra_data);

@@ -29,6 +29,7 @@ mod config;
 mod demo;
 mod doctor;
 mod manual;
+mod model;
 mod monitor;
 mod process_opts;
 mod progress;
@@ -103,6 +104,7 @@ fn dispatch(command: Command) -> ExitCode {
         Command::Report(args) => report_cmd::run(args),
         Command::Reproduce(args) => reproduce::run(args),
         Command::Doctor(args) => doctor::run(args),
+        Command::Model(args) => model::run(args),
         Command::Campaign(cmd) => campaign::run(cmd),
         Command::Monitor(cmd) => monitor::run(cmd),
         Command::Rr(args) => rr::main(args),

@@ -1,0 +1,232 @@
+//! The path between two hosts of a testbed topology (or one named link), as
+//! the model's [`Path`]: the bottleneck is the link direction with the lowest
+//! payload rate after its framing, the round trip the sum of both directions'
+//! delays over every link crossed, losses combine, the MTU is the smallest.
+
+use super::formulas::Framing;
+use super::{ModelError, Path};
+use linkperf_testbed::params::DirectionParams;
+use linkperf_testbed::topology::Link;
+use linkperf_testbed::Topology;
+
+/// One link crossed, in the direction the data goes.
+struct Hop<'a> {
+    link: &'a Link,
+    forward: bool,
+}
+
+impl Hop<'_> {
+    fn data(&self) -> &DirectionParams {
+        if self.forward {
+            &self.link.a_to_b
+        } else {
+            &self.link.b_to_a
+        }
+    }
+}
+
+fn framing(f: linkperf_testbed::framing::Framing) -> Framing {
+    match f {
+        linkperf_testbed::framing::Framing::None => Framing::None,
+        linkperf_testbed::framing::Framing::Ethernet => Framing::Ethernet,
+        linkperf_testbed::framing::Framing::AtmAal5 => Framing::AtmAal5,
+    }
+}
+
+/// The rate a direction serialises at (a trace's mean), None if unlimited.
+fn rate(d: &DirectionParams) -> Option<f64> {
+    match &d.trace {
+        Some(t) => Some(t.mean_rate_bps),
+        None => (d.rate_bps > 0).then_some(d.rate_bps as f64),
+    }
+}
+
+fn path_of(hops: &[Hop]) -> Path {
+    let mtu = hops.iter().map(|h| h.link.mtu).min().unwrap_or(1500);
+    let ip = u64::from(mtu);
+    // The bottleneck: least payload per second for a full-size packet.
+    let bottleneck = hops
+        .iter()
+        .filter_map(|h| rate(h.data()).map(|r| (h, r)))
+        .min_by(|(a, ra), (b, rb)| {
+            let pa = ra / framing(a.data().framing).wire_bytes(ip) as f64;
+            let pb = rb / framing(b.data().framing).wire_bytes(ip) as f64;
+            pa.total_cmp(&pb)
+        });
+    let survive = |f: &dyn Fn(&DirectionParams) -> f64| {
+        1.0 - hops.iter().map(|h| 1.0 - f(h.data())).product::<f64>()
+    };
+    let delay_ns: u64 = hops
+        .iter()
+        .map(|h| h.link.a_to_b.delay_ns + h.link.b_to_a.delay_ns)
+        .sum();
+    Path {
+        rate_bps: bottleneck.map(|(_, r)| r),
+        rtt_s: delay_ns as f64 / 1e9,
+        mtu,
+        framing: bottleneck.map_or(Framing::Ethernet, |(h, _)| framing(h.data().framing)),
+        loss: survive(&|d| d.loss),
+        ber: survive(&|d| d.ber),
+        cpu_us_per_mb: None,
+    }
+}
+
+/// The named link (`NAME`, `a-b`, optionally `.a_to_b` / `.b_to_a`; a_to_b
+/// when no direction is given).
+pub fn link_path(topology: &Topology, name: &str) -> Result<Path, ModelError> {
+    let (index, [a_to_b, b_to_a]) =
+        linkperf_testbed::topology::resolve_link(&topology.links, name).map_err(ModelError)?;
+    let forward = a_to_b || !b_to_a;
+    Ok(path_of(&[Hop {
+        link: &topology.links[index],
+        forward,
+    }]))
+}
+
+/// The links from host (or switch) `from` to `to` (links form a tree).
+pub fn host_path(topology: &Topology, from: &str, to: &str) -> Result<Path, ModelError> {
+    let known = |n: &str| topology.host(n).is_some() || topology.is_switch(n);
+    for n in [from, to] {
+        if !known(n) {
+            return Err(ModelError(format!(
+                "testbed {}: no host '{n}' (hosts: {})",
+                topology.name,
+                topology
+                    .hosts
+                    .iter()
+                    .map(|h| h.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+    }
+    let mut hops = Vec::new();
+    if from != to && !walk(topology, from, to, None, &mut hops) {
+        return Err(ModelError(format!(
+            "testbed {}: no path from {from} to {to}",
+            topology.name
+        )));
+    }
+    Ok(path_of(&hops))
+}
+
+/// Depth-first search on the tree of links; `hops` holds the path on success.
+fn walk<'a>(
+    topology: &'a Topology,
+    at: &str,
+    to: &str,
+    came_by: Option<usize>,
+    hops: &mut Vec<Hop<'a>>,
+) -> bool {
+    for (i, link) in topology.links.iter().enumerate() {
+        if Some(i) == came_by {
+            continue;
+        }
+        let forward = link.ends[0] == at;
+        if !forward && link.ends[1] != at {
+            continue;
+        }
+        let next = &link.ends[usize::from(forward)];
+        hops.push(Hop { link, forward });
+        if next == to || walk(topology, next, to, Some(i), hops) {
+            return true;
+        }
+        hops.pop();
+    }
+    false
+}
+
+/// The testbed's only path when it has exactly two hosts, else the one link.
+pub fn default_path(topology: &Topology) -> Result<Path, ModelError> {
+    match (topology.hosts.as_slice(), topology.links.as_slice()) {
+        ([a, b], _) => host_path(topology, &a.name, &b.name),
+        (_, [link]) => link_path(topology, &link.label()),
+        _ => Err(ModelError(format!(
+            "testbed {}: {} hosts and {} links: say which path with --link NAME or --from A --to B",
+            topology.name,
+            topology.hosts.len(),
+            topology.links.len()
+        ))),
+    }
+}
+
+/// The path a topology file describes: `link` if named, else the path
+/// `from` -> `to` if both are named, else [`default_path`].
+pub fn from_file(
+    file: &std::path::Path,
+    link: Option<&str>,
+    ends: Option<(&str, &str)>,
+) -> Result<Path, ModelError> {
+    let topology = Topology::from_file(file).map_err(|e| ModelError(e.to_string()))?;
+    match (link, ends) {
+        (Some(name), _) => link_path(&topology, name),
+        (None, Some((from, to))) => host_path(&topology, from, to),
+        (None, None) => default_path(&topology),
+    }
+}
+
+/// The host whose IPv4 or IPv6 address is `address`.
+pub fn host_by_address<'a>(topology: &'a Topology, address: &str) -> Option<&'a str> {
+    let ip: std::net::IpAddr = address.parse().ok()?;
+    topology
+        .hosts
+        .iter()
+        .find(|h| std::net::IpAddr::V4(h.ipv4) == ip || std::net::IpAddr::V6(h.ipv6) == ip)
+        .map(|h| h.name.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = r#"
+name = "m"
+[[host]]
+name = "a"
+[[host]]
+name = "b"
+[[host]]
+name = "c"
+[[switch]]
+name = "s"
+[[link]]
+name = "la"
+ends = ["a", "s"]
+rate = "100M"
+delay = "2ms"
+[[link]]
+name = "wan"
+ends = ["s", "b"]
+rate = "10M"
+delay = "8ms"
+framing = "atm-aal5"
+mtu = 9180
+[link.a_to_b]
+loss = "1%"
+[[link]]
+ends = ["c", "s"]
+delay = "1ms"
+"#;
+
+    #[test]
+    fn a_path_takes_the_slowest_link_and_sums_the_delays() {
+        let t = Topology::from_toml_str("m", FILE).unwrap();
+        let p = host_path(&t, "a", "b").unwrap();
+        assert_eq!(p.rate_bps, Some(10e6));
+        assert_eq!(p.framing, Framing::AtmAal5);
+        // 2 x 2 ms + 2 x 8 ms.
+        assert!((p.rtt_s - 0.020).abs() < 1e-12, "{}", p.rtt_s);
+        assert_eq!(p.mtu, 1500);
+        assert!((p.loss - 0.01).abs() < 1e-12);
+        // The way back crosses wan b->s: no loss that way.
+        assert_eq!(host_path(&t, "b", "a").unwrap().loss, 0.0);
+        // c's link is unlimited: the path from c to a is limited by la.
+        assert_eq!(host_path(&t, "c", "a").unwrap().rate_bps, Some(100e6));
+        let wan = link_path(&t, "wan").unwrap();
+        assert_eq!(wan.mtu, 9180);
+        assert!(link_path(&t, "nope").is_err());
+        assert!(host_path(&t, "a", "zz").is_err());
+        assert!(default_path(&t).is_err());
+        assert_eq!(host_by_address(&t, "10.50.0.2"), Some("b"));
+    }
+}
