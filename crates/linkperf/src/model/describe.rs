@@ -8,7 +8,7 @@ use linkperf_units::{format_rate, parse_duration, parse_percent, parse_rate};
 
 /// The keys a path description accepts.
 pub const PATH_KEYS: &str =
-    "rate=RATE, rtt=DURATION, mtu=BYTES, framing=NAME, loss=PERCENT, ber=NUMBER, cpu=US_PER_MB";
+    "rate=RATE, rtt=DURATION, mtu=BYTES, framing=NAME, loss=PERCENT, ber=NUMBER, cpu=US_PER_MB, per_packet=DURATION, per_byte=DURATION";
 
 /// Sets the keys `text` gives (comma-separated `key=value`) on `path`; keys
 /// not given keep their value (a testbed's, or the defaults).
@@ -65,6 +65,13 @@ pub fn apply_path_text(path: &mut Path, text: &str) -> Result<(), ModelError> {
                     wrong(format!("'{value}' is not microseconds per MB (e.g. 250)"))
                 })?;
                 path.cpu_us_per_mb = Some(us);
+            }
+            "per_packet" | "per_byte" => {
+                let s = parse_duration(value)
+                    .map_err(|e| wrong(e.to_string()))?
+                    .as_secs_f64();
+                let (p, b) = path.processing.unwrap_or((0.0, 0.0));
+                path.processing = Some(if key == "per_packet" { (s, b) } else { (p, s) });
             }
             _ => {
                 return Err(ModelError(format!(

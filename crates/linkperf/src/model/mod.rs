@@ -31,6 +31,9 @@ pub struct Path {
     pub ber: f64,
     /// Host CPU service demand, microseconds per 10^6 payload bytes.
     pub cpu_us_per_mb: Option<f64>,
+    /// The slowest per-packet processing on the path (a slow host or a
+    /// router's forwarding): seconds per packet and per frame byte (IP + 14).
+    pub processing: Option<(f64, f64)>,
 }
 
 impl Default for Path {
@@ -43,6 +46,7 @@ impl Default for Path {
             loss: 0.0,
             ber: 0.0,
             cpu_us_per_mb: None,
+            processing: None,
         }
     }
 }
@@ -298,6 +302,7 @@ fn tcp(path: &Path, flow: &Flow, kernel: &Kernel) -> Prediction {
         }
     }
     cpu_bound(path, &mut bounds);
+    processing_bound(path, &[ip], mss, &mut bounds);
     finish(bounds, reference, p, mss, rtt)
 }
 
@@ -349,6 +354,11 @@ fn udp(path: &Path, flow: &Flow) -> Prediction {
         bounds.insert("offered".into(), n * offered * arrive);
     }
     cpu_bound(path, &mut bounds);
+    // One processor for all streams: the aggregate, of what arrives.
+    processing_bound(path, &fragments, payload, &mut bounds);
+    if let Some(p) = bounds.get_mut("processing") {
+        *p *= arrive;
+    }
     finish(bounds, BTreeMap::new(), 1.0 - arrive, payload, path.rtt_s)
 }
 
@@ -356,6 +366,26 @@ fn cpu_bound(path: &Path, bounds: &mut BTreeMap<String, f64>) {
     if let Some(us) = path.cpu_us_per_mb {
         // 1e6 us of CPU per second at `us` per 1e6 bytes.
         bounds.insert("cpu".into(), 1e6 / us * 8e6);
+    }
+}
+
+/// One packet (IP packets `packets`, e.g. a datagram's fragments) at a time
+/// through the slowest processing on the path: `payload` bytes per
+/// `per_packet + per_byte x (IP + 14)` for each packet.
+fn processing_bound(
+    path: &Path,
+    packets: &[u64],
+    payload: u64,
+    bounds: &mut BTreeMap<String, f64>,
+) {
+    if let Some((per_packet, per_byte)) = path.processing {
+        let seconds: f64 = packets
+            .iter()
+            .map(|&ip| per_packet + per_byte * (ip + 14) as f64)
+            .sum();
+        if seconds > 0.0 {
+            bounds.insert("processing".into(), payload as f64 * 8.0 / seconds);
+        }
     }
 }
 

@@ -56,9 +56,14 @@ fn path_of(hops: &[Hop]) -> Path {
     let survive = |f: &dyn Fn(&DirectionParams) -> f64| {
         1.0 - hops.iter().map(|h| 1.0 - f(h.data())).product::<f64>()
     };
+    // A round trip crosses every link both ways, and each receiving end's
+    // per-packet processing once each way.
     let delay_ns: u64 = hops
         .iter()
-        .map(|h| h.link.a_to_b.delay_ns + h.link.b_to_a.delay_ns)
+        .map(|h| {
+            let (ab, ba) = (&h.link.a_to_b, &h.link.b_to_a);
+            ab.delay_ns + ba.delay_ns + ab.per_packet_ns + ba.per_packet_ns
+        })
         .sum();
     Path {
         rate_bps: bottleneck.map(|(_, r)| r),
@@ -68,6 +73,18 @@ fn path_of(hops: &[Hop]) -> Path {
         loss: survive(&|d| d.loss),
         ber: survive(&|d| d.ber),
         cpu_us_per_mb: None,
+        // The receiving end with the longest time for a full-size packet.
+        processing: hops
+            .iter()
+            .map(|h| {
+                let d = h.data();
+                (d.per_packet_ns as f64 / 1e9, d.per_byte_ns as f64 / 1e9)
+            })
+            .filter(|&(p, b)| p + b > 0.0)
+            .max_by(|a, b| {
+                let cost = |(p, b): (f64, f64)| p + b * (ip + 14) as f64;
+                cost(*a).total_cmp(&cost(*b))
+            }),
     }
 }
 

@@ -218,3 +218,32 @@ fn bad_descriptions_are_refused_with_the_parameter_named() {
     assert!(err(&all_lost, &Flow::default()).starts_with("loss"));
     assert!(err(&path(None, 0.02, Framing::Ethernet), &Flow::default()).starts_with("nothing"));
 }
+
+#[test]
+fn per_packet_processing_bounds_tcp_and_udp() {
+    // Seed 004's SGI at 550 us per 9000-byte packet: one 8948-byte segment each.
+    let slow = Path {
+        mtu: 9000,
+        processing: Some((550e-6, 0.0)),
+        ..path(Some(1e9), 0.01, Framing::Ethernet)
+    };
+    let p = predict(&slow, &Flow::default(), &Kernel::default()).unwrap();
+    assert_eq!(p.binding, "processing");
+    close(p.value, 8948.0 * 8.0 / 550e-6);
+    // A router at 100 us + 100 ns per frame byte: a 1000-byte datagram is a
+    // 1028-byte packet, 1042 frame bytes, 204.2 us; two streams share it.
+    let router = Path {
+        processing: Some((100e-6, 100e-9)),
+        ..path(None, 0.01, Framing::Ethernet)
+    };
+    let udp = Flow {
+        protocol: Protocol::Udp,
+        streams: 2,
+        udp_length: 1000,
+        udp_rate_bps: Some(30e6),
+        ..Flow::default()
+    };
+    let p = predict(&router, &udp, &Kernel::default()).unwrap();
+    assert_eq!(p.binding, "processing");
+    close(p.value, 1000.0 * 8.0 / 204.2e-6);
+}
