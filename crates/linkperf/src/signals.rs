@@ -26,6 +26,22 @@ pub fn install() {
     }
 }
 
+/// Installs the handlers and returns a flag set once a signal arrives (a
+/// watcher thread polls every 20 ms), for loops that take a cancel flag.
+pub fn cancel_on_signal() -> std::sync::Arc<AtomicBool> {
+    install();
+    let cancel = std::sync::Arc::new(AtomicBool::new(false));
+    let flag = cancel.clone();
+    std::thread::spawn(move || loop {
+        if INTERRUPTED.load(Ordering::Relaxed) {
+            flag.store(true, Ordering::Relaxed);
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    });
+    cancel
+}
+
 /// 128 + the signal once the run was interrupted (130 for Ctrl-C).
 pub fn exit_code() -> Option<ExitCode> {
     if !INTERRUPTED.load(Ordering::SeqCst) {

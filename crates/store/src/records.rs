@@ -200,8 +200,9 @@ pub struct RrSize {
 }
 
 /// One scheduled test's outcome. Rates in bits/s, times in seconds, loss as
-/// a ratio (0..1): the units the metrics are exposed in.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// a ratio (0..1): the units the metrics are exposed in. Serialisable for the
+/// monitor's spool (results waiting for the database).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct MonitorResult {
     pub test: String,
     pub src: String,
@@ -214,11 +215,12 @@ pub struct MonitorResult {
     pub rtt_mean_s: Option<f64>,
     pub rtt_p99_s: Option<f64>,
     /// The full run in `runs` (absent for a test that failed to start).
+    #[serde(default)]
     pub run_id: Option<i64>,
 }
 
 /// An alert a result raised.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct MonitorAlert {
     pub unix_ms: i64,
     pub test: String,

@@ -46,13 +46,15 @@ fn path(topo: &Topology, from: &str, to: &str) -> Option<Vec<(usize, String)>> {
     Some(hops)
 }
 
-/// The interface of the first router the path enters (after its first hop), if any.
-fn first_router<'t>(topo: &'t Topology, hops: &[(usize, String)]) -> Option<&'t RouterInterface> {
+/// The first router the path enters, and its interface on the link it enters by.
+fn first_router<'t>(
+    topo: &'t Topology,
+    hops: &[(usize, String)],
+) -> Option<(&'t str, &'t RouterInterface)> {
     hops.iter().find_map(|(link, node)| {
-        topo.router(node)?
-            .interfaces
-            .iter()
-            .find(|i| i.link == *link)
+        let r = topo.router(node)?;
+        let iface = r.interfaces.iter().find(|i| i.link == *link)?;
+        Some((r.name.as_str(), iface))
     })
 }
 
@@ -77,14 +79,9 @@ pub fn host_commands(plan: &Plan, host: &str, device: &str) -> Vec<String> {
         let Some(hops) = path(topo, host, &other.name) else {
             continue;
         };
-        let Some(gw) = first_router(topo, &hops) else {
+        let Some((router, gw)) = first_router(topo, &hops) else {
             continue;
         };
-        let router = &hops
-            .iter()
-            .find(|(l, n)| *l == gw.link && topo.router(n).is_some())
-            .expect("first_router found it")
-            .1;
         if let Some(mac) = interface_mac(plan, router, gw) {
             cmds.extend(neighbour(
                 [gw.ipv4.to_string(), gw.ipv6.to_string()],
@@ -139,12 +136,7 @@ pub fn router_commands(plan: &Plan, r: &Router) -> Vec<String> {
                 cmds.push(format!("route replace {}/32 dev {device}", dest[0]));
                 cmds.push(format!("route replace {}/128 dev {device}", dest[1]));
             }
-            Some(gw) => {
-                let next = &hops
-                    .iter()
-                    .find(|(l, n)| *l == gw.link && topo.router(n).is_some())
-                    .expect("first_router found it")
-                    .1;
+            Some((next, gw)) => {
                 if let Some(mac) = interface_mac(plan, next, gw) {
                     cmds.extend(neighbour(
                         [gw.ipv4.to_string(), gw.ipv6.to_string()],

@@ -81,7 +81,7 @@ impl DirectionStatus {
 
     /// A one-line note when the receiving end's per-packet processing (`per_packet`) was the
     /// bottleneck: packets typically waited for it behind others (their delay's median is
-    /// over the configured delay by more than two processing times), or its full backlog
+    /// over the configured delay by more than two full-size packets' processing), or its full backlog
     /// dropped some. Then the end, not the link, limited what got through.
     pub fn processing_note(&self) -> Option<String> {
         let (p, c) = (&self.params, &self.counters);
@@ -95,7 +95,9 @@ impl DirectionStatus {
             .quantile(0.5)
             .unwrap_or(0)
             .saturating_sub(p.delay_ns + per_packet);
-        if waited <= per_packet.max(p.per_byte_ns * 1500) && c.dropped_backlog == 0 {
+        // More than one full-size packet's processing beyond its own: it queued.
+        let full_size = p.processing_ns(u64::from(self.mtu) + 14);
+        if waited <= full_size && c.dropped_backlog == 0 {
             return None;
         }
         Some(format!(

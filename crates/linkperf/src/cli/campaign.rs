@@ -7,8 +7,6 @@ use clap::{Args, Subcommand};
 use linkperf::campaign::{self, text, LiveLine};
 use linkperf::signals;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 #[derive(Subcommand, Debug)]
 pub enum CampaignCommand {
@@ -107,18 +105,7 @@ fn run_file(args: &RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    signals::install();
-    let cancel = Arc::new(AtomicBool::new(false));
-    {
-        let cancel = cancel.clone();
-        std::thread::spawn(move || loop {
-            if signals::INTERRUPTED.load(Ordering::Relaxed) {
-                cancel.store(true, Ordering::Relaxed);
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        });
-    }
+    let cancel = signals::cancel_on_signal();
     let mut terminal = Terminal {
         progress: Progress::new(campaign::planned_runs(&plan), args.json),
         json: args.json,

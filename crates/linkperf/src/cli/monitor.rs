@@ -7,7 +7,6 @@ use linkperf::monitor::{controller, http, metrics::Live, schedule};
 use linkperf::signals;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 #[derive(Subcommand, Debug)]
@@ -109,18 +108,7 @@ fn run_schedule(args: &RunArgs) -> ExitCode {
             }
         }
     }
-    signals::install();
-    let cancel = Arc::new(AtomicBool::new(false));
-    {
-        let cancel = cancel.clone();
-        std::thread::spawn(move || loop {
-            if signals::INTERRUPTED.load(Ordering::Relaxed) {
-                cancel.store(true, Ordering::Relaxed);
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        });
-    }
+    let cancel = signals::cancel_on_signal();
     let options = controller::Options {
         db: args.db.clone(),
         spool_dir,

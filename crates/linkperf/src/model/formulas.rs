@@ -48,11 +48,14 @@ impl Framing {
     }
 
     /// Bytes the medium carries for one IP packet of `ip` bytes.
+    /// The emulator's framing (`linkperf_testbed::framing`) where it has the
+    /// medium, so the model and the testbed charge the same bytes.
     pub fn wire_bytes(self, ip: u64) -> u64 {
+        use linkperf_testbed::framing::Framing as Emulated;
         match self {
-            Framing::None => ip,
-            Framing::Ethernet => ip.max(46) + 14 + 4 + 8 + 12,
-            Framing::AtmAal5 => (ip + 8 + 8).div_ceil(48) * 53,
+            Framing::None => Emulated::None.wire_bytes(ip),
+            Framing::Ethernet => Emulated::Ethernet.wire_bytes(ip),
+            Framing::AtmAal5 => Emulated::AtmAal5.wire_bytes(ip),
             Framing::Ppp => ip + 7,
         }
     }

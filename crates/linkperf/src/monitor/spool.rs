@@ -15,29 +15,8 @@ pub struct Record {
     pub job: String,
     pub next_unix_ms: i64,
     pub report: Option<Value>,
-    pub result: ResultFields,
-    pub alerts: Vec<AlertFields>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ResultFields {
-    pub test: String,
-    pub src: String,
-    pub dst: String,
-    pub started_unix_ms: i64,
-    pub ok: bool,
-    pub reason: Option<String>,
-    pub throughput_bps: Option<f64>,
-    pub loss_ratio: Option<f64>,
-    pub rtt_mean_s: Option<f64>,
-    pub rtt_p99_s: Option<f64>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct AlertFields {
-    pub unix_ms: i64,
-    pub kind: String,
-    pub message: String,
+    pub result: MonitorResult,
+    pub alerts: Vec<MonitorAlert>,
 }
 
 impl Record {
@@ -52,58 +31,21 @@ impl Record {
             job,
             next_unix_ms,
             report,
-            result: ResultFields {
-                test: r.test.clone(),
-                src: r.src.clone(),
-                dst: r.dst.clone(),
-                started_unix_ms: r.started_unix_ms,
-                ok: r.ok,
-                reason: r.reason.clone(),
-                throughput_bps: r.throughput_bps,
-                loss_ratio: r.loss_ratio,
-                rtt_mean_s: r.rtt_mean_s,
-                rtt_p99_s: r.rtt_p99_s,
+            // The run is stored when the spool is written out: its id is new then.
+            result: MonitorResult {
+                run_id: None,
+                ..r.clone()
             },
-            alerts: alerts
-                .iter()
-                .map(|a| AlertFields {
-                    unix_ms: a.unix_ms,
-                    kind: a.kind.clone(),
-                    message: a.message.clone(),
-                })
-                .collect(),
+            alerts: alerts.to_vec(),
         }
     }
 
     pub fn result(&self) -> MonitorResult {
-        let f = &self.result;
-        MonitorResult {
-            test: f.test.clone(),
-            src: f.src.clone(),
-            dst: f.dst.clone(),
-            started_unix_ms: f.started_unix_ms,
-            ok: f.ok,
-            reason: f.reason.clone(),
-            throughput_bps: f.throughput_bps,
-            loss_ratio: f.loss_ratio,
-            rtt_mean_s: f.rtt_mean_s,
-            rtt_p99_s: f.rtt_p99_s,
-            run_id: None,
-        }
+        self.result.clone()
     }
 
     pub fn alerts(&self) -> Vec<MonitorAlert> {
-        self.alerts
-            .iter()
-            .map(|a| MonitorAlert {
-                unix_ms: a.unix_ms,
-                test: self.result.test.clone(),
-                src: self.result.src.clone(),
-                dst: self.result.dst.clone(),
-                kind: a.kind.clone(),
-                message: a.message.clone(),
-            })
-            .collect()
+        self.alerts.clone()
     }
 }
 
