@@ -1,6 +1,6 @@
 //! Control messages, serialised as JSON objects tagged by `type`.
 
-use crate::config::TestConfig;
+use crate::config::{Protocol, TestConfig};
 use crate::results::{HostFacts, SideResult, StreamInterval};
 use serde::{Deserialize, Serialize};
 
@@ -11,6 +11,32 @@ pub struct StreamEndpoint {
     /// For UDP: the server's port for this stream. TCP streams connect to the
     /// control port, or to `Ready::data_port`, with a [`crate::DataHello`].
     pub udp_port: Option<u16>,
+}
+
+/// A `linkperf rr` run as a third party orders it: what `linkperf rr`'s
+/// options say, minus what only makes sense on the ordering host (the local
+/// address, the address family, a bulk load). The agent checks it as its own
+/// command line would be checked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct RrRequest {
+    pub protocol: Protocol,
+    /// Request and response sizes in bytes (the agent's default when absent).
+    pub request: Option<u64>,
+    pub response: Option<u64>,
+    /// Transactions per second as written (`1000/s`); absent: back to back.
+    pub rate: Option<String>,
+    pub burst: u32,
+    pub duration_s: f64,
+    pub count: Option<u64>,
+    pub interval_s: f64,
+    pub timeout_s: Option<f64>,
+    /// Connection set-up per transaction (`--connect`).
+    pub connect: bool,
+    /// First packet after idle gaps of `idle_s` (`--cold`).
+    pub cold: bool,
+    pub idle_s: Option<f64>,
+    /// RTT against size (`--sizes`), as written.
+    pub sizes: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -37,6 +63,14 @@ pub enum ClientMessage {
         target: String,
         port: u16,
         config: TestConfig,
+    },
+    /// Ask this server to run a `linkperf rr` measurement towards `target`
+    /// and report it (third-party mode for latency; same checks as
+    /// [`ClientMessage::ThirdParty`]).
+    ThirdPartyRr {
+        target: String,
+        port: u16,
+        request: RrRequest,
     },
     /// All data connections are open: start (now, or at the agreed time).
     Start {

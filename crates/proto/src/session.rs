@@ -122,7 +122,7 @@ impl Machine {
                 Negotiating
             }
             (Negotiating, Setup { .. }) => Negotiating,
-            (Negotiating, ThirdParty { .. }) => Relaying,
+            (Negotiating, ThirdParty { .. } | ThirdPartyRr { .. }) => Relaying,
             (Armed, Start { .. }) => Armed,
             (Running, SendersDone { .. }) => Running,
             (Running, Finished { .. }) if !self.client_finished => {
@@ -173,6 +173,7 @@ fn client_name(m: &ClientMessage) -> &'static str {
         ClientMessage::Auth { .. } => "auth",
         ClientMessage::Setup { .. } => "setup",
         ClientMessage::ThirdParty { .. } => "third_party",
+        ClientMessage::ThirdPartyRr { .. } => "third_party_rr",
         ClientMessage::Start { .. } => "start",
         ClientMessage::SendersDone { .. } => "senders_done",
         ClientMessage::Finished { .. } => "finished",

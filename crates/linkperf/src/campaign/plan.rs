@@ -116,7 +116,7 @@ fn scalar(v: &Option<toml::Value>, key: &str, expected: &str) -> Result<Option<S
 /// The options a flow entry gives, each as its `--vary` name and the value
 /// as text: the one map from the campaign file's keys to [`TestSpec`]
 /// fields. (A file key is the name with `_` for `-`.)
-fn flow_values(o: &FlowOptions) -> Result<Vec<(&'static str, String)>, String> {
+pub(crate) fn flow_values(o: &FlowOptions) -> Result<Vec<(&'static str, String)>, String> {
     const SIZE: &str = "a size such as 64K";
     const RATE: &str = "a rate such as 950M";
     let flag = |b: Option<bool>| b.map(|b| b.to_string());

@@ -23,6 +23,7 @@ use crate::report::{IntervalReport, Report};
 use connect::{connect_error, fail, local_bind, usage};
 use exchange::{exchange_greetings, Event};
 use linkperf_engine::{facts, EventSink, LocalSide};
+use linkperf_proto::messages::RrRequest;
 use linkperf_proto::session::ClientSession;
 use linkperf_proto::{ClientMessage, Preamble, ServerMessage, TestConfig};
 use std::io::Write;
@@ -173,6 +174,55 @@ pub fn run_third_party(
     on_interval: &mut dyn FnMut(&serde_json::Value),
     cancel: Option<&AtomicBool>,
 ) -> Result<serde_json::Value, ClientError> {
+    let lead = config
+        .start_at_unix_ms
+        .map(|at| Duration::from_millis(at.saturating_sub(unix_ms())))
+        .unwrap_or_default();
+    let order = ClientMessage::ThirdParty {
+        target: target.0.to_string(),
+        port: target.1,
+        config: config.clone(),
+    };
+    let runs_for = lead + Duration::from_secs_f64(config.duration_s.min(86_400.0));
+    third_party(from, target, family, order, runs_for, on_interval, cancel)
+}
+
+/// Third-party mode for latency: asks the agent at `from` to run a
+/// `linkperf rr` measurement towards `target` and returns its report (the
+/// JSON `linkperf rr --json` prints on the agent).
+pub fn run_third_party_rr(
+    from: (&str, u16),
+    target: (&str, u16),
+    request: &RrRequest,
+    family: Option<u8>,
+    cancel: Option<&AtomicBool>,
+) -> Result<serde_json::Value, ClientError> {
+    // Counted and cold runs end by their count, not by a time: give them
+    // the agent's longest test; the agent stops them there itself.
+    let runs_for = if request.count.is_some() || request.cold {
+        Duration::from_secs(3600)
+    } else {
+        Duration::from_secs_f64(request.duration_s.clamp(0.0, 86_400.0))
+    };
+    let order = ClientMessage::ThirdPartyRr {
+        target: target.0.to_string(),
+        port: target.1,
+        request: request.clone(),
+    };
+    third_party(from, target, family, order, runs_for, &mut |_| {}, cancel)
+}
+
+/// Sends a third-party `order` to the agent and relays its intervals until
+/// its report; gives up a minute after the test should have ended.
+fn third_party(
+    from: (&str, u16),
+    target: (&str, u16),
+    family: Option<u8>,
+    order: ClientMessage,
+    runs_for: Duration,
+    on_interval: &mut dyn FnMut(&serde_json::Value),
+    cancel: Option<&AtomicBool>,
+) -> Result<serde_json::Value, ClientError> {
     let agent = resolve(from.0, from.1, family)?;
     let within = connect::DEFAULT_CONNECT_TIMEOUT;
     let mut stream =
@@ -184,15 +234,18 @@ pub fn run_third_party(
     let (tx, events) = mpsc::channel();
     let control = Control::start(stream, ClientSession::new(), tx, Event::Server)
         .map_err(|e| fail(e.to_string()))?;
-    let result = relay_loop(
+    let result = exchange::welcome(
         &control,
         &events,
         agent,
-        target,
-        config,
-        on_interval,
-        cancel,
-    );
+        default_credentials().as_ref(),
+        &linkperf_proto::auth::purpose_third_party(target.0, target.1),
+    )
+    .and_then(|_| control.send(&order).map_err(fail))
+    .and_then(|_| {
+        let deadline = Instant::now() + runs_for + Duration::from_secs(60);
+        relay_loop(&control, &events, deadline, on_interval, cancel)
+    });
     control.shutdown();
     result
 }
@@ -200,33 +253,10 @@ pub fn run_third_party(
 fn relay_loop(
     control: &Arc<Control<ClientSession>>,
     events: &Receiver<Event>,
-    agent: SocketAddr,
-    target: (&str, u16),
-    config: &TestConfig,
+    deadline: Instant,
     on_interval: &mut dyn FnMut(&serde_json::Value),
     cancel: Option<&AtomicBool>,
 ) -> Result<serde_json::Value, ClientError> {
-    exchange::welcome(
-        control,
-        events,
-        agent,
-        default_credentials().as_ref(),
-        &linkperf_proto::auth::purpose_third_party(target.0, target.1),
-    )?;
-    control
-        .send(&ClientMessage::ThirdParty {
-            target: target.0.to_string(),
-            port: target.1,
-            config: config.clone(),
-        })
-        .map_err(fail)?;
-    let lead = config
-        .start_at_unix_ms
-        .map(|at| Duration::from_millis(at.saturating_sub(unix_ms())))
-        .unwrap_or_default();
-    let limit =
-        lead + Duration::from_secs_f64(config.duration_s.min(86_400.0)) + Duration::from_secs(60);
-    let deadline = Instant::now() + limit;
     let mut cancelled = false;
     loop {
         if let (Some(flag), false) = (cancel, cancelled) {

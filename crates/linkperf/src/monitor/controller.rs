@@ -140,22 +140,21 @@ fn spawn_job(
     let (Some(src), Some(dst)) = (schedule.host(&job.src), schedule.host(&job.dst)) else {
         return;
     };
-    let mut spec = schedule.tests[job.test].spec.clone();
-    (spec.host, spec.port) = (dst.host.clone(), dst.port);
-    let config = spec.config();
+    let test = &schedule.tests[job.test];
+    let (config, rr) = (test.spec.config(), test.rr.clone());
     let (src, name) = ((src.host.clone(), src.port), src.name.clone());
+    let dst = (dst.host.clone(), dst.port);
     let _ = std::thread::Builder::new()
         .name(format!("lp-monitor-{j}"))
         .spawn(move || {
             let started = unix_ms();
-            let outcome = client::run_third_party(
-                (&src.0, src.1),
-                (&spec.host, spec.port),
-                &config,
-                None,
-                &mut |_| {},
-                Some(&cancel),
-            )
+            let (from, to) = ((src.0.as_str(), src.1), (dst.0.as_str(), dst.1));
+            let outcome = match &rr {
+                Some(request) => client::run_third_party_rr(from, to, request, None, Some(&cancel)),
+                None => {
+                    client::run_third_party(from, to, &config, None, &mut |_| {}, Some(&cancel))
+                }
+            }
             .map_err(|e| format!("agent '{name}': {}", e.message));
             let _ = tx.send((j, due, started, outcome));
         });
@@ -298,7 +297,12 @@ impl Controller<'_> {
         if !self.connect() {
             return false;
         }
-        let run = record.report.clone().map(NewRun::from_test_report);
+        let run = record.report.clone().map(|report| {
+            match report.pointer("/test/kind").and_then(Value::as_str) {
+                Some("rr") => NewRun::from_rr_report(report),
+                _ => NewRun::from_test_report(report),
+            }
+        });
         let store = self.store.as_mut().expect("connected");
         let written = store.monitor_record(
             run.as_ref(),

@@ -2,7 +2,7 @@
 //! against its test's thresholds, the latest alerts, and one pair's series,
 //! handed to the report crate's pages.
 
-use super::schedule::{Schedule, Thresholds};
+use super::schedule::{MonitorTest, Schedule, Thresholds};
 use linkperf_report::{AlertLine, Dashboard, Grid, GridCell, PairSeries, SeriesPoint, Verdict};
 use linkperf_store::{MonitorAlert, MonitorResult, Store};
 
@@ -74,11 +74,48 @@ fn cell_text(r: &MonitorResult) -> String {
     if !r.ok {
         return "failed".into();
     }
-    match (r.throughput_bps, r.loss_ratio) {
-        (Some(bps), Some(loss)) => format!("{:.1} Mbit/s, {:.2} %", bps / 1e6, loss * 100.0),
-        (Some(bps), None) => format!("{:.1} Mbit/s", bps / 1e6),
+    match (r.throughput_bps, r.loss_ratio, r.rtt_p99_s) {
+        (Some(bps), Some(loss), _) => format!("{:.1} Mbit/s, {:.2} %", bps / 1e6, loss * 100.0),
+        (Some(bps), None, _) => format!("{:.1} Mbit/s", bps / 1e6),
+        // A latency (rr) test.
+        (None, Some(loss), Some(p99)) => format!("p99 {:.2} ms, {:.2} %", p99 * 1e3, loss * 100.0),
+        (None, None, Some(p99)) => format!("p99 {:.2} ms", p99 * 1e3),
         _ => "ok".into(),
     }
+}
+
+/// What a test runs, in a line: "UDP at 40.0 Mbit/s, 1 s every 60 s ...".
+fn describe(test: &MonitorTest) -> String {
+    let (what, seconds) = match &test.rr {
+        Some(rr) => {
+            let size = |v: Option<u64>| v.unwrap_or(crate::rr::DEFAULT_SIZE.into());
+            let rate = rr
+                .rate
+                .as_deref()
+                .map(|r| format!(", {r}"))
+                .unwrap_or_default();
+            let what = format!(
+                "{} request/response, {} / {} bytes{rate}",
+                format!("{:?}", rr.protocol).to_uppercase(),
+                size(rr.request),
+                size(rr.response)
+            );
+            (what, rr.duration_s)
+        }
+        None => {
+            let rate = test
+                .spec
+                .bitrate
+                .map(|b| format!(" at {:.1} Mbit/s", b as f64 / 1e6))
+                .unwrap_or_default();
+            let what = format!("{:?}", test.spec.protocol).to_uppercase() + &rate;
+            (what, test.spec.time)
+        }
+    };
+    format!(
+        "{what}, {seconds} s every {} s (slip up to {} s).",
+        test.interval_s, test.slip_s
+    )
 }
 
 pub fn dashboard(schedule: &Schedule, store: &mut Store, now_ms: i64) -> Result<Dashboard, String> {
@@ -115,18 +152,9 @@ pub fn dashboard(schedule: &Schedule, store: &mut Store, now_ms: i64) -> Result<
                 href: series_href(&test.name, &job.src, &job.dst),
             });
         }
-        let kind = format!("{:?}", test.spec.protocol).to_uppercase();
-        let rate = test
-            .spec
-            .bitrate
-            .map(|b| format!(" at {:.1} Mbit/s", b as f64 / 1e6))
-            .unwrap_or_default();
         grids.push(Grid {
             test: test.name.clone(),
-            description: format!(
-                "{kind}{rate}, {} s every {} s (slip up to {} s).",
-                test.spec.time, test.interval_s, test.slip_s
-            ),
+            description: describe(test),
             hosts,
             cells,
         });

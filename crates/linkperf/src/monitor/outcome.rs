@@ -1,5 +1,6 @@
 //! From a finished test to what monitoring keeps: the figures (received
-//! throughput, loss ratio, RTT mean and p99 in seconds) or the reason it
+//! throughput, loss ratio, RTT mean and p99 in seconds; an rr test's RTT is
+//! its transactions', a throughput test's the sender's smoothed RTT) or the reason it
 //! failed, and the alerts it raises against the test's thresholds. An alert
 //! is raised when its condition starts (a host that stays down alerts once)
 //! and armed again when the condition ends.
@@ -32,21 +33,32 @@ pub fn result_of(
         }
     };
     let f = |p: &str| report.pointer(p).and_then(Value::as_f64);
-    r.throughput_bps = f("/summary/received/bits_per_second");
-    r.loss_ratio = f("/summary/received/loss_percent").map(|p| p / 100.0);
-    r.rtt_mean_s = f("/summary/tcp/rtt_ms/mean").map(|ms| ms / 1000.0);
-    r.rtt_p99_s = rtt_p99_ms(report).map(|ms| ms / 1000.0);
+    let rr = report.pointer("/test/kind").and_then(Value::as_str) == Some("rr");
+    if rr {
+        // Every transaction's RTT, measured by the agent.
+        r.loss_ratio = f("/summary/loss_percent").map(|p| p / 100.0);
+        r.rtt_mean_s = f("/summary/rtt_ms/mean").map(|ms| ms / 1000.0);
+        r.rtt_p99_s = f("/summary/rtt_ms/p99").map(|ms| ms / 1000.0);
+    } else {
+        r.throughput_bps = f("/summary/received/bits_per_second");
+        r.loss_ratio = f("/summary/received/loss_percent").map(|p| p / 100.0);
+        r.rtt_mean_s = f("/summary/tcp/rtt_ms/mean").map(|ms| ms / 1000.0);
+        r.rtt_p99_s = rtt_p99_ms(report).map(|ms| ms / 1000.0);
+    }
     let errors: Vec<&str> = report
         .get("errors")
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
     let interrupted = report.get("interrupted").and_then(Value::as_bool) == Some(true);
-    r.ok = errors.is_empty() && !interrupted;
+    let unanswered = rr && f("/summary/transactions") == Some(0.0);
+    r.ok = errors.is_empty() && !interrupted && !unanswered;
     if !errors.is_empty() {
         r.reason = Some(errors.join("; "));
     } else if interrupted {
         r.reason = Some("interrupted".into());
+    } else if unanswered {
+        r.reason = Some("no transaction was answered".into());
     }
     r
 }

@@ -1,14 +1,18 @@
 //! The monitoring schedule file (TOML): hosts (agents, as campaigns use
 //! them), groups of host pairs (mesh, star, explicit pairs, other groups),
-//! and tests (a campaign flow's options, so any `TestSpec` a flow can run),
-//! each with its interval, random slip and alert thresholds. Parsing and
+//! and tests (a campaign flow's options, so any `TestSpec` a flow can run,
+//! or an rr latency measurement), each with its interval, random slip and
+//! alert thresholds. Parsing and
 //! checking end in a [`Schedule`] of jobs, one per test and ordered pair.
 //!
 //! Errors are one line naming the file, the line and the key.
 
 use crate::campaign::file::{line_of, FlowOptions};
-use crate::campaign::plan::{flow_spec, split_port, Agent};
+use crate::campaign::plan::{flow_spec, flow_values, split_port, Agent};
+use crate::rr::RrSpec;
 use crate::spec::TestSpec;
+use linkperf_proto::messages::RrRequest;
+use linkperf_proto::Protocol;
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
 use toml::Spanned;
@@ -64,6 +68,15 @@ struct TestEntry {
     duration: String,
     slip: Option<String>,
     alert: Option<AlertEntry>,
+    /// "throughput" (the default) or "rr" (request/response latency).
+    kind: Option<String>,
+    /// rr: request and response sizes, transactions per second, in flight,
+    /// a new connection per transaction.
+    request: Option<toml::Value>,
+    response: Option<toml::Value>,
+    rate: Option<String>,
+    burst: Option<u32>,
+    connect: Option<bool>,
     #[serde(flatten)]
     options: FlowOptions,
 }
@@ -93,6 +106,8 @@ pub struct MonitorTest {
     pub slip_s: f64,
     /// The test a job runs; the controller names the destination agent.
     pub spec: TestSpec,
+    /// Set for an rr latency test: the agent runs this instead of `spec`.
+    pub rr: Option<RrRequest>,
     pub thresholds: Thresholds,
 }
 
@@ -311,14 +326,38 @@ fn test(entry: &TestEntry, at: &dyn Fn(&str, &str) -> String) -> Result<MonitorT
     if let Some(k) = entry.options.unknown.keys().next() {
         return Err(at(k, &format!("unknown key '{k}' in a test")));
     }
-    // The interval samples within a test: a tenth of it, at least 100 ms.
-    let spec = flow_spec(
-        &entry.options,
-        duration_s,
-        (duration_s / 2.0).clamp(0.1, 1.0),
-    )
-    .map_err(|e| at(first_key(&e), &e))?;
+    // Intervals within a test: half of it, between 100 ms and 1 s.
+    let interval = (duration_s / 2.0).clamp(0.1, 1.0);
+    let (spec, rr) = match entry.kind.as_deref() {
+        None | Some("throughput") => {
+            if let Some(key) = rr_keys(entry).next() {
+                return Err(at(
+                    key,
+                    &format!("'{key}' applies to rr tests (kind = \"rr\")"),
+                ));
+            }
+            let spec = flow_spec(&entry.options, duration_s, interval)
+                .map_err(|e| at(first_key(&e), &e))?;
+            (spec, None)
+        }
+        Some("rr") => {
+            let rr = rr_test(entry, (duration_s, interval), at)?;
+            (TestSpec::new(""), Some(rr))
+        }
+        Some(other) => {
+            return Err(at(
+                "kind",
+                &format!("unknown test kind '{other}' (throughput or rr)"),
+            ))
+        }
+    };
     let a = entry.alert.as_ref();
+    if rr.is_some() && a.is_some_and(|a| a.throughput_below_percent.is_some()) {
+        return Err(at(
+            "throughput_below_percent",
+            "an rr test measures latency, not throughput",
+        ));
+    }
     let thresholds = Thresholds {
         throughput_below_percent: a.and_then(|a| a.throughput_below_percent),
         loss_above_ratio: a.and_then(|a| a.loss_above_percent).map(|p| p / 100.0),
@@ -333,7 +372,66 @@ fn test(entry: &TestEntry, at: &dyn Fn(&str, &str) -> String) -> Result<MonitorT
         // Default slip: a tenth of the interval, so a mesh does not fire at once.
         slip_s: slip_s.unwrap_or(interval_s / 10.0),
         spec,
+        rr,
         thresholds,
+    })
+}
+
+/// The rr keys a test sets.
+fn rr_keys(entry: &TestEntry) -> impl Iterator<Item = &'static str> + '_ {
+    [
+        ("request", entry.request.is_some()),
+        ("response", entry.response.is_some()),
+        ("rate", entry.rate.is_some()),
+        ("burst", entry.burst.is_some()),
+        ("connect", entry.connect.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(k, set)| set.then_some(k))
+}
+
+/// An rr test: `udp` is the only flow option it takes; the rest is checked
+/// as `linkperf rr`'s command line would be.
+fn rr_test(
+    entry: &TestEntry,
+    (duration_s, interval_s): (f64, f64),
+    at: &dyn Fn(&str, &str) -> String,
+) -> Result<RrRequest, String> {
+    let flow = flow_values(&entry.options).map_err(|e| at(first_key(&e), &e))?;
+    if let Some((name, _)) = flow.iter().find(|(name, _)| *name != "udp") {
+        let key = name.replace('-', "_");
+        return Err(at(&key, &format!("'{key}' does not apply to an rr test")));
+    }
+    let size = |key: &str, v: &Option<toml::Value>| -> Result<Option<u64>, String> {
+        let Some(v) = v else { return Ok(None) };
+        let text = match v {
+            toml::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        linkperf_units::parse_size(&text)
+            .map(Some)
+            .map_err(|e| at(key, &e.to_string()))
+    };
+    let mut spec = RrSpec::new("");
+    if entry.options.udp == Some(true) {
+        spec.protocol = Protocol::Udp;
+    }
+    spec.request = size("request", &entry.request)?;
+    spec.response = size("response", &entry.response)?;
+    if let Some(rate) = &entry.rate {
+        crate::rr::parse_rate(rate).map_err(|e| at("rate", &e))?;
+    }
+    spec.rate = entry.rate.clone();
+    spec.burst = entry.burst.unwrap_or(1);
+    spec.connect = entry.connect.unwrap_or(false);
+    (spec.time, spec.interval) = (duration_s, interval_s);
+    spec.request().map_err(|e| {
+        // The checks speak of flags (--rate): name the key instead.
+        let key = ["request", "response", "rate", "burst", "connect"]
+            .into_iter()
+            .find(|k| e.contains(&format!("--{k}")))
+            .unwrap_or("kind");
+        at(key, &e)
     })
 }
 

@@ -13,6 +13,7 @@ pub mod stats;
 pub mod text;
 
 use crate::spec::TestSpec;
+use linkperf_proto::messages::RrRequest;
 use linkperf_proto::rr::check_size;
 use linkperf_proto::Protocol;
 use std::net::IpAddr;
@@ -320,6 +321,57 @@ impl RrSpec {
     }
 }
 
+impl RrSpec {
+    /// The run as a third party orders it from an agent: what the agent's
+    /// own `linkperf rr` would take. A bulk load and the local address
+    /// belong to the ordering host and are refused.
+    pub fn request(&self) -> Result<RrRequest, String> {
+        if self.load.is_some() {
+            return Err("--load cannot be ordered from an agent; run rr there with --load".into());
+        }
+        if self.bind.is_some() {
+            return Err("--bind names a local address; an agent uses its own".into());
+        }
+        self.plan()?;
+        Ok(RrRequest {
+            protocol: self.protocol,
+            request: self.request,
+            response: self.response,
+            rate: self.rate.clone(),
+            burst: self.burst,
+            duration_s: self.time,
+            count: self.count,
+            interval_s: self.interval,
+            timeout_s: self.timeout,
+            connect: self.connect,
+            cold: self.cold,
+            idle_s: self.idle,
+            sizes: self.sizes.clone(),
+        })
+    }
+
+    /// The run an agent makes for a third party's `request` towards `host`.
+    pub fn from_request(host: &str, port: u16, r: &RrRequest) -> RrSpec {
+        RrSpec {
+            port,
+            protocol: r.protocol,
+            request: r.request,
+            response: r.response,
+            rate: r.rate.clone(),
+            burst: r.burst,
+            time: r.duration_s,
+            count: r.count,
+            interval: r.interval_s,
+            timeout: r.timeout_s,
+            connect: r.connect,
+            cold: r.cold,
+            idle: r.idle_s,
+            sizes: r.sizes.clone(),
+            ..RrSpec::new(host)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -333,5 +385,16 @@ mod tests {
         assert!(parse_rate("-5").is_err());
         assert!(parse_rate("fast").is_err());
         assert!(parse_rate("/s").is_err());
+    }
+
+    #[test]
+    fn a_request_carries_the_run_to_an_agent() {
+        let mut spec = RrSpec::new("192.0.2.1");
+        (spec.protocol, spec.request, spec.response) = (Protocol::Udp, Some(200), Some(1000));
+        (spec.rate, spec.time, spec.interval) = (Some("50/s".into()), 3.0, 0.5);
+        let back = RrSpec::from_request("192.0.2.1", spec.port, &spec.request().unwrap());
+        assert_eq!(format!("{:?}", back.plan()), format!("{:?}", spec.plan()));
+        spec.load = Some(("-t 1".into(), TestSpec::new("192.0.2.1")));
+        assert!(spec.request().unwrap_err().contains("--load"));
     }
 }

@@ -87,7 +87,8 @@ impl ControlSession {
         request: &ClientMessage,
     ) -> Result<Option<String>, String> {
         let (purpose, third_party) = match request {
-            ClientMessage::ThirdParty { target, port, .. } => {
+            ClientMessage::ThirdParty { target, port, .. }
+            | ClientMessage::ThirdPartyRr { target, port, .. } => {
                 (purpose_third_party(target, *port), true)
             }
             _ => (purpose_test(), false),

@@ -15,9 +15,7 @@ use crate::guard::auth::{Gate, Required, ThirdPartyPolicy, Users};
 use crate::guard::{self, EventLog, Guard, Level, Limits, LogFormat};
 use linkperf_engine::facts;
 use linkperf_proto::session::ServerSession;
-use linkperf_proto::{
-    ClientMessage, DataHello, Preamble, ServerMessage, TestConfig, PROTOCOL_VERSION,
-};
+use linkperf_proto::{ClientMessage, DataHello, Preamble, ServerMessage, PROTOCOL_VERSION};
 use session::{ControlSession, Event, Registry};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::ops::RangeInclusive;
@@ -405,52 +403,97 @@ impl ControlSession {
                 self.run_test(config, local, options.data_ports.as_ref())
             }
             ClientMessage::ThirdParty {
-                target,
-                port,
-                config,
+                ref target, port, ..
+            }
+            | ClientMessage::ThirdPartyRr {
+                ref target, port, ..
             } => {
                 if !options.allow_third_party {
                     return self.refuse(
                         "this server does not run third-party tests; start it with --allow-third-party".into(),
                     );
                 }
-                let (target, _quota) =
-                    match self.third_party_checks(&ctx.access, principal.as_deref(), &target, port)
-                    {
-                        Ok(admitted) => admitted,
-                        Err(why) => return self.refuse(why),
-                    };
-                self.relay(target, port, config)
+                let (target, _quota) = match self.third_party_checks(
+                    &ctx.access,
+                    principal.as_deref(),
+                    target,
+                    port,
+                ) {
+                    Ok(admitted) => admitted,
+                    Err(why) => return self.refuse(why),
+                };
+                self.third_party(target, port, request)
             }
             _ => Err("expected setup".into()),
         }
     }
 
-    /// Third-party mode: run the test as a client towards `target`, relaying it.
-    fn relay(&mut self, target: String, port: u16, config: TestConfig) -> Result<String, String> {
-        let control = self.control.clone();
-        let options = client::ClientOptions {
-            host: target.clone(),
-            port,
-            config,
-            ..Default::default()
-        };
-        // The test runs on its own thread so this one can watch the controller:
-        // its Cancel, or its disappearance, stops the flow within a second.
-        let cancel = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    /// Third-party mode: runs the ordered test or rr measurement as a
+    /// client towards `target` (admitted), relaying it.
+    fn third_party(
+        &mut self,
+        target: String,
+        port: u16,
+        order: ClientMessage,
+    ) -> Result<String, String> {
+        match order {
+            ClientMessage::ThirdPartyRr { request, .. } => {
+                let plan = match crate::rr::RrSpec::from_request(&target, port, &request).plan() {
+                    Ok(plan) => plan,
+                    Err(why) => return self.refuse(format!("the rr measurement ordered: {why}")),
+                };
+                self.relay(target, port, move |cancel, interval| {
+                    let mut each = |i: &crate::rr::report::RrInterval| interval(to_json(i));
+                    let report = crate::rr::client::run(&plan, &mut each, cancel);
+                    report.map(|r| to_json(&r)).map_err(|e| e.message)
+                })
+            }
+            ClientMessage::ThirdParty { config, .. } => {
+                let options = client::ClientOptions {
+                    host: target.clone(),
+                    port,
+                    config,
+                    ..Default::default()
+                };
+                self.relay(target, port, move |cancel, interval| {
+                    let mut each = |i: &crate::report::IntervalReport| interval(to_json(i));
+                    let report = client::run(&options, &mut each, Some(cancel));
+                    report.map(|r| to_json(&r)).map_err(|e| e.message)
+                })
+            }
+            _ => Err("expected a third-party order".into()),
+        }
+    }
+
+    /// Runs `test` on its own thread so this one can watch the controller
+    /// (its Cancel, or its disappearance, stops the flow within a second)
+    /// and the clock (a test past `--server-max-duration` is stopped), and
+    /// sends back the intervals it reports and its report.
+    fn relay<T>(&mut self, target: String, port: u16, test: T) -> Result<String, String>
+    where
+        T: FnOnce(&AtomicBool, &dyn Fn(serde_json::Value)) -> Result<serde_json::Value, String>
+            + Send
+            + 'static,
+    {
+        let cancel = Arc::new(AtomicBool::new(false));
         let flag = cancel.clone();
-        let relay_control = control.clone();
+        let relay_control = self.control.clone();
         let test = std::thread::Builder::new()
             .name("lp-relay".into())
             .spawn(move || {
-                let mut on_interval = |i: &crate::report::IntervalReport| {
-                    if let Ok(v) = serde_json::to_value(i) {
-                        let _ = relay_control.send(&ServerMessage::RelayInterval { interval: v });
-                    }
+                let interval = |v: serde_json::Value| {
+                    let _ = relay_control.send(&ServerMessage::RelayInterval { interval: v });
                 };
-                client::run(&options, &mut on_interval, Some(&flag))
+                test(&flag, &interval)
             })
             .map_err(|e| format!("cannot start the third-party test: {e}"))?;
+        let longest = Duration::from_secs_f64(
+            self.guard
+                .limits
+                .max_duration_s
+                .min(linkperf_proto::config::MAX_SECONDS),
+        );
+        let started = Instant::now();
         let mut controller_gone = false;
         while !test.is_finished() {
             match self.events.recv_timeout(Duration::from_millis(100)) {
@@ -462,6 +505,10 @@ impl ControlSession {
                     controller_gone = true;
                 }
                 _ => {}
+            }
+            // Ten seconds of grace for the target's own end of the test.
+            if started.elapsed() > longest + Duration::from_secs(10) {
+                cancel.store(true, Ordering::Relaxed);
             }
         }
         let outcome = test
@@ -475,18 +522,19 @@ impl ControlSession {
         }
         match outcome {
             Ok(report) => {
-                let value = serde_json::to_value(&report).map_err(|e| e.to_string())?;
-                self.control
-                    .send(&ServerMessage::RelayReport { report: value })?;
+                self.control.send(&ServerMessage::RelayReport { report })?;
                 Ok(format!(
                     "third-party test for {} towards {target}:{port} done",
                     self.peer
                 ))
             }
             Err(e) => self.refuse(format!(
-                "third-party test towards {target}:{port} failed: {}",
-                e.message
+                "third-party test towards {target}:{port} failed: {e}"
             )),
         }
     }
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> serde_json::Value {
+    serde_json::to_value(value).unwrap_or(serde_json::Value::Null)
 }

@@ -268,6 +268,15 @@ fn client_menu(input: &mut Input) -> ClientMessage {
         5 => ClientMessage::Finished {
             result: SideResult::default(),
         },
+        6 => ClientMessage::ThirdPartyRr {
+            target: "127.0.0.1".into(),
+            port: 5211,
+            request: crate::messages::RrRequest {
+                duration_s: f64::from(input.byte()) / 10.0,
+                burst: u32::from(input.byte()),
+                ..Default::default()
+            },
+        },
         7 => ClientMessage::Auth {
             user: "fuzz".into(),
             answer: "00".repeat(32),

@@ -92,6 +92,20 @@ fn client_messages() -> Vec<u8> {
             port: 5211,
             config: udp_config(),
         },
+        ClientMessage::ThirdPartyRr {
+            target: "192.0.2.1".into(),
+            port: 5211,
+            request: crate::messages::RrRequest {
+                protocol: crate::Protocol::Udp,
+                request: Some(64),
+                response: Some(64),
+                rate: Some("100/s".into()),
+                burst: 1,
+                duration_s: 2.0,
+                interval_s: 1.0,
+                ..Default::default()
+            },
+        },
         ClientMessage::Start {
             start_at_unix_ms: Some(1_763_900_000_000),
         },
