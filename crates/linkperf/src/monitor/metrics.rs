@@ -69,17 +69,17 @@ pub fn render(live: &Live) -> String {
         ),
         (
             "linkperf_loss_ratio",
-            "Datagrams lost in the pair's latest successful UDP test (0..1).",
+            "Datagrams (UDP rr: transactions) lost in the pair's latest successful UDP test (0..1).",
             |r| r.loss_ratio,
         ),
         (
             "linkperf_rtt_mean_seconds",
-            "Mean smoothed TCP RTT of the pair's latest successful TCP test.",
+            "Mean RTT of the pair's latest successful test: smoothed TCP RTT, or every rr transaction's.",
             |r| r.rtt_mean_s,
         ),
         (
             "linkperf_rtt_p99_seconds",
-            "99th percentile of the per-interval TCP RTT samples of the latest test.",
+            "99th percentile RTT of the latest test: per-interval TCP samples, or rr transactions.",
             |r| r.rtt_p99_s,
         ),
     ];
