@@ -33,7 +33,7 @@ fn rr_tests_in_a_schedule_measure_the_link_rtt_and_alert_on_it() {
         let dir = linkperf_testsupport::scratch("lp-monitor", "rr");
         let name = format!("mr{}", std::process::id() % 100_000);
         let link = format!("delay = \"{DELAY_MS}ms\"");
-        let topology = two_hosts(&name, "10.81.0.1", "10.81.0.2", &link);
+        let topology = two_hosts(&name, "10.91.0.1", "10.91.0.2", &link);
         let mut bed = CliBed::up(bin(), &dir, &name, &topology);
         for host in ["a", "b"] {
             let mut agent = bed.in_netns(host, bin());
@@ -41,7 +41,7 @@ fn rr_tests_in_a_schedule_measure_the_link_rtt_and_alert_on_it() {
             bed.serve(host, &mut agent, 5211);
         }
         let file = dir.join("latency.toml");
-        std::fs::write(&file, schedule("10.81.0.1", "10.81.0.2")).unwrap();
+        std::fs::write(&file, schedule("10.91.0.1", "10.91.0.2")).unwrap();
         let db = dir.join("monitor.db");
         let out = bed
             .in_netns("a", bin())
