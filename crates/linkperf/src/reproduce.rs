@@ -4,7 +4,11 @@
 //! runs it as a sweep through its testbed (full length, or reduced for CI
 //! and a first look), stores the sweep, and pairs every point's measured
 //! throughput with the seed's figure and with the physics the experiment
-//! follows. It prints nothing; `text::table` renders the comparison.
+//! follows; an experiment with a `[cold]` table measures first-packet
+//! probes per site instead ([`cold`]). It prints nothing; [`table`] renders
+//! the comparison.
+
+pub mod cold;
 
 use crate::spec::TestSpec;
 use crate::sweep::run::{self as sweep_run, Observer, Plan, Stop, SweepOptions};
@@ -31,16 +35,23 @@ pub struct Experiment {
     pub client_host: Option<String>,
     pub server_host: Option<String>,
     /// Full-length run: test length and warm-up omitted, as `-t` and `-O`.
+    #[serde(default)]
     pub time: String,
+    #[serde(default)]
     pub omit: String,
     /// The reduced run (`linkperf reproduce` without `--full`, CI).
+    #[serde(default)]
     pub reduced_time: String,
+    #[serde(default)]
     pub reduced_omit: String,
     /// Client options by their `--vary` names (`nodelay = "on"`).
     #[serde(default)]
     pub options: BTreeMap<String, String>,
     /// `NAME=VALUES` as `linkperf sweep --vary`.
+    #[serde(default)]
     pub vary: Vec<String>,
+    /// First-packet probes per site instead of a sweep.
+    pub cold: Option<cold::Cold>,
     pub repeat: Option<u32>,
     pub model: Option<Model>,
     /// The seed's figures, by point label (`clamp=512`).
@@ -148,8 +159,32 @@ pub fn list(root: &Path) -> Vec<String> {
 }
 
 impl Experiment {
+    /// Checks the experiment as far as it can without running it.
+    pub fn check(&self, reduced: bool, repeat: Option<u32>) -> Result<(), String> {
+        match &self.cold {
+            Some(c) => (self.network())
+                .and_then(|network| c.check(&network, reduced))
+                .map_err(|e| format!("{}: {e}", self.name)),
+            None => self.plan(reduced, repeat).map(|_| ()),
+        }
+    }
+
+    fn network(&self) -> Result<crate::sweep::network::Network, String> {
+        crate::sweep::network::Network::load(
+            &self.dir.join(&self.topology),
+            self.client_host.as_deref(),
+            self.server_host.as_deref(),
+        )
+    }
+
     /// The sweep plan: the base test, the points, the testbed.
     pub fn plan(&self, reduced: bool, repeat: Option<u32>) -> Result<Plan, String> {
+        if self.cold.is_some() || self.vary.is_empty() {
+            return Err(format!(
+                "{}: a sweep experiment needs `vary` (and no [cold] table)",
+                self.name
+            ));
+        }
         let mut spec = TestSpec::new("");
         spec.interval = 0.0;
         let (time, omit) = if reduced {
@@ -197,8 +232,13 @@ pub struct Reproduction {
     pub source: String,
     pub reduced: bool,
     /// The stored sweep (`linkperf report sweep ID` draws it).
-    pub sweep_id: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sweep_id: Option<i64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub rows: Vec<Row>,
+    /// A `[cold]` experiment's sites.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sites: Vec<cold::ColdRow>,
     /// Why it stopped early, if it did (the rows hold what ran).
     pub stopped: Option<String>,
 }
@@ -213,8 +253,23 @@ pub fn run(
     interrupt: &AtomicBool,
     observer: &mut dyn Observer,
 ) -> Result<Reproduction, String> {
-    let plan = experiment.plan(reduced, repeat)?;
     linkperf_testbed::require_root().map_err(|e| format!("reproduce needs the testbed: {e}"))?;
+    let mut r = Reproduction {
+        schema: "linkperf/1",
+        experiment: experiment.name.clone(),
+        seed: experiment.seed.clone(),
+        source: experiment.source.clone(),
+        reduced,
+        sweep_id: None,
+        rows: Vec::new(),
+        sites: Vec::new(),
+        stopped: None,
+    };
+    if let Some(cold) = &experiment.cold {
+        (r.sites, r.stopped) = cold.run(&experiment.network()?, reduced, store, interrupt)?;
+        return Ok(r);
+    }
+    let plan = experiment.plan(reduced, repeat)?;
     let argv = vec![format!("reproduce {}", experiment.name)];
     let id = store
         .create_sweep(&plan.record(argv))
@@ -231,16 +286,10 @@ pub fn run(
         .ok_or_else(|| format!("sweep {id} vanished from the archive"))?;
     let runs = store.sweep_runs(id, true).map_err(|e| e.to_string())?;
     let points = sweep_mod::summarise(&sweep, &runs);
-    Ok(Reproduction {
-        schema: "linkperf/1",
-        experiment: experiment.name.clone(),
-        seed: experiment.seed.clone(),
-        source: experiment.source.clone(),
-        reduced,
-        sweep_id: id,
-        rows: points.iter().map(|p| row(experiment, p, &runs)).collect(),
-        stopped,
-    })
+    r.sweep_id = Some(id);
+    r.rows = points.iter().map(|p| row(experiment, p, &runs)).collect();
+    r.stopped = stopped;
+    Ok(r)
 }
 
 fn row(experiment: &Experiment, point: &PointSummary, runs: &[RunRow]) -> Row {
@@ -276,8 +325,21 @@ fn row(experiment: &Experiment, point: &PointSummary, runs: &[RunRow]) -> Row {
     }
 }
 
-/// The comparison as a text table: one line per point.
+/// The comparison as a text table: one line per point (or site).
 pub fn table(r: &Reproduction) -> String {
+    let title = format!(
+        "seed {} — {}{}\n",
+        r.seed,
+        r.source,
+        if r.reduced { " (reduced duration)" } else { "" },
+    );
+    if !r.sites.is_empty() {
+        return title + &cold::table(&r.sites);
+    }
+    title + &sweep_table(r)
+}
+
+fn sweep_table(r: &Reproduction) -> String {
     let mbps = |v: Option<f64>| match v {
         Some(x) if x < 10.0 => format!("{x:.2}"),
         Some(x) => format!("{x:.1}"),
@@ -291,15 +353,8 @@ pub fn table(r: &Reproduction) -> String {
         .unwrap_or(5)
         .max(5);
     let mut out = format!(
-        "seed {} — {}{}\n{:<width$}  {:>10}  {:>14}  {:>10}  {:>12}\n",
-        r.seed,
-        r.source,
-        if r.reduced { " (reduced duration)" } else { "" },
-        "point",
-        "seed Mb/s",
-        "linkperf Mb/s",
-        "model Mb/s",
-        "adv. window"
+        "{:<width$}  {:>10}  {:>14}  {:>10}  {:>12}\n",
+        "point", "seed Mb/s", "linkperf Mb/s", "model Mb/s", "adv. window"
     );
     for x in &r.rows {
         out.push_str(&format!(
@@ -343,6 +398,10 @@ mod tests {
         assert!(!names.is_empty(), "no experiments in {}", root.display());
         for name in names {
             let e = find(&root, &name).unwrap();
+            e.check(true, None).unwrap_or_else(|err| panic!("{err}"));
+            if e.cold.is_some() {
+                continue;
+            }
             let plan = e.plan(true, None).unwrap_or_else(|err| panic!("{err}"));
             for row in &e.row {
                 assert!(

@@ -18,17 +18,7 @@ fn seeds_dir() -> PathBuf {
 
 /// `linkperf reproduce NAME -J`: the measured Mbit/s of each point, by label.
 fn reproduce(name: &str) -> Vec<(String, f64)> {
-    let out = Command::new(env!("CARGO_BIN_EXE_linkperf"))
-        .args(["reproduce", name, "--no-store", "-J", "--dir"])
-        .arg(seeds_dir())
-        .output()
-        .expect("run linkperf reproduce");
-    assert!(
-        out.status.success(),
-        "reproduce {name}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).expect("reproduce JSON");
+    let doc = reproduce_doc(name);
     let rows: Vec<(String, f64)> = doc["rows"]
         .as_array()
         .expect("rows")
@@ -43,6 +33,49 @@ fn reproduce(name: &str) -> Vec<(String, f64)> {
         .collect();
     eprintln!("  {name}: {rows:?}");
     rows
+}
+
+/// `linkperf reproduce NAME -J`, the whole document.
+fn reproduce_doc(name: &str) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_linkperf"))
+        .args(["reproduce", name, "--no-store", "-J", "--dir"])
+        .arg(seeds_dir())
+        .output()
+        .expect("run linkperf reproduce");
+    assert!(
+        out.status.success(),
+        "reproduce {name}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("reproduce JSON")
+}
+
+/// Seed 000's SVC set-up: every site's first probe after the circuit was
+/// released waits for its set-up; the second finds it up. The link was set
+/// to the seed's IP RTT and set-up time, so the physics is the link's:
+/// second = 2 x delay, first - second = the set-up, each round (issue 13's
+/// 0.5 ms on the median; the emulator releases within its floor).
+fn check_svc_setup() {
+    let doc = reproduce_doc("000-svc-setup");
+    let sites = doc["sites"].as_array().expect("sites");
+    assert_eq!(sites.len(), 5, "{doc}");
+    for s in sites {
+        let f = |k: &str| s[k].as_f64().unwrap_or_else(|| panic!("{k}: {s}"));
+        eprintln!(
+            "  000-svc-setup {}: first {:.2}, second {:.2}, set-up {:.2} ms",
+            s["site"],
+            f("first_ms"),
+            f("second_ms"),
+            f("setup_ms")
+        );
+        assert_eq!(s["rounds"], 4, "{s}");
+        let (rtt, setup) = (f("configured_rtt_ms"), f("configured_setup_ms"));
+        assert!((f("setup_ms") - setup).abs() <= 0.5, "{s}");
+        assert!(
+            f("second_ms") >= rtt - 0.05 && f("second_ms") <= rtt * 1.02 + 0.3,
+            "{s}"
+        );
+    }
 }
 
 fn at(rows: &[(String, f64)], point: &str) -> f64 {
@@ -181,6 +214,7 @@ fn every_seed_experiment_shows_its_seeds_shape() {
         assert!(at(&rows, "link.radio.ber=5e-6") < 0.5 * clean, "{rows:?}");
 
         check_router_datagrams(&reproduce("002-router-datagrams"));
+        check_svc_setup();
 
         // Seed 000, buffers and TCP_NODELAY on OC-3c: every point runs and stays
         // under the payload rate (the seed's collapses at 10000 and 16383 bytes

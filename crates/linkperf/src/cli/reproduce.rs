@@ -60,7 +60,7 @@ pub fn run(args: ReproduceArgs) -> ExitCode {
         Ok(e) => e,
         Err(e) => return fail(2, e),
     };
-    if let Err(e) = experiment.plan(!args.full, args.repeat) {
+    if let Err(e) = experiment.check(!args.full, args.repeat) {
         return fail(2, e);
     }
     let store = if args.no_store {
@@ -98,12 +98,17 @@ pub fn run(args: ReproduceArgs) -> ExitCode {
         say!("{json}");
     } else {
         say_raw!("{}", reproduce::table(&r));
-        if !args.no_store {
-            say!(
-                "stored as sweep {}: linkperf report sweep {}",
-                r.sweep_id,
-                r.sweep_id
-            );
+        if let (false, Some(id)) = (args.no_store, r.sweep_id) {
+            say!("stored as sweep {id}: linkperf report sweep {id}");
+        }
+        let runs: Vec<String> = r
+            .sites
+            .iter()
+            .filter_map(|s| s.run_id)
+            .map(|i| i.to_string())
+            .collect();
+        if !args.no_store && !runs.is_empty() {
+            say!("stored as runs {}: linkperf report ID", runs.join(", "));
         }
     }
     match &r.stopped {

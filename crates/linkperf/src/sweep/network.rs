@@ -233,6 +233,22 @@ impl Session {
         })?
     }
 
+    /// `linkperf rr` probes from the client host (seed experiments that
+    /// measure latency rather than throughput).
+    pub fn run_rr(
+        &self,
+        plan: &crate::rr::Plan,
+        interrupt: &AtomicBool,
+    ) -> Result<crate::rr::report::RrReport, ClientError> {
+        in_namespace(&self.client_netns, || {
+            crate::rr::client::run(plan, &mut |_| {}, interrupt)
+        })
+        .map_err(|message| ClientError {
+            message,
+            exit_code: 1,
+        })?
+    }
+
     /// Removes the testbed if this session built it (a testbed found up
     /// stays, with the last point's link values).
     pub fn finish(self) -> Result<(), String> {
