@@ -96,7 +96,8 @@ fn described_path(spec: &TestSpec, client_sends: bool) -> Option<Result<Path, Mo
 /// Between this host (`LINKPERF_TESTBED_HOST`, set by `testbed exec`, else the
 /// other of two hosts) and the server's host (found by its address).
 fn testbed_path(t: &Testbed, server: &str, client_sends: bool) -> Result<Path, ModelError> {
-    let topology = t.topology();
+    let live = live_topology(t);
+    let topology = &live;
     let far = model::testbed::host_by_address(topology, server).ok_or_else(|| {
         ModelError(format!(
             "the server {server} is no host of testbed {}: describe the path with --path",
@@ -116,6 +117,25 @@ fn testbed_path(t: &Testbed, server: &str, client_sends: bool) -> Result<Path, M
     } else {
         model::testbed::host_path(topology, far, &near)
     }
+}
+
+/// The testbed's topology with each link direction's parameters in force
+/// (after `testbed set`, a sweep's `link.*` point or a schedule step): the
+/// plan holds the values the testbed was built with.
+fn live_topology(t: &Testbed) -> linkperf_testbed::Topology {
+    let mut topology = t.topology().clone();
+    for status in t.link_status().unwrap_or_default() {
+        let Some(link) = topology.links.get_mut(status.link) else {
+            continue;
+        };
+        link.mtu = status.mtu;
+        if status.direction == "b_to_a" {
+            link.b_to_a = status.params;
+        } else {
+            link.a_to_b = status.params;
+        }
+    }
+    topology
 }
 
 /// The testbed's link status when a test began.
