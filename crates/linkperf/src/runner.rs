@@ -122,7 +122,7 @@ fn testbed_path(t: &Testbed, server: &str, client_sends: bool) -> Result<Path, M
 /// The testbed's topology with each link direction's parameters in force
 /// (after `testbed set`, a sweep's `link.*` point or a schedule step): the
 /// plan holds the values the testbed was built with.
-fn live_topology(t: &Testbed) -> linkperf_testbed::Topology {
+pub fn live_topology(t: &Testbed) -> linkperf_testbed::Topology {
     let mut topology = t.topology().clone();
     for status in t.link_status().unwrap_or_default() {
         let Some(link) = topology.links.get_mut(status.link) else {

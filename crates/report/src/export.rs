@@ -153,6 +153,8 @@ pub struct Flow {
     pub to: String,
     pub sent: Option<f64>,
     pub received: Option<f64>,
+    /// The model's prediction for the flow (its fair share of a shared bottleneck).
+    pub predicted: Option<f64>,
 }
 
 /// One aggregate interval of a campaign phase.
@@ -600,6 +602,9 @@ fn parse_phase(p: &Value, i: usize) -> Result<Phase, ReportError> {
                     to: req_text(f, "to", &fp("to"))?,
                     sent: rate_of(f.get("sent")),
                     received: rate_of(f.get("received")),
+                    predicted: f
+                        .pointer("/predicted/bits_per_second")
+                        .and_then(Value::as_f64),
                 })
             })
             .collect::<Result<Vec<_>, ReportError>>()?,
