@@ -68,6 +68,25 @@ fn predict_into(spec: &TestSpec, report: &mut Report) {
     }
 }
 
+/// What `client --doctor` examines this host against: the rate and round
+/// trip of the path the test's data will cross (`--path`, the testbed's
+/// path), else the test's own rate (`-b`) over the `--path` round trip.
+pub fn doctor_target(spec: &TestSpec) -> Result<crate::doctor::Target, String> {
+    let missing = "--doctor: the path is not known: give --path rate=RATE,rtt=DURATION (or run the client inside a testbed)";
+    let forward = spec.config().direction.client_sends();
+    let path = match described_path(spec, forward) {
+        Some(p) => p.map_err(|e| format!("--doctor: {e}"))?,
+        None => return Err(missing.into()),
+    };
+    let config = spec.config();
+    let offered = config
+        .stream_rate()
+        .map(|r| r as f64 * f64::from(config.parallel.max(1)));
+    let rate = path.rate_bps.or(offered).ok_or(missing)?;
+    crate::doctor::Target::new(rate, path.rtt_s, Some(u64::from(path.mtu)))
+        .map_err(|e| format!("--doctor: {e}"))
+}
+
 /// The path the test's data crossed, in the direction it went: the testbed's
 /// links (when run in one) with `--path` keys over them; None when neither.
 fn described_path(spec: &TestSpec, client_sends: bool) -> Option<Result<Path, ModelError>> {

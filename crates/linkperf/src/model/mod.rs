@@ -264,8 +264,9 @@ fn tcp(path: &Path, flow: &Flow, kernel: &Kernel) -> Prediction {
     let wire = path.framing.wire_bytes(ip);
     let n = f64::from(flow.streams);
     let p = combined_loss(path.loss, path.ber, ip);
-    // A window's last segment is serialised before its ACK can come back.
-    let rtt = path.rtt_s + path.rate_bps.map_or(0.0, |r| wire as f64 * 8.0 / r);
+    // Linux ACKs every second full segment: the ACK that clocks out the next
+    // data leaves after two segments were serialised at the bottleneck.
+    let rtt = path.rtt_s + path.rate_bps.map_or(0.0, |r| 2.0 * wire as f64 * 8.0 / r);
     let mut bounds = BTreeMap::new();
     let mut reference = BTreeMap::new();
     if let Some(rate) = path.rate_bps {

@@ -51,8 +51,9 @@ fn a_window_binds_at_whole_segments_over_the_round_trip() {
     };
     let p = predict(&path(Some(100e6), 0.02, Framing::Ethernet), &flow, &k).unwrap();
     assert_eq!(p.binding, "window");
-    // 45 whole segments (65160 bytes); RTT 20 ms + one 1538-byte frame at 100 Mbit/s.
-    let rtt = 0.02 + 1538.0 * 8.0 / 100e6;
+    // 45 whole segments (65160 bytes); RTT 20 ms + two 1538-byte frames at
+    // 100 Mbit/s (the delayed ACK follows the second segment).
+    let rtt = 0.02 + 2.0 * 1538.0 * 8.0 / 100e6;
     close(p.value, 65160.0 * 8.0 / rtt);
     close(p.rtt_s, rtt);
     // Two streams: two windows.
