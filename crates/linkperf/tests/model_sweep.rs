@@ -181,9 +181,9 @@ fn socket_buffer_window_on_seed_004s_path() {
             ]),
             "client -w 32K",
         );
-        let mss = 9128.0;
-        let truesize = 512.0 + 3.0 * 4096.0 + 256.0;
-        let ratio = (mss * 256.0 / truesize as f64).floor() / 256.0;
+        let mss: f64 = 9128.0;
+        let truesize: f64 = 512.0 + 3.0 * 4096.0 + 256.0;
+        let ratio = (mss * 256.0 / truesize).floor() / 256.0;
         let window = (65536.0 * ratio / mss).floor() * mss;
         // A 9180-byte packet + 16 bytes of LLC/SNAP and trailer: 192 cells of 53.
         let rtt = 0.0088 + 2.0 * (9196.0f64 / 48.0).ceil() * 53.0 * 8.0 / 149.76e6;
