@@ -378,7 +378,7 @@ pub fn against_prediction(s: &mut DirectionSummary) {
         let window = rate / 8.0 * rtt;
         let share = match crate::model::host::local().rcv_share {
             s if s > 0.0 => s,
-            _ => crate::model::scaling_ratio(p.payload_bytes, p.payload_bytes as u32 + 52),
+            _ => crate::model::scaling_ratio(p.payload_bytes),
         };
         let buffer = window / (2.0 * share);
         v.evidence.insert("window_needed_bytes".into(), window);

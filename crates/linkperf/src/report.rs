@@ -38,6 +38,10 @@ pub struct Report {
     /// The user's note about the test (`--extra-data`), kept with the result.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub extra_data: Option<String>,
+    /// `client --doctor`: this host examined against the test's path before
+    /// the test (`linkperf doctor -J`'s document, under `local`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub doctor: Option<serde_json::Value>,
 }
 
 /// The server's side of a test (`--get-server-output`): what it measured, and

@@ -68,6 +68,25 @@ fn predict_into(spec: &TestSpec, report: &mut Report) {
     }
 }
 
+/// What `client --doctor` examines this host against: the rate and round
+/// trip of the path the test's data will cross (`--path`, the testbed's
+/// path), else the test's own rate (`-b`) over the `--path` round trip.
+pub fn doctor_target(spec: &TestSpec) -> Result<crate::doctor::Target, String> {
+    let missing = "--doctor: the path is not known: give --path rate=RATE,rtt=DURATION (or run the client inside a testbed)";
+    let forward = spec.config().direction.client_sends();
+    let path = match described_path(spec, forward) {
+        Some(p) => p.map_err(|e| format!("--doctor: {e}"))?,
+        None => return Err(missing.into()),
+    };
+    let config = spec.config();
+    let offered = config
+        .stream_rate()
+        .map(|r| r as f64 * f64::from(config.parallel.max(1)));
+    let rate = path.rate_bps.or(offered).ok_or(missing)?;
+    crate::doctor::Target::new(rate, path.rtt_s, Some(u64::from(path.mtu)))
+        .map_err(|e| format!("--doctor: {e}"))
+}
+
 /// The path the test's data crossed, in the direction it went: the testbed's
 /// links (when run in one) with `--path` keys over them; None when neither.
 fn described_path(spec: &TestSpec, client_sends: bool) -> Option<Result<Path, ModelError>> {
@@ -96,7 +115,8 @@ fn described_path(spec: &TestSpec, client_sends: bool) -> Option<Result<Path, Mo
 /// Between this host (`LINKPERF_TESTBED_HOST`, set by `testbed exec`, else the
 /// other of two hosts) and the server's host (found by its address).
 fn testbed_path(t: &Testbed, server: &str, client_sends: bool) -> Result<Path, ModelError> {
-    let topology = t.topology();
+    let live = live_topology(t);
+    let topology = &live;
     let far = model::testbed::host_by_address(topology, server).ok_or_else(|| {
         ModelError(format!(
             "the server {server} is no host of testbed {}: describe the path with --path",
@@ -116,6 +136,25 @@ fn testbed_path(t: &Testbed, server: &str, client_sends: bool) -> Result<Path, M
     } else {
         model::testbed::host_path(topology, far, &near)
     }
+}
+
+/// The testbed's topology with each link direction's parameters in force
+/// (after `testbed set`, a sweep's `link.*` point or a schedule step): the
+/// plan holds the values the testbed was built with.
+pub fn live_topology(t: &Testbed) -> linkperf_testbed::Topology {
+    let mut topology = t.topology().clone();
+    for status in t.link_status().unwrap_or_default() {
+        let Some(link) = topology.links.get_mut(status.link) else {
+            continue;
+        };
+        link.mtu = status.mtu;
+        if status.direction == "b_to_a" {
+            link.b_to_a = status.params;
+        } else {
+            link.a_to_b = status.params;
+        }
+    }
+    topology
 }
 
 /// The testbed's link status when a test began.

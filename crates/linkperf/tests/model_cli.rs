@@ -38,14 +38,14 @@ fn flags_and_a_testbed_file_give_the_bottleneck_and_the_window() {
     .unwrap();
     let f = file.to_str().unwrap();
     let doc = model_json(&["--testbed", f, "--window-clamp", "64K"]);
-    let rtt = 0.020 + 1538.0 * 8.0 / 10e6;
+    let rtt = 0.020 + 2.0 * 1538.0 * 8.0 / 10e6;
     let window = 45.0 * 1448.0 * 8.0 / rtt;
     assert_eq!(doc["prediction"]["binding"], "link");
     assert!((f64_at(&doc, "/prediction/bounds/window") - window).abs() < 1.0);
     assert!((f64_at(&doc, "/prediction/value") - 10e6 * 1448.0 / 1538.0).abs() < 1.0);
     // One link only: wan's 8 ms each way.
     let doc = model_json(&["--testbed", f, "--link", "wan", "--window-clamp", "64K"]);
-    let rtt = 0.016 + 1538.0 * 8.0 / 10e6;
+    let rtt = 0.016 + 2.0 * 1538.0 * 8.0 / 10e6;
     assert!((f64_at(&doc, "/prediction/bounds/window") - 45.0 * 1448.0 * 8.0 / rtt).abs() < 1.0);
     std::fs::remove_dir_all(&dir).unwrap();
 }

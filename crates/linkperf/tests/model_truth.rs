@@ -144,9 +144,9 @@ fn window_limited_tcp() {
         let bed = Bed::up("lpmwin", "rate = \"40M\"\ndelay = \"10ms\"\nqueue = \"1M\"");
         let doc = tcp(&bed, "4", &["--window-clamp", "32K"]);
         // 22 whole segments fit 32768 bytes; one round trip is both delays plus
-        // the last segment's serialisation.
+        // two segments' serialisation (the receiver ACKs every second one).
         let window = (32768.0 / MSS).floor() * MSS;
-        let rtt = 0.020 + ETH_WIRE * 8.0 / 40e6;
+        let rtt = 0.020 + 2.0 * ETH_WIRE * 8.0 / 40e6;
         check(&doc, "window 32K", window * 8.0 / rtt, "window", 0.10);
     });
 }
@@ -219,7 +219,7 @@ fn buffer_limited_tcp() {
             }
         };
         let window = (65536.0 * ratio / MSS).floor() * MSS;
-        let rtt = 0.020 + ETH_WIRE * 8.0 / 40e6;
+        let rtt = 0.020 + 2.0 * ETH_WIRE * 8.0 / 40e6;
         check(&doc, "rcvbuf 32K", window * 8.0 / rtt, "window", 0.10);
     });
 }

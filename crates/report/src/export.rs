@@ -113,6 +113,8 @@ pub struct Stats {
     pub sent: Option<Stat>,
     pub cpu_local: Option<Stat>,
     pub cpu_remote: Option<Stat>,
+    /// The model's prediction for the point (bit/s), when its runs carry one.
+    pub predicted: Option<f64>,
 }
 
 #[derive(Debug, Clone)]
@@ -151,6 +153,8 @@ pub struct Flow {
     pub to: String,
     pub sent: Option<f64>,
     pub received: Option<f64>,
+    /// The model's prediction for the flow (its fair share of a shared bottleneck).
+    pub predicted: Option<f64>,
 }
 
 /// One aggregate interval of a campaign phase.
@@ -411,7 +415,16 @@ impl<'a> Export<'a> {
                     .then(|| pick("/summary/cpu/remote/total_percent")),
             ];
             let [r, s, cl, cr] = fill;
+            let predicted = stats
+                .predicted
+                .is_none()
+                .then(|| pick("/summary/prediction/value"))
+                .and_then(|v| Stat::of(&v))
+                .and_then(|s| s.mean);
             let stats = &mut self.points[i].stats;
+            if predicted.is_some() {
+                stats.predicted = predicted;
+            }
             if let Some(v) = r {
                 stats.received = Stat::of(&v);
             }
@@ -533,6 +546,9 @@ fn parse_point(p: &Value, i: usize, vary: &[Vary]) -> Result<PointData, ReportEr
             sent: stat("sent_bits_per_second"),
             cpu_local: stat("cpu_local_percent"),
             cpu_remote: stat("cpu_remote_percent"),
+            predicted: stats
+                .and_then(|s| s.get("predicted_bits_per_second"))
+                .and_then(Value::as_f64),
         },
     })
 }
@@ -586,6 +602,9 @@ fn parse_phase(p: &Value, i: usize) -> Result<Phase, ReportError> {
                     to: req_text(f, "to", &fp("to"))?,
                     sent: rate_of(f.get("sent")),
                     received: rate_of(f.get("received")),
+                    predicted: f
+                        .pointer("/predicted/bits_per_second")
+                        .and_then(Value::as_f64),
                 })
             })
             .collect::<Result<Vec<_>, ReportError>>()?,

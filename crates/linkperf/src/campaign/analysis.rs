@@ -49,6 +49,22 @@ pub struct DirectionResult {
     pub retransmits: Option<u64>,
     pub rtt_ms: Option<f64>,
     pub intervals: Vec<IntervalPoint>,
+    /// The model's prediction (a campaign in a testbed; see `predict`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicted: Option<FlowPrediction>,
+}
+
+/// A direction's prediction, as the campaign output shows it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct FlowPrediction {
+    /// Payload bit/s: the flow's own bound, or its fair share of a shared
+    /// bottleneck when that is lower.
+    pub bits_per_second: f64,
+    /// The bound that sets it (the model's name), or "fair_share".
+    pub binding: String,
+    /// Directions sharing this one's bottleneck link direction (itself included).
+    pub sharing: usize,
+    pub measured_over_predicted: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]

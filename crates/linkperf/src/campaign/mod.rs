@@ -11,6 +11,7 @@ mod controller;
 pub mod file;
 mod links;
 pub mod plan;
+mod predict;
 mod ssh;
 pub mod text;
 
@@ -208,6 +209,7 @@ fn run_rounds(
                     cancel,
                     &mut on_progress,
                 );
+                predict::predict_phase(campaign, phase, &mut result);
                 result.params = (varied || !phase.set.is_empty()).then(|| {
                     let mut params = point.clone();
                     params.extend(phase.set.clone());

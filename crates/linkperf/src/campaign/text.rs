@@ -31,7 +31,7 @@ fn flow_rows(out: &mut String, f: &FlowResult) {
     for d in f.directions() {
         let _ = writeln!(
             out,
-            "  {:<22} {:>14} {:>14} {:>9}  {}{}{}",
+            "  {:<22} {:>14} {:>14} {:>9}  {}{}{}{}",
             format!("{} -> {}", d.sender, d.receiver),
             format_rate(d.sent.bits_per_second),
             format_rate(d.received.bits_per_second),
@@ -39,6 +39,21 @@ fn flow_rows(out: &mut String, f: &FlowResult) {
                 .loss_percent
                 .map(|l| format!("{l:.2}%"))
                 .unwrap_or_else(|| "-".into()),
+            d.predicted
+                .as_ref()
+                .map(|p| format!(
+                    "predicted {} ({}{}), measured/predicted {}, ",
+                    format_rate(p.bits_per_second),
+                    p.binding,
+                    if p.sharing > 1 {
+                        format!(" of {} flows", p.sharing)
+                    } else {
+                        String::new()
+                    },
+                    p.measured_over_predicted
+                        .map_or_else(|| "-".into(), |r| format!("{r:.3}"))
+                ))
+                .unwrap_or_default(),
             f.status,
             if bidir { ", bidir" } else { "" },
             f.error

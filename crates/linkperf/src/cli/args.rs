@@ -313,6 +313,12 @@ pub struct ClientArgs {
     /// override the testbed's links.
     #[arg(long, value_parser = path_text, value_name = "KEY=VALUE,...")]
     pub path: Option<String>,
+    /// Before the test, examine this host against the test's path (--path or
+    /// the testbed's; the rate from -b when the path has none) with `linkperf
+    /// doctor`'s rules: printed before the results, `doctor` in the JSON.
+    /// The server's host is not examined (docs/doctor.md).
+    #[arg(long)]
+    pub doctor: bool,
     /// Sample every stream at this period (at least 1ms): a TCP sender's
     /// tcp_info, a receiver's bytes, as `samples` in the JSON (docs/dynamics.md).
     #[arg(long, value_parser = seconds, value_name = "PERIOD")]

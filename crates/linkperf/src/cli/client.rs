@@ -71,6 +71,17 @@ fn run_spec(args: &ClientArgs, spec: TestSpec) -> ExitCode {
         return third_party(from, &spec, args.json, args.units);
     }
     let format = Format::of(args);
+    let doctor = match args.doctor.then(|| linkperf::runner::doctor_target(&spec)) {
+        None => None,
+        Some(Ok(target)) => Some(linkperf::doctor::examine(&target)),
+        Some(Err(e)) => return usage(e),
+    };
+    if let Some(exam) = doctor.as_ref().filter(|_| matches!(format, Format::Text)) {
+        say_raw!(
+            "doctor (this host, before the test):\n{}\n",
+            linkperf::doctor::render(exam, None)
+        );
+    }
     let mut intervals = Intervals::new(&spec, format, args.units);
     let outcome = run_test(
         &spec,
@@ -78,7 +89,8 @@ fn run_spec(args: &ClientArgs, spec: TestSpec) -> ExitCode {
         Some(&signals::INTERRUPTED),
     );
     match outcome {
-        Ok(report) => {
+        Ok(mut report) => {
+            report.doctor = doctor.map(|exam| serde_json::json!({ "local": exam }));
             // Stored before printing, so a slow archive cannot cut the output
             // short on Ctrl-C; a failure to store is only a warning.
             let stored = (!args.no_store)

@@ -291,6 +291,7 @@ fn point_label(params: &Value) -> String {
         cpu_local: None,
         cpu_remote: None,
         confidence_reached: None,
+        predicted: None,
     }
     .label()
 }

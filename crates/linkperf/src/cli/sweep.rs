@@ -339,7 +339,7 @@ fn print_results(store: &mut Store, id: i64, json_out: Printed) -> Result<(), St
         .sweep(id)
         .map_err(|e| e.to_string())?
         .ok_or_else(|| format!("sweep {id} vanished from the archive"))?;
-    let runs = store.sweep_runs(id, false).map_err(|e| e.to_string())?;
+    let runs = store.sweep_runs(id, true).map_err(|e| e.to_string())?;
     let points = sweep::summarise(&sweep, &runs);
     if json_out.json {
         say!(

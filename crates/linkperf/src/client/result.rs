@@ -93,5 +93,6 @@ pub(super) fn report(options: &ClientOptions, setup: Setup, outcome: Outcome) ->
             side: remote,
         }),
         extra_data: None,
+        doctor: None,
     }
 }

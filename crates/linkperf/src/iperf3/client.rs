@@ -383,6 +383,7 @@ fn report(options: &ClientOptions, server: SocketAddr, done: Finished) -> Report
             side: remote.clone(),
         }),
         extra_data: None,
+        doctor: None,
     }
 }
 

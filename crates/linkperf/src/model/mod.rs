@@ -264,14 +264,15 @@ fn tcp(path: &Path, flow: &Flow, kernel: &Kernel) -> Prediction {
     let wire = path.framing.wire_bytes(ip);
     let n = f64::from(flow.streams);
     let p = combined_loss(path.loss, path.ber, ip);
-    // A window's last segment is serialised before its ACK can come back.
-    let rtt = path.rtt_s + path.rate_bps.map_or(0.0, |r| wire as f64 * 8.0 / r);
+    // Linux ACKs every second full segment: the ACK that clocks out the next
+    // data leaves after two segments were serialised at the bottleneck.
+    let rtt = path.rtt_s + path.rate_bps.map_or(0.0, |r| 2.0 * wire as f64 * 8.0 / r);
     let mut bounds = BTreeMap::new();
     let mut reference = BTreeMap::new();
     if let Some(rate) = path.rate_bps {
         bounds.insert("link".into(), rate * mss as f64 / wire as f64);
     }
-    let window = receive_window(flow, kernel, mss, path.mtu).map(|w| w / mss * mss);
+    let window = receive_window(flow, kernel, mss).map(|w| w / mss * mss);
     if let Some(w) = window {
         bounds.insert("window".into(), n * w as f64 * 8.0 / rtt);
     }
@@ -308,22 +309,44 @@ fn tcp(path: &Path, flow: &Flow, kernel: &Kernel) -> Prediction {
 
 /// Linux 6.6+ `scaling_ratio`: a received segment's payload over its
 /// truesize, in 256ths rounded down (TCP_RMEM_TO_WIN_SCALE = 8). The truesize
-/// assumed is a frame received one segment per skb (a TAP or veth without
-/// GRO): its linear buffer is the kmalloc size class (a power of two) holding
-/// the frame, 64 bytes of headroom (NET_SKB_PAD) and 320 of skb_shared_info,
-/// plus the 256-byte struct sk_buff: 2304 bytes for a 1500-byte MTU.
-pub fn scaling_ratio(mss: u64, mtu: u32) -> f64 {
-    let buffer = (u64::from(mtu) + 14 + 64 + 320).next_power_of_two();
-    let truesize = buffer + 256;
-    ((mss * 256) / truesize) as f64 / 256.0
+/// is that of a segment the testbed's TAP delivers, one segment per skb
+/// (no GRO), as `tun_alloc_skb` builds it: a frame that fits a page with its
+/// 64 bytes of headroom (NET_SKB_PAD) is copied whole into a kmalloc buffer
+/// (the size class holding frame + headroom + 320 of skb_shared_info: 2048
+/// for a 1514-byte frame); a larger one keeps only the headers the emulator
+/// names in the virtio header (Ethernet, IPv4, TCP with timestamps: 66
+/// bytes) in a 512-byte buffer and the rest in whole 4 KiB pages. Plus the
+/// 256-byte struct sk_buff: 2304 bytes at MTU 1500 (160/256), 13056 at MTU
+/// 9180 (3 pages: 178/256, read back here as the kernel's window_clamp).
+pub fn scaling_ratio(mss: u64) -> f64 {
+    ((mss * 256) / tap_truesize(mss + TCP_HEADERS + 14)) as f64 / 256.0
+}
+
+/// IPv4 + TCP with the timestamps option Linux negotiates.
+const TCP_HEADERS: u64 = 52;
+
+/// The truesize of a `frame`-byte Ethernet frame received from a TAP.
+fn tap_truesize(frame: u64) -> u64 {
+    const PAGE: u64 = 4096;
+    const HEADROOM: u64 = 64;
+    const SHARED_INFO: u64 = 320;
+    const SK_BUFF: u64 = 256;
+    let align = |n: u64| n.div_ceil(64) * 64;
+    if frame + HEADROOM < PAGE {
+        (align(frame + HEADROOM) + SHARED_INFO).next_power_of_two() + SK_BUFF
+    } else {
+        let headers = 14 + TCP_HEADERS;
+        let head = (align(HEADROOM + headers) + SHARED_INFO).next_power_of_two();
+        head + (frame - headers).div_ceil(PAGE) * PAGE + SK_BUFF
+    }
 }
 
 /// The receive window in bytes: the clamp, or the share of the doubled buffer.
-fn receive_window(flow: &Flow, kernel: &Kernel, mss: u64, mtu: u32) -> Option<u64> {
+fn receive_window(flow: &Flow, kernel: &Kernel, mss: u64) -> Option<u64> {
     let share = if kernel.rcv_share > 0.0 {
         kernel.rcv_share
     } else {
-        scaling_ratio(mss, mtu)
+        scaling_ratio(mss)
     };
     let from_buffer = flow.rcvbuf.map(|r| {
         let doubled = 2 * kernel.rmem_max.map_or(r, |m| r.min(m));

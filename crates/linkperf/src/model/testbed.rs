@@ -41,18 +41,22 @@ fn rate(d: &DirectionParams) -> Option<f64> {
     }
 }
 
-fn path_of(hops: &[Hop]) -> Path {
-    let mtu = hops.iter().map(|h| h.link.mtu).min().unwrap_or(1500);
-    let ip = u64::from(mtu);
-    // The bottleneck: least payload per second for a full-size packet.
-    let bottleneck = hops
-        .iter()
+/// The bottleneck of `hops`: least payload per second for a full-size packet.
+fn bottleneck<'h, 'a>(hops: &'h [Hop<'a>]) -> Option<(&'h Hop<'a>, f64)> {
+    let ip = u64::from(hops.iter().map(|h| h.link.mtu).min().unwrap_or(1500));
+    hops.iter()
         .filter_map(|h| rate(h.data()).map(|r| (h, r)))
         .min_by(|(a, ra), (b, rb)| {
             let pa = ra / framing(a.data().framing).wire_bytes(ip) as f64;
             let pb = rb / framing(b.data().framing).wire_bytes(ip) as f64;
             pa.total_cmp(&pb)
-        });
+        })
+}
+
+fn path_of(hops: &[Hop]) -> Path {
+    let mtu = hops.iter().map(|h| h.link.mtu).min().unwrap_or(1500);
+    let ip = u64::from(mtu);
+    let bottleneck = bottleneck(hops);
     let survive = |f: &dyn Fn(&DirectionParams) -> f64| {
         1.0 - hops.iter().map(|h| 1.0 - f(h.data())).product::<f64>()
     };
@@ -125,6 +129,22 @@ pub fn host_path(topology: &Topology, from: &str, to: &str) -> Result<Path, Mode
         )));
     }
     Ok(path_of(&hops))
+}
+
+/// The link direction that bounds the path from `from` to `to`, as (link
+/// index, a_to_b): flows whose paths share it share its rate. None when no
+/// link on the path has a rate (or there is no path).
+pub fn host_bottleneck(topology: &Topology, from: &str, to: &str) -> Option<(usize, bool)> {
+    let mut hops = Vec::new();
+    if from == to || !walk(topology, from, to, None, &mut hops) {
+        return None;
+    }
+    let (hop, _) = bottleneck(&hops)?;
+    let index = topology
+        .links
+        .iter()
+        .position(|l| std::ptr::eq(l, hop.link))?;
+    Some((index, hop.forward))
 }
 
 /// Depth-first search on the tree of links; `hops` holds the path on success.

@@ -65,6 +65,11 @@ pub struct PointSummary {
     pub cpu_remote: Option<Summary>,
     /// With --confidence: whether the interval reached the wanted width.
     pub confidence_reached: Option<bool>,
+    /// The model's prediction for the point (bit/s of payload; the mean over
+    /// its runs, which differ only if the host's kernel changed): from each
+    /// run's `summary.prediction`, present when the sweep ran in a testbed
+    /// or with `--path`. Needs the runs' reports loaded.
+    pub predicted: Option<f64>,
 }
 
 impl PointSummary {
@@ -86,8 +91,23 @@ impl PointSummary {
             "sent_bits_per_second": self.sent,
             "cpu_local_percent": self.cpu_local,
             "cpu_remote_percent": self.cpu_remote,
+            "predicted_bits_per_second": self.predicted,
         })
     }
+
+    /// Mean received over predicted.
+    pub fn measured_over_predicted(&self) -> Option<f64> {
+        let measured = self.received.as_ref()?.mean;
+        self.predicted.filter(|p| *p > 0.0).map(|p| measured / p)
+    }
+}
+
+/// The prediction a stored run's report carries for its main direction.
+fn predicted_of(run: &RunRow) -> Option<f64> {
+    run.report
+        .as_ref()?
+        .pointer("/summary/prediction/value")?
+        .as_f64()
 }
 
 /// The stored runs of point `k` of a sweep.
@@ -130,6 +150,7 @@ pub fn summarise(sweep: &SweepRow, runs: &[RunRow]) -> Vec<PointSummary> {
                 cpu_local: col(|r| r.metrics.cpu_local_percent),
                 cpu_remote: col(|r| r.metrics.cpu_remote_percent),
                 confidence_reached,
+                predicted: col(predicted_of).map(|s| s.mean),
             }
         })
         .collect()
@@ -159,6 +180,8 @@ pub fn sweep_json(sweep: &SweepRow, points: &[PointSummary]) -> Value {
             "cpu_local_percent": p.cpu_local,
             "cpu_remote_percent": p.cpu_remote,
             "confidence_reached": p.confidence_reached,
+            "predicted_bits_per_second": p.predicted,
+            "measured_over_predicted": p.measured_over_predicted(),
         })).collect::<Vec<_>>(),
     })
 }
@@ -205,6 +228,10 @@ pub fn sweep_table_in(sweep: &SweepRow, points: &[PointSummary], unit: ReportUni
         .iter()
         .map(|s| s.to_string()),
     );
+    let predicted = points.iter().any(|p| p.predicted.is_some());
+    if predicted {
+        header.extend(["predicted".to_string(), "meas/pred".to_string()]);
+    }
     let mut rows = vec![header];
     for p in points {
         let mut row: Vec<String> = names
@@ -231,6 +258,13 @@ pub fn sweep_table_in(sweep: &SweepRow, points: &[PointSummary], unit: ReportUni
         row.push(rate(p.sent.as_ref().map(|s| s.mean), unit));
         row.push(percent(p.cpu_local.as_ref().map(|s| s.mean)));
         row.push(percent(p.cpu_remote.as_ref().map(|s| s.mean)));
+        if predicted {
+            row.push(rate(p.predicted, unit));
+            row.push(
+                p.measured_over_predicted()
+                    .map_or_else(|| "-".into(), |r| format!("{r:.3}")),
+            );
+        }
         rows.push(row);
     }
     let widths: Vec<usize> = (0..rows[0].len())

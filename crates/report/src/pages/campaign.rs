@@ -128,7 +128,8 @@ pub(super) fn session_name(p: &Phase, i: usize) -> String {
     p.session.clone().unwrap_or_else(|| (i + 1).to_string())
 }
 
-pub(super) type FlowRates = ((String, String), Vec<f64>, Vec<f64>);
+/// (from, to), sent, received and predicted rates, one entry per session.
+pub(super) type FlowRates = ((String, String), Vec<f64>, Vec<f64>, Vec<f64>);
 
 pub(super) fn phase_section(k: usize, name: &str, phases: &[&Phase]) -> (Section, Vec<Cell>) {
     let mut sec = Section::new(&format!("phase-{k}"), format!("Phase: {name}"));
@@ -352,7 +353,7 @@ fn flow_rates(phases: &[&Phase]) -> Vec<FlowRates> {
             let entry = match flows.iter().position(|x| x.0 == key) {
                 Some(i) => &mut flows[i],
                 None => {
-                    flows.push((key, Vec::new(), Vec::new()));
+                    flows.push((key, Vec::new(), Vec::new(), Vec::new()));
                     flows.last_mut().expect("pushed")
                 }
             };
@@ -361,6 +362,9 @@ fn flow_rates(phases: &[&Phase]) -> Vec<FlowRates> {
             }
             if let Some(r) = fl.received {
                 entry.2.push(r);
+            }
+            if let Some(p) = fl.predicted {
+                entry.3.push(p);
             }
         }
     }
@@ -376,7 +380,7 @@ fn flow_bars(name: &str, flows: &[FlowRates], target: Option<f64>) -> BarPlot {
     );
     bars.categories = flows
         .iter()
-        .map(|((a, b), _, _)| format!("{a}\n→ {b}"))
+        .map(|((a, b), ..)| format!("{a}\n→ {b}"))
         .collect();
     bars.series = vec![
         BarSeries {
@@ -421,9 +425,14 @@ fn flows_table(flows: &[FlowRates], target: Option<f64>) -> (Table, usize) {
         2,
     ))
     .caption(
-        "Flows (mean over sessions); marked: received more than 5% below sent or below the target",
+        "Flows (mean over sessions); marked: received more than 5% below sent or below the target; predicted: the model's bound for the flow, a fair share of a bottleneck flows share (docs/model.md)",
     );
-    for ((a, b), sent, recv) in flows {
+    let modelled = flows.iter().any(|f| !f.3.is_empty());
+    if modelled {
+        ft.headers.push(Cell::num("predicted"));
+        ft.headers.push(Cell::num("received / predicted"));
+    }
+    for ((a, b), sent, recv, predicted) in flows {
         let (ms, mr) = (mean(sent), mean(recv));
         let ratio = ms.zip(mr).map(|(s, r)| if s > 0.0 { r / s } else { 1.0 });
         let short_ratio = ratio.is_some_and(|r| r < 0.95);
@@ -432,7 +441,7 @@ fn flows_table(flows: &[FlowRates], target: Option<f64>) -> (Table, usize) {
         if short_ratio || short_target || short_sent {
             shorts += 1;
         }
-        ft.row(vec![
+        let mut row = vec![
             Cell::text(a.clone()),
             Cell::text(b.clone()),
             Cell::num(sent.len().max(recv.len()).to_string()),
@@ -451,7 +460,17 @@ fn flows_table(flows: &[FlowRates], target: Option<f64>) -> (Table, usize) {
                     .map(format::rate)
                     .unwrap_or("–".into()),
             ),
-        ]);
+        ];
+        if modelled {
+            let mp = mean(predicted);
+            row.push(Cell::num(mp.map(format::rate).unwrap_or("–".into())));
+            row.push(Cell::num(
+                mr.zip(mp)
+                    .map(|(r, p)| format!("{:.3}", r / p))
+                    .unwrap_or("–".into()),
+            ));
+        }
+        ft.row(row);
     }
     (ft, shorts)
 }

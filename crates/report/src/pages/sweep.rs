@@ -1,6 +1,7 @@
 //! The sweep page: throughput and CPU against the swept parameters (one
 //! curve, or a curve per value of the others), the tables of means and of
-//! every point, each point linked to its runs. It must not read the
+//! every point, each point linked to its runs, and the model's prediction
+//! beside the measured points when the runs carry one. It must not read the
 //! intervals of single runs (that is the run page's).
 
 use super::params::{tip, ErrorBars, ParamAxis, RateCells};
@@ -145,12 +146,22 @@ pub(super) fn one_param(ex: &Export, pa: &ParamAxis, bars: ErrorBars, out: &mut 
             plot.series.push(series);
         }
     }
+    let model = predicted_series(&points, pa, "predicted (model)", PREDICTED_COLOR);
+    let modelled = !model.points.is_empty();
+    if modelled {
+        plot.series.push(model);
+    }
     if plot.series.iter().any(|s| s.right) {
         plot.y2 = Some(Axis::new("CPU", Quantity::Percent).zero().at_least(100.0));
     }
     let caption = format!(
-        "Mean throughput at each {}: received (solid line, filled circles) and sent (pale band, open squares), left axis; mean CPU use of each end (dashed and dotted, right axis). {} Click a point for its row in the table of points and its runs.",
+        "Mean throughput at each {}: received (solid line, filled circles) and sent (pale band, open squares), left axis; mean CPU use of each end (dashed and dotted, right axis).{} {} Click a point for its row in the table of points and its runs.",
         pa.name,
+        if modelled {
+            " The grey dashed line with open diamonds is the model's prediction for each point (docs/model.md): the bound the path, window and loss set."
+        } else {
+            ""
+        },
         bars.sentence()
     );
     if plot.has_data() {
@@ -158,6 +169,47 @@ pub(super) fn one_param(ex: &Export, pa: &ParamAxis, bars: ErrorBars, out: &mut 
     } else {
         out.note("No point has a measured throughput yet.");
     }
+}
+
+/// The prediction's line: apart from every measured series by colour, dash
+/// and open markers.
+const PREDICTED_COLOR: &str = "#555555";
+
+/// The model's prediction at each point that has one, along `pa` (`points`
+/// sorted along it).
+fn predicted_series(
+    points: &[&PointData],
+    pa: &ParamAxis,
+    label: &str,
+    color: &'static str,
+) -> Series {
+    let mut series = Series::new(label, color);
+    series.dash = Some("6 3");
+    series.marker = Some(crate::svg::Marker::Diamond);
+    series.hollow = true;
+    series.width = 1.6;
+    for p in points {
+        let Some(value) = p.stats.predicted else {
+            continue;
+        };
+        let at = p.param(&pa.name).unwrap_or("");
+        let mut pt = Point::new(pa.x(at), value);
+        let ratio = p
+            .stats
+            .received
+            .as_ref()
+            .and_then(|s| s.mean)
+            .map(|m| format!(", measured/predicted {:.3}", m / value))
+            .unwrap_or_default();
+        pt.tip = Some(format!(
+            "{} = {at}, {label}: {}{ratio}",
+            pa.name,
+            format::rate(value)
+        ));
+        pt.href = Some(point_anchor(p));
+        series.points.push(pt);
+    }
+    series
 }
 
 /// The combinations of all parameters but the first, in sweep order.
@@ -215,7 +267,19 @@ pub(super) fn many_params(
     );
     cpu.height = 340.0;
     let combos = combos(axes);
+    let mut modelled = false;
     for (i, c) in combos.iter().enumerate() {
+        let mut pts: Vec<&PointData> = ex.points.iter().filter(|p| matches(p, c)).collect();
+        pts.sort_by(|a, b| {
+            pa.x(a.param(&pa.name).unwrap_or(""))
+                .total_cmp(&pa.x(b.param(&pa.name).unwrap_or("")))
+        });
+        let mut model = predicted_series(&pts, pa, &combo_label(c), color(i));
+        model.legend = false;
+        if !model.points.is_empty() {
+            modelled = true;
+            plot.series.push(model);
+        }
         let (recv, sent, cpu_s) = combo_series(ex, pa, c, i, bars);
         if !recv.points.is_empty() {
             plot.series.push(recv);
@@ -230,6 +294,13 @@ pub(super) fn many_params(
     if udp {
         plot.series
             .push(legend_only("dashed: sent (sender)", "#555", Some("7 4")));
+    }
+    if modelled {
+        plot.series.push(legend_only(
+            "open diamonds, dashed: predicted (model)",
+            PREDICTED_COLOR,
+            Some("6 3"),
+        ));
     }
     if plot.has_data() {
         out.figure(
@@ -372,6 +443,11 @@ pub(super) fn points_table(ex: &Export, axes: &[ParamAxis], cells: RateCells) ->
     ] {
         headers.push(Cell::num(h));
     }
+    let modelled = ex.points.iter().any(|p| p.stats.predicted.is_some());
+    if modelled {
+        headers.push(Cell::num("predicted"));
+        headers.push(Cell::num("measured / predicted"));
+    }
     let mut t = Table::new(headers).caption(format!(
         "Statistics of every point over its repetitions (received throughput unless said{}; CPU in %; interval: confidence interval of the mean, cut at zero, or ± one standard deviation); runs: click one for its row in the table of all runs",
         cells.suffix()
@@ -421,6 +497,12 @@ pub(super) fn points_table(ex: &Export, axes: &[ParamAxis], cells: RateCells) ->
                     .map(format::sig3)
                     .unwrap_or("–".into()),
             ));
+        }
+        if modelled {
+            let predicted = p.stats.predicted;
+            row.push(r(predicted));
+            let ratio = st.mean.zip(predicted).map(|(m, v)| m / v);
+            row.push(Cell::num(ratio.map_or("–".into(), |x| format!("{x:.3}"))));
         }
         let class = (stopped > 0).then_some("interrupted");
         t.row_at(point_anchor(p).trim_start_matches('#'), class, row);

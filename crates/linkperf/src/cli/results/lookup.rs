@@ -52,7 +52,7 @@ pub fn load_sweep(store: &mut Store, id: i64) -> Result<(SweepRow, Vec<RunRow>),
     let sweep = store
         .sweep(id)?
         .ok_or_else(|| Fail::Run(format!("sweep {id} is missing from the archive")))?;
-    let runs = store.sweep_runs(id, false)?;
+    let runs = store.sweep_runs(id, true)?;
     Ok((sweep, runs))
 }
 
