@@ -307,6 +307,13 @@ fn status_json(tb: &Testbed) -> serde_json::Value {
                 "device": plan.host_device(&h.name).map(|e| e.device.clone()),
                 "ipv4": format!("{}/{}", h.ipv4, h.ipv4_prefix),
                 "ipv6": format!("{}/{}", h.ipv6, h.ipv6_prefix),
+                "mptcp": h.mptcp,
+                "interfaces": h.interfaces.iter().map(|i| json!({
+                    "device": plan.end_at(i.link, &h.name).map(|e| e.device.clone()),
+                    "link": plan.topology.links[i.link].label(),
+                    "ipv4": format!("{}/{}", i.ipv4, h.ipv4_prefix),
+                    "ipv6": format!("{}/{}", i.ipv6, h.ipv6_prefix),
+                })).collect::<Vec<_>>(),
             })
         })
         .collect();
@@ -475,6 +482,22 @@ fn describe_nodes(s: &mut String, tb: &Testbed) {
             h.ipv6,
             h.ipv6_prefix
         );
+        // A multi-homed host: its further interfaces, one line each.
+        for i in h.interfaces.iter().skip(1) {
+            let dev = plan.end_at(i.link, &h.name).map_or("-", |e| e.device.as_str());
+            let _ = writeln!(
+                s,
+                "         {:<12} {:<30} {:<6} {}/{}  {}/{}  (link {})",
+                "",
+                "",
+                dev,
+                i.ipv4,
+                h.ipv4_prefix,
+                i.ipv6,
+                h.ipv6_prefix,
+                plan.topology.links[i.link].label()
+            );
+        }
     }
     for sw in &plan.topology.switches {
         let _ = writeln!(

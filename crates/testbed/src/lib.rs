@@ -19,6 +19,7 @@ pub mod forwarder;
 pub mod framing;
 pub mod gso;
 pub mod impairment;
+pub mod mptcp;
 pub mod mailbox;
 pub mod netns;
 pub mod nic;
