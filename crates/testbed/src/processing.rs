@@ -3,8 +3,10 @@
 //! ("TCP processing and OS overhead time", 200-700 µs per packet) and a switch's
 //! processing time. Packets reach the end after the link's delay, wait for it one at a time
 //! in a backlog of a bounded number of packets (Linux's `netdev_max_backlog`) and are
-//! dropped when it is full, counted as `dropped_backlog`. One such server per link
-//! direction: an end processes what it receives on that link.
+//! dropped when it is full, counted as `dropped_backlog`. A host (or switch) has one such
+//! server per link direction into it; a router one for all its interfaces (the emulator
+//! shares it between the directions into the router), so its `packet_rate` is the
+//! router's, whatever interface packets come in by.
 
 use std::collections::VecDeque;
 
@@ -112,5 +114,49 @@ mod tests {
             vec![(0, 1_100_000), (1, 1_200_000), (2, 1_300_000)]
         );
         assert_eq!(counters.snapshot().dropped_backlog, 2);
+    }
+
+    #[test]
+    fn directions_sharing_a_router_processor_share_its_rate() {
+        use crate::counters::DirectionCounters;
+        use crate::params::DirectionParams;
+        use crate::scheduler::Scheduler;
+        use crate::timing::DirectionTiming;
+        use std::sync::{Arc, Mutex};
+        let params = DirectionParams {
+            per_packet_ns: 100_000,
+            ..Default::default()
+        };
+        let router = Arc::new(Mutex::new(Processing::default()));
+        let mut links: Vec<Scheduler<u64>> = (0..2)
+            .map(|i| {
+                Scheduler::new(
+                    params.clone(),
+                    1500,
+                    i,
+                    Arc::new(DirectionCounters::default()),
+                    Arc::new(DirectionTiming::default()),
+                    0,
+                )
+                .with_shared_processing(router.clone())
+            })
+            .collect();
+        for (i, link) in links.iter_mut().enumerate() {
+            for k in 0..5u64 {
+                link.offer(0, 1000, i as u64 * 10 + k);
+            }
+        }
+        let mut released = Vec::new();
+        for now in (0..2_000_000).step_by(10_000) {
+            for link in &mut links {
+                while let Some(e) = link.pop_due(now) {
+                    released.push(e.release_ns);
+                }
+            }
+        }
+        released.sort();
+        // Ten packets, one processor: one every 100 us, the last at 1 ms (not 0.5 ms).
+        let want: Vec<u64> = (1..=10).map(|k| k * 100_000).collect();
+        assert_eq!(released, want);
     }
 }

@@ -20,7 +20,7 @@ use crate::timing::{DirectionTiming, BACKLOG_SAMPLE_NS};
 use crate::trace::TraceClock;
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// Memory bound of the delay line (a 10 Gbit/s x 200 ms path holds 250 MB).
 pub const DELAY_LINE_MAX_BYTES: u64 = 256 << 20;
@@ -118,6 +118,9 @@ pub struct Scheduler<T> {
     circuit: Option<Arc<Circuit>>,
     /// The receiving end's per-packet processing (`per_packet`).
     processing: Processing,
+    /// A router's one processor, shared by every link direction into it (replaces
+    /// `processing` when set).
+    shared_processing: Option<Arc<Mutex<Processing>>>,
 }
 
 fn reorders(params: &DirectionParams) -> bool {
@@ -151,7 +154,15 @@ impl<T> Scheduler<T> {
             next_sample_ns: now_ns,
             circuit: None,
             processing: Processing::default(),
+            shared_processing: None,
         }
+    }
+
+    /// Makes this direction's packets wait for `processing`, shared with the other
+    /// directions into the same router.
+    pub fn with_shared_processing(mut self, processing: Arc<Mutex<Processing>>) -> Self {
+        self.shared_processing = Some(processing);
+        self
     }
 
     /// Shares the link's circuit state (used while `circuit_setup` is set).
@@ -344,11 +355,19 @@ impl<T> Scheduler<T> {
             Some(LossCause::BitError) => DirectionCounters::add(&c.dropped_ber, 1),
             None => {
                 let delay = (self.params.delay_ns as i64 + s.jitter_ns).max(0) as u64;
-                let Some(release_ns) = self.processing.admit(
+                let (arrival, cost, backlog) = (
                     finish_ns + delay,
                     self.params.processing_ns(s.bytes),
                     self.params.backlog_packets,
-                ) else {
+                );
+                let admitted = match &self.shared_processing {
+                    Some(shared) => shared
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .admit(arrival, cost, backlog),
+                    None => self.processing.admit(arrival, cost, backlog),
+                };
+                let Some(release_ns) = admitted else {
                     DirectionCounters::add(&c.dropped_backlog, 1);
                     return;
                 };
