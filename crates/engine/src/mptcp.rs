@@ -81,7 +81,11 @@ fn sockaddr(b: &[u8]) -> Option<SocketAddr> {
         }
         libc::AF_INET6 => {
             let ip: [u8; 16] = b.get(8..24)?.try_into().ok()?;
-            Some(SocketAddr::from((ip, port)))
+            // A dual-stack listener's IPv4 peers as IPv4 (not ::ffff:a.b.c.d).
+            Some(SocketAddr::new(
+                std::net::Ipv6Addr::from(ip).to_canonical(),
+                port,
+            ))
         }
         _ => None,
     }
