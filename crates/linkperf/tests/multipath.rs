@@ -127,7 +127,16 @@ fn a_kernel_refusing_mptcp_is_one_line() {
     let client = linkperf_in(
         &bed,
         "a",
-        &["client", "10.60.0.2", "-p", "5321", "-m", "-t", "1", "--no-store"],
+        &[
+            "client",
+            "10.60.0.2",
+            "-p",
+            "5321",
+            "-m",
+            "-t",
+            "1",
+            "--no-store",
+        ],
     );
     one_line("client -m", &client, 2);
     let server = linkperf_in(&bed, "a", &["server", "-m", "-1", "-p", "5322"]);

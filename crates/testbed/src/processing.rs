@@ -9,6 +9,43 @@
 //! router's, whatever interface packets come in by.
 
 use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+/// A link direction's processing stage: the receiving end's own, or the one processor of
+/// a router shared by every direction into it.
+#[derive(Debug)]
+pub enum Processor {
+    Own(Processing),
+    Shared(Arc<Mutex<Processing>>),
+}
+
+impl Default for Processor {
+    fn default() -> Self {
+        Processor::Own(Processing::default())
+    }
+}
+
+impl<T> crate::scheduler::Scheduler<T> {
+    /// Makes this direction's packets wait for `processing`, shared with the other
+    /// directions into the same router.
+    pub fn with_shared_processing(mut self, processing: Arc<Mutex<Processing>>) -> Self {
+        self.processing = Processor::Shared(processing);
+        self
+    }
+}
+
+impl Processor {
+    /// [`Processing::admit`] on this direction's processor.
+    pub fn admit(&mut self, arrival_ns: u64, cost_ns: u64, backlog: u64) -> Option<u64> {
+        match self {
+            Processor::Own(p) => p.admit(arrival_ns, cost_ns, backlog),
+            Processor::Shared(p) => p
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .admit(arrival_ns, cost_ns, backlog),
+        }
+    }
+}
 
 #[derive(Debug, Default)]
 pub struct Processing {
@@ -122,7 +159,6 @@ mod tests {
         use crate::params::DirectionParams;
         use crate::scheduler::Scheduler;
         use crate::timing::DirectionTiming;
-        use std::sync::{Arc, Mutex};
         let params = DirectionParams {
             per_packet_ns: 100_000,
             ..Default::default()

@@ -377,7 +377,11 @@ ends = ["r2", "r1"]
         let hops = path_to(&p.topology, "a", "b", 2).unwrap();
         assert_eq!(
             hops,
-            [(0, "r1".to_string()), (1, "r2".to_string()), (2, "b".to_string())]
+            [
+                (0, "r1".to_string()),
+                (1, "r2".to_string()),
+                (2, "b".to_string())
+            ]
         );
     }
 }

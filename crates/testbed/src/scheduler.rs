@@ -14,13 +14,13 @@ use crate::delay_line::{DelayLine, Entry};
 use crate::framing::{Framing, TAP_HEADER_BYTES};
 use crate::impairment::{jittered_delay_ns, LossCause, LossModel};
 use crate::params::DirectionParams;
-use crate::processing::Processing;
+use crate::processing::Processor;
 use crate::rng::Rng;
 use crate::timing::{DirectionTiming, BACKLOG_SAMPLE_NS};
 use crate::trace::TraceClock;
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// Memory bound of the delay line (a 10 Gbit/s x 200 ms path holds 250 MB).
 pub const DELAY_LINE_MAX_BYTES: u64 = 256 << 20;
@@ -116,11 +116,8 @@ pub struct Scheduler<T> {
     next_sample_ns: u64,
     /// The link's switched circuit, shared with the other direction.
     circuit: Option<Arc<Circuit>>,
-    /// The receiving end's per-packet processing (`per_packet`).
-    processing: Processing,
-    /// A router's one processor, shared by every link direction into it (replaces
-    /// `processing` when set).
-    shared_processing: Option<Arc<Mutex<Processing>>>,
+    /// The receiving end's per-packet processing (`per_packet`): its own, or a router's.
+    pub(crate) processing: Processor,
 }
 
 fn reorders(params: &DirectionParams) -> bool {
@@ -153,16 +150,8 @@ impl<T> Scheduler<T> {
             backlog_end: 0.0,
             next_sample_ns: now_ns,
             circuit: None,
-            processing: Processing::default(),
-            shared_processing: None,
+            processing: Processor::default(),
         }
-    }
-
-    /// Makes this direction's packets wait for `processing`, shared with the other
-    /// directions into the same router.
-    pub fn with_shared_processing(mut self, processing: Arc<Mutex<Processing>>) -> Self {
-        self.shared_processing = Some(processing);
-        self
     }
 
     /// Shares the link's circuit state (used while `circuit_setup` is set).
@@ -355,19 +344,11 @@ impl<T> Scheduler<T> {
             Some(LossCause::BitError) => DirectionCounters::add(&c.dropped_ber, 1),
             None => {
                 let delay = (self.params.delay_ns as i64 + s.jitter_ns).max(0) as u64;
-                let (arrival, cost, backlog) = (
+                let Some(release_ns) = self.processing.admit(
                     finish_ns + delay,
                     self.params.processing_ns(s.bytes),
                     self.params.backlog_packets,
-                );
-                let admitted = match &self.shared_processing {
-                    Some(shared) => shared
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .admit(arrival, cost, backlog),
-                    None => self.processing.admit(arrival, cost, backlog),
-                };
-                let Some(release_ns) = admitted else {
+                ) else {
                     DirectionCounters::add(&c.dropped_backlog, 1);
                     return;
                 };

@@ -260,7 +260,10 @@ fn shape_rules_multi_homed_hosts_no_switch_loops_and_connected() {
         "{e}"
     );
     let e = err("[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n");
-    assert!(e.contains("line 4: host.name: host 'b' cannot be reached"), "{e}");
+    assert!(
+        e.contains("line 4: host.name: host 'b' cannot be reached"),
+        "{e}"
+    );
 }
 
 #[test]
