@@ -6,6 +6,8 @@ Scenarios (each repeated --runs times, linkperf and iperf3 alternating):
   tcp8    TCP, -P 8
   udp64   UDP, -b 0 -l 64 (unlimited rate, 64-byte datagrams)
   udp1g   UDP, -b 1G -l 1460, paced, --pace-time seconds
+  skiprx  TCP, one stream, linkperf against itself: the receiver (the server)
+          copying the payload, and with --skip-rx-copy (MSG_TRUNC), interleaved
 
 Prints medians for both tools and the ratio linkperf/iperf3, then whether
 each target of the issue is met. Not part of the test suite: run by hand.
@@ -174,9 +176,12 @@ def derive(r):
     cpu_s = (r["cpu_client"] + r["cpu_server"]) / 100.0 * r["seconds"]
     gb = r["rx_bytes"] / 1e9
     r["cpu_s_per_gb"] = cpu_s / gb if gb > 0 else float("nan")
+    # The receiver's CPU per byte (a forward test: the server receives).
+    r["rx_cpu_s_per_gb"] = r["cpu_server"] / 100.0 * r["seconds"] / gb if gb > 0 else float("nan")
     if "ext_cpu_client_s" in r:
         ext = r["ext_cpu_client_s"] + r["ext_cpu_server_s"]
         r["ext_cpu_s_per_gb"] = ext / gb if gb > 0 else float("nan")
+        r["ext_rx_cpu_s_per_gb"] = r["ext_cpu_server_s"] / gb if gb > 0 else float("nan")
     return r
 
 
@@ -206,14 +211,14 @@ def run_json(argv, timeout):
     return doc, p
 
 
-def run_one(tool, scen, secs, cfg, rawdir, tag):
+def run_one(tool, scen, secs, cfg, rawdir, tag, extra=()):
     secs = float(secs)
     secs_s = str(int(secs)) if secs.is_integer() else str(secs)
     if tool == "linkperf":
         argv = [cfg.linkperf, "client", HOST, "-p", str(cfg.lp_port), "-t", secs_s, "-J"]
     else:
         argv = [cfg.iperf3, "-c", HOST, "-p", str(cfg.ip_port), "-t", secs_s, "-J"]
-    argv += scen["args"]
+    argv += scen["args"] + list(extra)
     if cfg.pin:
         argv = ["taskset", "-c", cfg.pin[1]] + argv
     last_err = None
@@ -380,8 +385,9 @@ def ratio(a, b):
     return a / b
 
 
-def table(title, lp, ip, rows):
-    out = [f"### {title}", "", "| metric (median) | linkperf | iperf3 | linkperf/iperf3 |", "|---|---|---|---|"]
+def table(title, lp, ip, rows, names=("linkperf", "iperf3")):
+    a_name, b_name = names
+    out = [f"### {title}", "", f"| metric (median) | {a_name} | {b_name} | {a_name}/{b_name} |", "|---|---|---|---|"]
     for label, key, unit in rows:
         a, b = median(lp, key), median(ip, key)
         r = ratio(a, b)
@@ -390,8 +396,8 @@ def table(title, lp, ip, rows):
     lo, hi = spread(lp, "rx_bps")
     lo2, hi2 = spread(ip, "rx_bps")
     out.append(
-        f"Receiver throughput range over {len(lp)}/{len(ip)} runs: linkperf {fmt(lo, 'bps')} .. {fmt(hi, 'bps')}, "
-        f"iperf3 {fmt(lo2, 'bps')} .. {fmt(hi2, 'bps')}."
+        f"Receiver throughput range over {len(lp)}/{len(ip)} runs: {a_name} {fmt(lo, 'bps')} .. {fmt(hi, 'bps')}, "
+        f"{b_name} {fmt(lo2, 'bps')} .. {fmt(hi2, 'bps')}."
     )
     out.append("")
     return out
@@ -406,6 +412,13 @@ COMMON_ROWS = [
     ("server CPU s per run, external (/proc)", "ext_cpu_server_s", "s"),
     ("CPU per byte, external (s per GB)", "ext_cpu_s_per_gb", "s/GB"),
 ]
+SKIPRX_ROWS = [
+    ("throughput, receiver", "rx_bps", "bps"),
+    ("receiver (server) CPU (% of one core)", "cpu_server", "%"),
+    ("receiver CPU per byte (s per GB), own report", "rx_cpu_s_per_gb", "s/GB"),
+    ("receiver CPU per byte (s per GB), external (/proc)", "ext_rx_cpu_s_per_gb", "s/GB"),
+    ("sender (client) CPU (% of one core)", "cpu_client", "%"),
+]
 UDP_ROWS = [
     ("datagrams/s, receiver", "rx_pps", "pps"),
     ("datagrams received per run", "rx_packets", ""),
@@ -419,7 +432,7 @@ def main():
     ap.add_argument("-n", "--runs", type=int, default=5, help="repetitions per tool and scenario (default 5)")
     ap.add_argument("-t", "--time", type=float, default=5, help="seconds per run (default 5)")
     ap.add_argument("--pace-time", type=float, default=10, help="seconds per paced 1G UDP run (default 10)")
-    ap.add_argument("--scenarios", default="tcp1,tcp8,udp64,udp1g", help="comma list of tcp1,tcp8,udp64,udp1g")
+    ap.add_argument("--scenarios", default="tcp1,tcp8,udp64,udp1g", help="comma list of tcp1,tcp8,udp64,udp1g,skiprx")
     ap.add_argument("--lp-port", type=int, default=5211)
     ap.add_argument("--ip-port", type=int, default=5201)
     ap.add_argument("--pause", type=float, default=1.0, help="seconds between runs (default 1)")
@@ -463,6 +476,9 @@ def main():
                   "udp": True, "secs": cfg.time},
         "udp1g": {"title": "UDP paced, -b 1G -l 1460", "args": ["-u", "-b", "1G", "-l", "1460"], "udp": True,
                   "secs": cfg.pace_time},
+        # Both sides linkperf: A adds --skip-rx-copy (the pair replaces linkperf/iperf3).
+        "skiprx": {"title": "TCP, 1 stream: receiver with --skip-rx-copy / copying", "args": [], "udp": False,
+                   "secs": cfg.time, "pair": (("--skip-rx-copy", ["--skip-rx-copy"]), ("copying", []))},
     }
     chosen = [s.strip() for s in cfg.scenarios.split(",") if s.strip()]
     for s in chosen:
@@ -480,9 +496,14 @@ def main():
         lp, ip = [], []
         for i in range(cfg.runs):
             # Interleaved A/B: linkperf, iperf3, linkperf, iperf3, ...
-            for tool, bucket in (("linkperf", lp), ("iperf3", ip)):
-                tag = f"{name}-{i + 1}-{tool}"
-                r = run_one(tool, scen, scen["secs"], cfg, rawdir, tag)
+            if "pair" in scen:
+                (a, a_args), (b, b_args) = scen["pair"]
+                runs = (("linkperf", lp, a, a_args), ("linkperf", ip, b, b_args))
+            else:
+                runs = (("linkperf", lp, "linkperf", []), ("iperf3", ip, "iperf3", []))
+            for tool, bucket, label, extra in runs:
+                tag = f"{name}-{i + 1}-{label.strip('-')}"
+                r = run_one(tool, scen, scen["secs"], cfg, rawdir, tag, extra)
                 bucket.append(r)
                 extra = f" {r['rx_pps'] / 1e3:.0f} kdgram/s" if "rx_pps" in r else ""
                 log(f"  {tag}: {r['rx_bps'] / 1e9:.3f} Gbit/s{extra}, cpu c/s {r['cpu_client']:.0f}/{r['cpu_server']:.0f} %")
@@ -529,7 +550,11 @@ def main():
                 ("send gap max", "gap_max_us", "us"),
                 ("back-to-back sends (<10% of target)", "gap_back_to_back_fraction", "frac"),
             ]
-        out += table(scen["title"], lp, ip, rows)
+        if "pair" in scen:
+            names = (scen["pair"][0][0], scen["pair"][1][0])
+            out += table(scen["title"], lp, ip, SKIPRX_ROWS, names)
+        else:
+            out += table(scen["title"], lp, ip, rows)
         thr = ratio(median(lp, "rx_bps"), median(ip, "rx_bps"))
         if name == "tcp1":
             cpb = ratio(median(lp, "cpu_s_per_gb"), median(ip, "cpu_s_per_gb"))
@@ -538,6 +563,10 @@ def main():
             verdicts.append(f"tcp1: CPU-per-byte ratio {cpb:.2f} from the tools' own reports (target <= 1): "
                             f"{'MET' if cpb <= 1 else 'NOT MET'}; {ext:.2f} measured externally: "
                             f"{'MET' if ext <= 1 else 'NOT MET'}")
+        elif name == "skiprx":
+            cpb = ratio(median(lp, "ext_rx_cpu_s_per_gb"), median(ip, "ext_rx_cpu_s_per_gb"))
+            verdicts.append(f"skiprx: --skip-rx-copy throughput {thr:.2f}x, receiver CPU per byte {cpb:.2f}x "
+                            f"(external) of the copying receiver's")
         elif name == "tcp8":
             verdicts.append(f"tcp8: aggregate throughput ratio {thr:.2f} (target >= 1): {'MET' if thr >= 1 else 'NOT MET'}")
         elif name == "udp64":

@@ -9,6 +9,7 @@ pub mod facts;
 pub mod kernel_drops;
 pub mod mmsg;
 pub mod modelsend;
+pub mod mptcp;
 pub mod pacer;
 pub mod series;
 pub mod side;

@@ -313,6 +313,7 @@ mod tests {
             )),
             stream_id: 0,
             window_clamp: None,
+            skip_rx_copy: false,
         }
     }
 

@@ -206,6 +206,7 @@ impl LocalSide {
                     .map(|(m, seed)| (m.clone(), seed)),
                 stream_id: plan.id,
                 window_clamp: self.config.window_clamp,
+                skip_rx_copy: self.config.skip_rx_copy,
             };
             let same_clock = self.same_clock;
             let name = format!(
@@ -377,6 +378,7 @@ impl LocalSide {
                     .unwrap_or_else(|e| e.into_inner())
                     .clone(),
                 samples: series.get_mut(i).map(std::mem::take).unwrap_or_default(),
+                subflows: subflow_rates(stream::lock(&shared.subflows).clone(), finished_after),
             });
         }
         let cpu = self
@@ -452,6 +454,22 @@ fn snapshot(shared: &StreamShared, tcp: Option<&TcpStream>, at: Duration) -> Sna
         tcp: tcp.and_then(|s| tcpinfo::read(s).ok()),
         offered: shared.offered_bytes.load(Ordering::Relaxed),
     }
+}
+
+/// Each subflow's rate over the stream's whole data time (`ran`).
+fn subflow_rates(
+    mut subflows: Vec<linkperf_proto::results::Subflow>,
+    ran: Duration,
+) -> Vec<linkperf_proto::results::Subflow> {
+    let secs = ran.as_secs_f64();
+    for s in &mut subflows {
+        s.bits_per_second = if secs > 0.0 {
+            s.bytes as f64 * 8.0 / secs
+        } else {
+            0.0
+        };
+    }
+    subflows
 }
 
 fn ms(us: Option<u32>) -> Option<f64> {

@@ -57,6 +57,8 @@ pub struct StreamShared {
     pub offered_bytes: AtomicU64,
     /// A model's sender: how it kept the schedule, once it is done.
     pub schedule: Mutex<Option<ScheduleStats>>,
+    /// An MPTCP stream's subflows at its end (see [`crate::mptcp`]).
+    pub subflows: Mutex<Vec<linkperf_proto::results::Subflow>>,
 }
 
 impl StreamShared {
@@ -77,6 +79,7 @@ impl StreamShared {
             delays: Mutex::new(DelayTrack::default()),
             offered_bytes: AtomicU64::new(0),
             schedule: Mutex::new(None),
+            subflows: Mutex::new(Vec::new()),
         }
     }
 
@@ -145,6 +148,8 @@ pub struct StreamParams {
     pub stream_id: u32,
     /// TCP_WINDOW_CLAMP a receiver holds (see `tcp_receive`).
     pub window_clamp: Option<u32>,
+    /// A TCP receiver discards the payload in the kernel (MSG_TRUNC).
+    pub skip_rx_copy: bool,
 }
 
 /// A poisoned lock's data is still the best there is.
@@ -246,7 +251,10 @@ pub fn tcp_send(
         }
     }
     let data_ended = Instant::now();
+    // Subflows close with the connection: read them before, and again once all is acked.
+    let before = crate::mptcp::subflows(&sock, true);
     close_and_drain(&mut sock, &ctl);
+    *lock(&shared.subflows) = crate::mptcp::latest(before, crate::mptcp::subflows(&sock, true));
     mark_finished(&shared, p.start, data_ended);
 }
 
@@ -289,7 +297,12 @@ pub fn tcp_receive(
     let mut received: u64 = 0;
     let mut last_data = Instant::now().max(p.start);
     loop {
-        match sock.read(&mut buf) {
+        let read = if p.skip_rx_copy {
+            discard(&sock, &mut buf)
+        } else {
+            sock.read(&mut buf)
+        };
+        match read {
             Ok(0) => break,
             Ok(n) => {
                 received += n as u64;
@@ -325,9 +338,31 @@ pub fn tcp_receive(
             }
         }
     }
+    *lock(&shared.subflows) = crate::mptcp::subflows(&sock, false);
     mark_finished(&shared, p.start, last_data);
     // Closing tells the sender everything arrived (see tcp_send).
     let _ = sock.shutdown(Shutdown::Both);
+}
+
+/// `--skip-rx-copy`: takes up to `buf.len()` bytes off a TCP socket without copying them
+/// (recv with MSG_TRUNC: the kernel frees them and says how many there were).
+/// The buffer is still passed: a socket that ignores MSG_TRUNC copies into it.
+fn discard(sock: &TcpStream, buf: &mut [u8]) -> std::io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: buf is valid for writes of buf.len() bytes.
+    let n = unsafe {
+        libc::recv(
+            sock.as_raw_fd(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            libc::MSG_TRUNC,
+        )
+    };
+    if n < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
 }
 
 /// Datagrams per sendmmsg/recvmmsg call when not paced.

@@ -51,6 +51,8 @@ pub fn handshake_options_set(config: &TestConfig) -> bool {
         || config.mss.is_some()
         || config.tos.is_some()
         || config.window_clamp.is_some()
+        // MPTCP data connections need an MPTCP listener of their own.
+        || config.mptcp
 }
 
 /// A TCP listener for one test's data connections, with the test's buffers
@@ -73,8 +75,8 @@ pub fn data_listener(
         None => vec![0],
     };
     for port in candidates {
-        let sock =
-            Socket::new(domain, Type::STREAM, None).map_err(|e| format!("data listener: {e}"))?;
+        let sock = linkperf_engine::mptcp::stream_socket(domain, config.mptcp)
+            .map_err(|e| format!("data listener: {e}"))?;
         let warnings = sockopt::apply_buffers(&sock, config);
         sockopt::apply_tcp(&sock, config)?;
         if sock.bind(&SocketAddr::new(ip, port).into()).is_err() {

@@ -59,6 +59,10 @@ pub struct TestSpec {
     pub bitrate: Option<u64>,
     pub dont_fragment: bool,
     pub zerocopy: bool,
+    /// `-m`: MPTCP data connections.
+    pub mptcp: bool,
+    /// `--skip-rx-copy`: TCP receivers discard the payload (MSG_TRUNC).
+    pub skip_rx_copy: bool,
     /// Both clocks are synchronised: one-way delay is meaningful.
     pub clock_sync: bool,
     /// Start at this wall-clock time (ms since the Unix epoch).
@@ -117,6 +121,8 @@ impl TestSpec {
             bitrate: None,
             dont_fragment: false,
             zerocopy: false,
+            mptcp: false,
+            skip_rx_copy: false,
             clock_sync: false,
             start_at: None,
             testbed: None,
@@ -165,6 +171,8 @@ impl TestSpec {
             tos: self.tos,
             window_clamp: self.window_clamp,
             sample_s: self.sample,
+            mptcp: self.mptcp,
+            skip_rx_copy: self.skip_rx_copy,
         }
     }
 
@@ -173,6 +181,9 @@ impl TestSpec {
     pub fn validate(&self) -> Result<(), String> {
         if self.host.is_empty() {
             return Err("which server? usage: linkperf client HOST [options]".into());
+        }
+        if self.peer == Peer::Iperf3 && (self.mptcp || self.skip_rx_copy) {
+            return Err("-m/--mptcp and --skip-rx-copy need a linkperf server".into());
         }
         if self.peer == Peer::Iperf3
             && (self.tos.is_some() || self.traffic.as_ref().is_some_and(|t| !t.is_plain()))
@@ -239,6 +250,8 @@ impl TestSpec {
             "reverse" => self.set_direction(Direction::Reverse, on()),
             "bidir" => self.set_direction(Direction::Bidir, on()),
             "zerocopy" => self.zerocopy = on(),
+            "mptcp" => self.mptcp = on(),
+            "skip-rx-copy" => self.skip_rx_copy = on(),
             "dont-fragment" => self.dont_fragment = on(),
             "traffic" => self.set_traffic(value, &|p| std::fs::read(p))?,
             "traffic-seed" => {

@@ -250,6 +250,31 @@ fn samples_line(out: &mut String, r: &Report) {
     );
 }
 
+/// `-m`: one line per MPTCP subflow of each stream, as its sender counted it (bytes
+/// acknowledged) or, when the sender gave none, its receiver (bytes received).
+fn subflow_lines(out: &mut String, r: &Report, unit: ReportUnit) {
+    for d in std::iter::once(&r.summary).chain(r.summary_reverse.as_ref()) {
+        for s in &d.streams {
+            let (subflows, counted) = match s.receiver.as_ref() {
+                _ if !s.sender.subflows.is_empty() => (&s.sender.subflows, "acked"),
+                Some(rx) => (&rx.subflows, "received"),
+                None => continue,
+            };
+            for f in subflows {
+                let _ = writeln!(
+                    out,
+                    "  subflow   stream {} {} -> {}: {} {counted} = {}",
+                    s.sender.id,
+                    f.local,
+                    f.remote,
+                    unit.bytes(f.bytes as f64),
+                    unit.rate(f.bits_per_second)
+                );
+            }
+        }
+    }
+}
+
 pub fn summary(r: &Report) -> String {
     summary_in(r, ReportUnit::default())
 }
@@ -266,6 +291,7 @@ pub fn summary_in(r: &Report, unit: ReportUnit) -> String {
         direction_block(&mut out, rev, udp, unit);
     }
     samples_line(&mut out, r);
+    subflow_lines(&mut out, r, unit);
     if let Some(st) = r.start.streams.first() {
         let l = &st.local;
         let rem = st.remote.as_ref();

@@ -95,6 +95,14 @@ pub struct TestConfig {
     /// takes none. Absent from older peers' configs.
     #[serde(default)]
     pub sample_s: Option<f64>,
+    /// `-m/--mptcp`: data connections are MPTCP (IPPROTO_MPTCP), the
+    /// server's data listener too. Absent from older peers' configs.
+    #[serde(default)]
+    pub mptcp: bool,
+    /// `--skip-rx-copy`: TCP receivers read with MSG_TRUNC, so the kernel
+    /// discards the payload instead of copying it (iperf3 3.19's option).
+    #[serde(default)]
+    pub skip_rx_copy: bool,
 }
 
 impl Default for TestConfig {
@@ -122,6 +130,8 @@ impl Default for TestConfig {
             tos: None,
             window_clamp: None,
             sample_s: None,
+            mptcp: false,
+            skip_rx_copy: false,
         }
     }
 }
@@ -336,6 +346,8 @@ impl TestConfig {
             ("-M", "TCP_MAXSEG", self.mss.is_some()),
             ("-C", "congestion control", self.congestion.is_some()),
             ("-Z", "sendfile zerocopy", self.zerocopy),
+            ("-m", "MPTCP", self.mptcp),
+            ("--skip-rx-copy", "MSG_TRUNC receive", self.skip_rx_copy),
             (
                 "--window-clamp",
                 "TCP_WINDOW_CLAMP",

@@ -252,6 +252,22 @@ pub struct StreamResult {
     /// `--sample`: the stream's time series, oldest first; empty otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub samples: Vec<Sample>,
+    /// `-m`: the MPTCP connection's subflows as the kernel reported them at
+    /// the stream's end; empty for TCP (or an MPTCP fallback to TCP).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subflows: Vec<Subflow>,
+}
+
+/// One MPTCP subflow of a stream: its addresses and what it carried over
+/// the whole stream, warm-up included (bytes acknowledged on the sending
+/// end, received on the receiving end).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Subflow {
+    pub local: String,
+    pub remote: String,
+    pub bytes: u64,
+    /// `bytes` over the stream's whole data time.
+    pub bits_per_second: f64,
 }
 
 /// CPU used during the test by one end: its own threads and its process as

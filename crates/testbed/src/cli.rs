@@ -294,10 +294,19 @@ pub fn status_document(testbeds: &[Testbed]) -> serde_json::Value {
     json!({ "schema": state::SCHEMA, "testbeds": list })
 }
 
-fn status_json(tb: &Testbed) -> serde_json::Value {
+/// Each host of `status --json`: namespace, its first device and addresses, and every
+/// interface (a multi-homed host has several).
+fn hosts_json(tb: &Testbed) -> Vec<serde_json::Value> {
     let plan = tb.plan();
-    let hosts: Vec<_> = plan
-        .topology
+    let interface = |h: &crate::topology::Host, i: &crate::topology::HostInterface| {
+        json!({
+            "device": plan.end_at(i.link, &h.name).map(|e| e.device.clone()),
+            "link": plan.topology.links[i.link].label(),
+            "ipv4": format!("{}/{}", i.ipv4, h.ipv4_prefix),
+            "ipv6": format!("{}/{}", i.ipv6, h.ipv6_prefix),
+        })
+    };
+    plan.topology
         .hosts
         .iter()
         .map(|h| {
@@ -307,9 +316,16 @@ fn status_json(tb: &Testbed) -> serde_json::Value {
                 "device": plan.host_device(&h.name).map(|e| e.device.clone()),
                 "ipv4": format!("{}/{}", h.ipv4, h.ipv4_prefix),
                 "ipv6": format!("{}/{}", h.ipv6, h.ipv6_prefix),
+                "mptcp": h.mptcp,
+                "interfaces": h.interfaces.iter().map(|i| interface(h, i)).collect::<Vec<_>>(),
             })
         })
-        .collect();
+        .collect()
+}
+
+fn status_json(tb: &Testbed) -> serde_json::Value {
+    let plan = tb.plan();
+    let hosts = hosts_json(tb);
     let switches: Vec<_> = plan
         .topology
         .switches
@@ -475,6 +491,24 @@ fn describe_nodes(s: &mut String, tb: &Testbed) {
             h.ipv6,
             h.ipv6_prefix
         );
+        // A multi-homed host: its further interfaces, one line each.
+        for i in h.interfaces.iter().skip(1) {
+            let dev = plan
+                .end_at(i.link, &h.name)
+                .map_or("-", |e| e.device.as_str());
+            let _ = writeln!(
+                s,
+                "         {:<12} {:<30} {:<6} {}/{}  {}/{}  (link {})",
+                "",
+                "",
+                dev,
+                i.ipv4,
+                h.ipv4_prefix,
+                i.ipv6,
+                h.ipv6_prefix,
+                plan.topology.links[i.link].label()
+            );
+        }
     }
     for sw in &plan.topology.switches {
         let _ = writeln!(

@@ -12,6 +12,7 @@ use crate::forwarder::{now_ns, Forwarder, ForwarderIo};
 use crate::mailbox::Mailbox;
 use crate::netns::in_netns;
 use crate::probe::{open_probe_socket, run_prober, ProbeClock, ProbeTarget};
+use crate::processing::Processing;
 use crate::scheduler::Scheduler;
 use crate::state::{
     unix_ms, write_atomic, CountersFile, DirectionState, Plan, COUNTERS_FILE, PID_FILE, READY_FILE,
@@ -117,6 +118,13 @@ fn start_forwarders(
         probe_targets: Vec::new(),
         mailboxes: Vec::new(),
     };
+    // One processor per router, whichever of its interfaces a packet came in by.
+    let routers: std::collections::BTreeMap<&str, Arc<std::sync::Mutex<Processing>>> = plan
+        .topology
+        .routers
+        .iter()
+        .map(|r| (r.name.as_str(), Arc::default()))
+        .collect();
     let links = plan.topology.links.iter().zip(&taps).zip(probe_sockets);
     for (index, ((link, fds), [(send_a, receive_a), (send_b, receive_b)])) in links.enumerate() {
         let circuit = Arc::new(Circuit::default());
@@ -158,14 +166,18 @@ fn start_forwarders(
             let (params, mtu) = (params.clone(), link.mtu);
             let (thread_counters, thread_timing) = (counters.clone(), timing.clone());
             let circuit = circuit.clone();
+            let router = routers.get(link.ends[to].as_str()).cloned();
             std::thread::Builder::new()
                 .name(io.name.clone())
                 .spawn(move || {
                     // Built on its own thread: the frames it will hold are not Send.
                     let now = now_ns(epoch);
-                    let scheduler =
+                    let mut scheduler =
                         Scheduler::new(params, mtu, seed, thread_counters, thread_timing, now)
                             .with_circuit(circuit);
+                    if let Some(router) = router {
+                        scheduler = scheduler.with_shared_processing(router);
+                    }
                     Forwarder::new(scheduler, io).run()
                 })
                 .map_err(|e| {

@@ -20,6 +20,7 @@ pub mod framing;
 pub mod gso;
 pub mod impairment;
 pub mod mailbox;
+pub mod mptcp;
 pub mod netns;
 pub mod nic;
 pub mod params;

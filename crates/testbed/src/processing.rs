@@ -3,10 +3,49 @@
 //! ("TCP processing and OS overhead time", 200-700 µs per packet) and a switch's
 //! processing time. Packets reach the end after the link's delay, wait for it one at a time
 //! in a backlog of a bounded number of packets (Linux's `netdev_max_backlog`) and are
-//! dropped when it is full, counted as `dropped_backlog`. One such server per link
-//! direction: an end processes what it receives on that link.
+//! dropped when it is full, counted as `dropped_backlog`. A host (or switch) has one such
+//! server per link direction into it; a router one for all its interfaces (the emulator
+//! shares it between the directions into the router), so its `packet_rate` is the
+//! router's, whatever interface packets come in by.
 
 use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+/// A link direction's processing stage: the receiving end's own, or the one processor of
+/// a router shared by every direction into it.
+#[derive(Debug)]
+pub enum Processor {
+    Own(Processing),
+    Shared(Arc<Mutex<Processing>>),
+}
+
+impl Default for Processor {
+    fn default() -> Self {
+        Processor::Own(Processing::default())
+    }
+}
+
+impl<T> crate::scheduler::Scheduler<T> {
+    /// Makes this direction's packets wait for `processing`, shared with the other
+    /// directions into the same router.
+    pub fn with_shared_processing(mut self, processing: Arc<Mutex<Processing>>) -> Self {
+        self.processing = Processor::Shared(processing);
+        self
+    }
+}
+
+impl Processor {
+    /// [`Processing::admit`] on this direction's processor.
+    pub fn admit(&mut self, arrival_ns: u64, cost_ns: u64, backlog: u64) -> Option<u64> {
+        match self {
+            Processor::Own(p) => p.admit(arrival_ns, cost_ns, backlog),
+            Processor::Shared(p) => p
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .admit(arrival_ns, cost_ns, backlog),
+        }
+    }
+}
 
 #[derive(Debug, Default)]
 pub struct Processing {
@@ -112,5 +151,48 @@ mod tests {
             vec![(0, 1_100_000), (1, 1_200_000), (2, 1_300_000)]
         );
         assert_eq!(counters.snapshot().dropped_backlog, 2);
+    }
+
+    #[test]
+    fn directions_sharing_a_router_processor_share_its_rate() {
+        use crate::counters::DirectionCounters;
+        use crate::params::DirectionParams;
+        use crate::scheduler::Scheduler;
+        use crate::timing::DirectionTiming;
+        let params = DirectionParams {
+            per_packet_ns: 100_000,
+            ..Default::default()
+        };
+        let router = Arc::new(Mutex::new(Processing::default()));
+        let mut links: Vec<Scheduler<u64>> = (0..2)
+            .map(|i| {
+                Scheduler::new(
+                    params.clone(),
+                    1500,
+                    i,
+                    Arc::new(DirectionCounters::default()),
+                    Arc::new(DirectionTiming::default()),
+                    0,
+                )
+                .with_shared_processing(router.clone())
+            })
+            .collect();
+        for (i, link) in links.iter_mut().enumerate() {
+            for k in 0..5u64 {
+                link.offer(0, 1000, i as u64 * 10 + k);
+            }
+        }
+        let mut released = Vec::new();
+        for now in (0..2_000_000).step_by(10_000) {
+            for link in &mut links {
+                while let Some(e) = link.pop_due(now) {
+                    released.push(e.release_ns);
+                }
+            }
+        }
+        released.sort();
+        // Ten packets, one processor: one every 100 us, the last at 1 ms (not 0.5 ms).
+        let want: Vec<u64> = (1..=10).map(|k| k * 100_000).collect();
+        assert_eq!(released, want);
     }
 }

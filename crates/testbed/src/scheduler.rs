@@ -14,7 +14,7 @@ use crate::delay_line::{DelayLine, Entry};
 use crate::framing::{Framing, TAP_HEADER_BYTES};
 use crate::impairment::{jittered_delay_ns, LossCause, LossModel};
 use crate::params::DirectionParams;
-use crate::processing::Processing;
+use crate::processing::Processor;
 use crate::rng::Rng;
 use crate::timing::{DirectionTiming, BACKLOG_SAMPLE_NS};
 use crate::trace::TraceClock;
@@ -116,8 +116,8 @@ pub struct Scheduler<T> {
     next_sample_ns: u64,
     /// The link's switched circuit, shared with the other direction.
     circuit: Option<Arc<Circuit>>,
-    /// The receiving end's per-packet processing (`per_packet`).
-    processing: Processing,
+    /// The receiving end's per-packet processing (`per_packet`): its own, or a router's.
+    pub(crate) processing: Processor,
 }
 
 fn reorders(params: &DirectionParams) -> bool {
@@ -150,7 +150,7 @@ impl<T> Scheduler<T> {
             backlog_end: 0.0,
             next_sample_ns: now_ns,
             circuit: None,
-            processing: Processing::default(),
+            processing: Processor::default(),
         }
     }
 

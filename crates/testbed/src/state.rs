@@ -91,14 +91,14 @@ impl Plan {
         let mut next_port: std::collections::BTreeMap<String, usize> = Default::default();
         let mut end = |node: &str| {
             let switch = topology.is_switch(node);
+            let counter = next_port.entry(node.to_string()).or_default();
+            let index = *counter;
+            *counter += 1;
             let mac = topology
                 .hosts
                 .iter()
                 .position(|h| h.name == node)
-                .map(host_mac);
-            let counter = next_port.entry(node.to_string()).or_default();
-            let index = *counter;
-            *counter += 1;
+                .map(|h| host_interface_mac(h, index));
             let mac = mac.or_else(|| {
                 let r = topology.routers.iter().position(|r| r.name == node)?;
                 Some(router_mac(r, index))
@@ -167,12 +167,20 @@ impl Plan {
         a != b && reached.iter().any(|n| n == b)
     }
 
-    /// The host end's device of `host` (hosts have at most one link).
+    /// The device of `host`'s first link (`eth0`).
     pub fn host_device(&self, host: &str) -> Option<&EndPlan> {
         self.links
             .iter()
             .flat_map(|l| l.ends.iter())
             .find(|e| e.node == host && !e.switch)
+    }
+
+    /// Every device of `host`, in link order (`eth0`, `eth1`, ... of a multi-homed host).
+    pub fn host_devices<'p>(&'p self, host: &'p str) -> impl Iterator<Item = &'p EndPlan> + 'p {
+        self.links
+            .iter()
+            .flat_map(|l| l.ends.iter())
+            .filter(move |e| e.node == host && !e.switch)
     }
 
     /// The end of link `link` at `node`.
@@ -188,6 +196,21 @@ pub fn router_mac(router: usize, index: usize) -> String {
         (router >> 8) & 0xff,
         router & 0xff,
         index & 0xff
+    )
+}
+
+/// MAC of interface `interface` of the n-th host: the first is [`host_mac`], the others
+/// 02:6c:68 then the interface and the host's number.
+pub fn host_interface_mac(host: usize, interface: usize) -> String {
+    if interface == 0 {
+        return host_mac(host);
+    }
+    let n = host + 1;
+    format!(
+        "02:6c:68:{:02x}:{:02x}:{:02x}",
+        interface & 0xff,
+        (n >> 8) & 0xff,
+        n & 0xff
     )
 }
 

@@ -106,14 +106,14 @@ impl Testbed {
         cmd
     }
 
-    /// Packets `host`'s own interface dropped (a full interface queue on a `line_rate`
+    /// Packets `host`'s own interfaces dropped (a full interface queue on a `line_rate`
     /// link): sender-side drops, apart from the network's in [`Testbed::counters`].
     pub fn host_drops(&self, host: &str) -> Result<u64, TestbedError> {
-        let end = self
-            .plan
-            .host_device(host)
-            .ok_or_else(|| TestbedError::bad(format!("no host '{host}' with a link")))?;
-        crate::nic::dropped(&end.netns, &end.device)
+        let mut total = None;
+        for end in self.plan.host_devices(host) {
+            *total.get_or_insert(0) += crate::nic::dropped(&end.netns, &end.device)?;
+        }
+        total.ok_or_else(|| TestbedError::bad(format!("no host '{host}' with a link")))
     }
 
     /// Pid of the emulator if it is running.
@@ -284,46 +284,16 @@ fn build(plan: &Plan, dir: &Path) -> Result<(), TestbedError> {
         }
     }
     start_emulator(dir)?;
-    for (link, lp) in plan.topology.links.iter().zip(&plan.links) {
-        for (index, end) in lp.ends.iter().enumerate() {
-            let mut cmds = Vec::new();
-            if let Some(mac) = &end.mac {
-                cmds.push(format!("link set {} address {mac}", end.device));
-            }
-            // The direction leaving this end; a line-rate host end sends at its rate.
-            let out = if index == 0 {
-                &link.a_to_b
-            } else {
-                &link.b_to_a
-            };
-            let shaped = link.line_rate && !end.switch && out.rate_bps > 0 && out.trace.is_none();
-            let txqueuelen = if shaped {
-                link.txqueuelen
-            } else {
-                KERNEL_TXQUEUE
-            };
-            cmds.push(format!(
-                "link set {} mtu {} txqueuelen {txqueuelen} up",
-                end.device, link.mtu
-            ));
-            if end.switch {
-                cmds.push(format!("link set {} master {BRIDGE_DEVICE}", end.device));
-            } else if let Some(h) = plan.topology.host(&end.node) {
-                cmds.push(format!(
-                    "addr add {}/{} dev {}",
-                    h.ipv4, h.ipv4_prefix, end.device
-                ));
-                cmds.push(format!(
-                    "addr add {}/{} dev {} nodad",
-                    h.ipv6, h.ipv6_prefix, end.device
-                ));
-                cmds.extend(static_neighbours(plan, &h.name, &end.device));
-                cmds.extend(routes::host_commands(plan, &h.name, &end.device));
-            }
-            ip_batch(&end.netns, &cmds)?;
-            if shaped {
-                crate::nic::install(&end.netns, &end.device, out.rate_bps, out.framing)?;
-            }
+    for (index, (link, lp)) in plan.topology.links.iter().zip(&plan.links).enumerate() {
+        for (side, end) in lp.ends.iter().enumerate() {
+            configure_end(plan, index, link, side, end)?;
+        }
+    }
+    for h in &plan.topology.hosts {
+        let ns = netns::netns_name(&plan.topology.name, &h.name);
+        ip_batch(&ns, &routes::host_commands(plan, &h.name))?;
+        if h.mptcp {
+            crate::mptcp::configure(plan, h)?;
         }
     }
     for r in &plan.topology.routers {
@@ -331,6 +301,56 @@ fn build(plan: &Plan, dir: &Path) -> Result<(), TestbedError> {
             &netns::netns_name(&plan.topology.name, &r.name),
             &routes::router_commands(plan, r),
         )?;
+    }
+    Ok(())
+}
+
+/// One end of a link: its MAC, MTU and queue, a switch port's bridge, a host interface's
+/// addresses, and a line-rate host end's shaper.
+fn configure_end(
+    plan: &Plan,
+    index: usize,
+    link: &crate::topology::Link,
+    side: usize,
+    end: &state::EndPlan,
+) -> Result<(), TestbedError> {
+    let mut cmds = Vec::new();
+    if let Some(mac) = &end.mac {
+        cmds.push(format!("link set {} address {mac}", end.device));
+    }
+    // The direction leaving this end; a line-rate host end sends at its rate.
+    let out = if side == 0 {
+        &link.a_to_b
+    } else {
+        &link.b_to_a
+    };
+    let shaped = link.line_rate && !end.switch && out.rate_bps > 0 && out.trace.is_none();
+    let txqueuelen = if shaped {
+        link.txqueuelen
+    } else {
+        KERNEL_TXQUEUE
+    };
+    cmds.push(format!(
+        "link set {} mtu {} txqueuelen {txqueuelen} up",
+        end.device, link.mtu
+    ));
+    if end.switch {
+        cmds.push(format!("link set {} master {BRIDGE_DEVICE}", end.device));
+    } else if let Some(h) = plan.topology.host(&end.node) {
+        if let Some(i) = h.interfaces.iter().find(|i| i.link == index) {
+            cmds.push(format!(
+                "addr add {}/{} dev {}",
+                i.ipv4, h.ipv4_prefix, end.device
+            ));
+            cmds.push(format!(
+                "addr add {}/{} dev {} nodad",
+                i.ipv6, h.ipv6_prefix, end.device
+            ));
+        }
+    }
+    ip_batch(&end.netns, &cmds)?;
+    if shaped {
+        crate::nic::install(&end.netns, &end.device, out.rate_bps, out.framing)?;
     }
     Ok(())
 }
@@ -350,25 +370,6 @@ fn router_sysctls() -> Result<(), TestbedError> {
         netns::write_sysctl(key, value)?;
     }
     Ok(())
-}
-
-/// Permanent neighbour entries for every host on the same segment, so no ARP or neighbour
-/// discovery crosses the emulated link (a lost ARP would otherwise stall a lossy test).
-fn static_neighbours(plan: &Plan, host: &str, device: &str) -> Vec<String> {
-    let mut cmds = Vec::new();
-    for other in &plan.topology.hosts {
-        if !plan.same_segment(host, &other.name) {
-            continue;
-        }
-        if let Some(mac) = plan.host_device(&other.name).and_then(|e| e.mac.clone()) {
-            for addr in [other.ipv4.to_string(), other.ipv6.to_string()] {
-                cmds.push(format!(
-                    "neigh replace {addr} lladdr {mac} dev {device} nud permanent"
-                ));
-            }
-        }
-    }
-    cmds
 }
 
 /// Starts `<this executable> testbed emulate --state DIR` and waits until its devices exist.

@@ -566,6 +566,8 @@ address = "[fd00::3]:5400"
             tos: Some(0xb8),
             window_clamp: Some(32768),
             sample_s: Some(0.02),
+            mptcp: false,
+            skip_rx_copy: false,
         };
         assert_eq!(tcp.config(), want);
         let u = udp.config();

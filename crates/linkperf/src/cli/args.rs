@@ -193,6 +193,10 @@ pub struct ServerArgs {
     /// or the MSS (default: any free port); open them in a firewall.
     #[arg(long, value_name = "LOW-HIGH", value_parser = port_range)]
     pub data_ports: Option<std::ops::RangeInclusive<u16>>,
+    /// Listen with an MPTCP socket (it accepts TCP too); a client's -m
+    /// gets MPTCP data connections either way.
+    #[arg(short = 'm', long)]
+    pub mptcp: bool,
     #[command(flatten)]
     pub limits: crate::server_limits::ServerLimitArgs,
     #[command(flatten)]
@@ -304,6 +308,14 @@ pub struct ClientArgs {
     /// Send from a memfd with sendfile (TCP only).
     #[arg(short = 'Z', long)]
     pub zerocopy: bool,
+    /// MPTCP data connections (IPPROTO_MPTCP), their subflows reported
+    /// (TCP only; docs/testbed.md "MPTCP").
+    #[arg(short = 'm', long)]
+    pub mptcp: bool,
+    /// Receivers discard the payload in the kernel (MSG_TRUNC) instead of
+    /// copying it; -R applies it to this end (TCP only).
+    #[arg(long)]
+    pub skip_rx_copy: bool,
     /// Largest TCP window either end advertises (TCP_WINDOW_CLAMP), bytes;
     /// -w sets socket buffers, not the window (docs/model.md).
     #[arg(long, value_parser = size32, value_name = "BYTES")]
@@ -507,6 +519,8 @@ impl ClientArgs {
         spec.bitrate = self.bitrate;
         spec.dont_fragment = self.dont_fragment;
         spec.zerocopy = self.zerocopy;
+        spec.mptcp = self.mptcp;
+        spec.skip_rx_copy = self.skip_rx_copy;
         spec.clock_sync = self.clock_sync;
         spec.start_at = self.start_at;
         // Set by `linkperf testbed exec` for what it runs inside a testbed host.

@@ -157,6 +157,7 @@ fn run_server(args: args::ServerArgs) -> ExitCode {
         users,
         auth_required,
         third_party,
+        mptcp: args.mptcp,
     };
     let s = match server::Server::bind(options) {
         Ok(s) => s,

@@ -2,7 +2,7 @@
 //! resolving the server's address and making sockets bound as the user
 //! asked. Must not speak the control protocol or run a test.
 
-use socket2::{Domain, Socket, Type};
+use socket2::{Domain, Socket};
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
@@ -206,12 +206,28 @@ pub(crate) fn tcp_socket(
     server: SocketAddr,
     bind: Option<SocketAddr>,
 ) -> Result<Socket, ClientError> {
+    stream_socket(server, bind, false)
+}
+
+/// A TCP (or, with `mptcp`, MPTCP) socket for `server`'s address family, bound to `bind`
+/// if given. A kernel refusing MPTCP is a usage error: the test cannot run as asked.
+pub(crate) fn stream_socket(
+    server: SocketAddr,
+    bind: Option<SocketAddr>,
+    mptcp: bool,
+) -> Result<Socket, ClientError> {
     let domain = if server.is_ipv6() {
         Domain::IPV6
     } else {
         Domain::IPV4
     };
-    let sock = Socket::new(domain, Type::STREAM, None).map_err(|e| fail(format!("socket: {e}")))?;
+    let sock = linkperf_engine::mptcp::stream_socket(domain, mptcp).map_err(|e| {
+        if mptcp {
+            usage(e)
+        } else {
+            fail(e)
+        }
+    })?;
     if let Some(b) = bind {
         sock.set_reuse_address(true).ok();
         sock.bind(&b.into())

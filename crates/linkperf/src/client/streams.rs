@@ -4,7 +4,7 @@
 //! messages.
 
 use super::connect::{
-    connect, fail, local_bind, tcp_socket, unspecified, usage, ClientError, ClientOptions,
+    connect, fail, local_bind, stream_socket, unspecified, usage, ClientError, ClientOptions,
 };
 use super::exchange::Ready;
 use crate::data;
@@ -59,7 +59,7 @@ fn open_tcp(
     warnings: &mut Vec<String>,
 ) -> Result<TcpStream, ClientError> {
     let config = &options.config;
-    let sock = tcp_socket(server, bind)?;
+    let sock = stream_socket(server, bind, config.mptcp)?;
     warnings.extend(linkperf_engine::sockopt::apply_buffers(&sock, config));
     linkperf_engine::sockopt::apply_tcp(&sock, config).map_err(usage)?;
     connect(&sock, data_addr, options.connect_within())?;

@@ -57,6 +57,9 @@ pub struct ServerOptions {
     pub auth_required: Required,
     /// Third-party mode's rules (who, towards which targets, how many).
     pub third_party: ThirdPartyPolicy,
+    /// `-m`: the control listener is an MPTCP socket (it still accepts TCP).
+    /// A test's MPTCP data listener comes with the test's `-m`.
+    pub mptcp: bool,
 }
 
 impl Default for ServerOptions {
@@ -76,6 +79,7 @@ impl Default for ServerOptions {
             users: None,
             auth_required: Required::All,
             third_party: ThirdPartyPolicy::default(),
+            mptcp: false,
         }
     }
 }
@@ -92,9 +96,14 @@ pub struct Server {
 impl Server {
     /// Binds the listening socket: dual-stack `[::]` unless an address is given.
     pub fn bind(options: ServerOptions) -> Result<Server, String> {
-        let listener = match options.bind {
-            Some(ip) => TcpListener::bind(SocketAddr::new(ip, options.port)),
-            None => bind_dual_stack(options.port),
+        if options.mptcp {
+            // The kernel's refusal, in one line, before anything is bound.
+            linkperf_engine::mptcp::stream_socket(socket2::Domain::IPV4, true)?;
+        }
+        let listener = match (options.bind, options.mptcp) {
+            (Some(ip), false) => TcpListener::bind(SocketAddr::new(ip, options.port)),
+            (Some(ip), true) => listen_on(SocketAddr::new(ip, options.port), true),
+            (None, mptcp) => bind_dual_stack(options.port, mptcp),
         }
         .map_err(|e| match e.kind() {
             std::io::ErrorKind::AddrInUse => format!(
@@ -111,7 +120,7 @@ impl Server {
             Some(port) => Some(
                 match options.bind {
                     Some(ip) => TcpListener::bind(SocketAddr::new(ip, port)),
-                    None => bind_dual_stack(port),
+                    None => bind_dual_stack(port, false),
                 }
                 .map_err(|e| match e.kind() {
                     std::io::ErrorKind::AddrInUse => format!(
@@ -176,10 +185,24 @@ impl Server {
     }
 }
 
-fn bind_dual_stack(port: u16) -> std::io::Result<TcpListener> {
-    use socket2::{Domain, Socket, Type};
+/// A listener on `addr`, MPTCP when `mptcp`.
+fn listen_on(addr: SocketAddr, mptcp: bool) -> std::io::Result<TcpListener> {
+    let s = stream_socket(socket2::Domain::for_address(addr), mptcp)?;
+    s.set_reuse_address(true)?;
+    s.bind(&addr.into())?;
+    s.listen(1024)?;
+    Ok(TcpListener::from(s))
+}
+
+fn stream_socket(domain: socket2::Domain, mptcp: bool) -> std::io::Result<socket2::Socket> {
+    let protocol = mptcp.then(|| socket2::Protocol::from(linkperf_engine::mptcp::IPPROTO_MPTCP));
+    socket2::Socket::new(domain, socket2::Type::STREAM, protocol)
+}
+
+fn bind_dual_stack(port: u16, mptcp: bool) -> std::io::Result<TcpListener> {
+    use socket2::Domain;
     let v6 = (|| {
-        let s = Socket::new(Domain::IPV6, Type::STREAM, None)?;
+        let s = stream_socket(Domain::IPV6, mptcp)?;
         s.set_only_v6(false)?;
         s.set_reuse_address(true)?;
         s.bind(&SocketAddr::from(([0u16; 8], port)).into())?;
@@ -190,7 +213,7 @@ fn bind_dual_stack(port: u16) -> std::io::Result<TcpListener> {
         Ok(l) => Ok(l),
         Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => Err(e),
         Err(_) => {
-            let s = Socket::new(Domain::IPV4, Type::STREAM, None)?;
+            let s = stream_socket(Domain::IPV4, mptcp)?;
             s.set_reuse_address(true)?;
             s.bind(&SocketAddr::from(([0, 0, 0, 0], port)).into())?;
             s.listen(1024)?;

@@ -42,6 +42,9 @@ struct Announced {
     warnings: Vec<String>,
     /// When every data connection and the Start must have arrived.
     deadline: Instant,
+    /// `-m`: the data listener, open for the whole test: an MPTCP peer's
+    /// further subflows (MP_JOIN) are accepted through it.
+    joins: Option<std::net::TcpListener>,
 }
 
 impl ControlSession {
@@ -64,9 +67,9 @@ impl ControlSession {
             self.announce(&config, local, data_ports, &roles)
                 .and_then(|mut announced| {
                     let (plans, start_at) = self.collect(&config, local, &roles, &mut announced)?;
-                    Ok((plans, start_at, announced.warnings))
+                    Ok((plans, start_at, announced.warnings, announced.joins))
                 });
-        let (plans, start_at, warnings) = match collected {
+        let (plans, start_at, warnings, _joins) = match collected {
             Ok(collected) => collected,
             Err(NoStart::Refuse(why)) => return self.refuse(why),
             Err(NoStart::End(why)) => return Err(why),
@@ -115,6 +118,7 @@ impl ControlSession {
         let deadline = Instant::now() + self.guard.limits.handshake_timeout;
         let mut warnings = Vec::new();
         let mut data_port = None;
+        let mut joins = None;
         if config.protocol == Protocol::Tcp && data::handshake_options_set(config) {
             let streams = roles.len();
             let (listener, w) =
@@ -124,6 +128,9 @@ impl ControlSession {
                 };
             warnings = w;
             data_port = Some(listener.local_addr().map_err(|e| e.to_string())?.port());
+            if config.mptcp {
+                joins = listener.try_clone().ok();
+            }
             spawn_data_acceptor(listener, cookie, streams, deadline, self.tx.clone());
         }
         self.control.send(&ServerMessage::Ready {
@@ -137,6 +144,7 @@ impl ControlSession {
             udp_sockets,
             warnings,
             deadline,
+            joins,
         })
     }
 

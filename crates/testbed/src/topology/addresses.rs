@@ -1,7 +1,9 @@
 //! The address plan: explicit addresses kept, the others numbered from the subnets; router
 //! interfaces numbered from the top of the IPv4 subnet down.
 
-use super::model::{Host, Link, Router, RouterInterface, DEFAULT_SUBNET, DEFAULT_SUBNET6};
+use super::model::{
+    Host, HostInterface, Link, Router, RouterInterface, DEFAULT_SUBNET, DEFAULT_SUBNET6,
+};
 use super::parse::Parser;
 use super::raw::RawFile;
 use crate::error::TestbedError;
@@ -39,8 +41,8 @@ impl Parser<'_> {
         links: &[Link],
     ) -> Result<Vec<Router>, TestbedError> {
         let ((net4, prefix4), (net6, prefix6)) = self.subnets(raw)?;
-        let mut used: BTreeSet<Ipv4Addr> = hosts.iter().map(|h| h.ipv4).collect();
-        let used6: BTreeSet<Ipv6Addr> = hosts.iter().map(|h| h.ipv6).collect();
+        let mut used: BTreeSet<Ipv4Addr> = hosts.iter().flat_map(host_v4).collect();
+        let used6: BTreeSet<Ipv6Addr> = hosts.iter().flat_map(host_v6).collect();
         let routers: BTreeSet<&str> = raw
             .router
             .iter()
@@ -98,7 +100,59 @@ impl Parser<'_> {
         Ok(out)
     }
 
-    pub(super) fn addresses(&self, raw: &RawFile) -> Result<Vec<Host>, TestbedError> {
+    /// Hosts with their addresses: each host's own (explicit or numbered from the subnets)
+    /// on its first link, then one more per further link of a multi-homed host, numbered
+    /// from the subnets after every host's own.
+    pub(super) fn addresses(
+        &self,
+        raw: &RawFile,
+        links: &[Link],
+    ) -> Result<Vec<Host>, TestbedError> {
+        let mut hosts = self.own_addresses(raw)?;
+        let ((net4, prefix4), (net6, _)) = self.subnets(raw)?;
+        let mask4 = u32::MAX.checked_shl(32 - prefix4 as u32).unwrap_or(0);
+        let mut used4: BTreeSet<Ipv4Addr> = hosts.iter().map(|h| h.ipv4).collect();
+        let mut used6: BTreeSet<Ipv6Addr> = hosts.iter().map(|h| h.ipv6).collect();
+        let mut next_id: u32 = 1;
+        for h in &mut hosts {
+            let own: Vec<usize> = (0..links.len())
+                .filter(|&i| links[i].ends.contains(&h.name))
+                .collect();
+            for (k, &link) in own.iter().enumerate() {
+                if k == 0 {
+                    h.interfaces.push(HostInterface {
+                        link,
+                        ipv4: h.ipv4,
+                        ipv6: h.ipv6,
+                    });
+                    continue;
+                }
+                let (ipv4, ipv6) = loop {
+                    let candidate = (u32::from(net4) & mask4) | next_id;
+                    next_id += 1;
+                    if next_id >= !mask4 {
+                        return Err(self.error(
+                            raw.subnet.as_ref().map(|s| s.span()),
+                            "subnet",
+                            "too small for the hosts' addresses on all their links",
+                        ));
+                    }
+                    let v4 = Ipv4Addr::from(candidate);
+                    let v6 = Ipv6Addr::from(u128::from(net6) | (candidate & !mask4) as u128);
+                    if !used4.contains(&v4) && !used6.contains(&v6) {
+                        break (v4, v6);
+                    }
+                };
+                used4.insert(ipv4);
+                used6.insert(ipv6);
+                h.interfaces.push(HostInterface { link, ipv4, ipv6 });
+            }
+        }
+        Ok(hosts)
+    }
+
+    /// Each host's own address (that of its first link).
+    fn own_addresses(&self, raw: &RawFile) -> Result<Vec<Host>, TestbedError> {
         let ((net4, prefix4), (net6, prefix6)) = self.subnets(raw)?;
         let mask4 = u32::MAX.checked_shl(32 - prefix4 as u32).unwrap_or(0);
         let mut used4: BTreeSet<Ipv4Addr> = BTreeSet::new();
@@ -179,10 +233,24 @@ impl Parser<'_> {
                 ipv6: ipv6.0,
                 ipv6_prefix: ipv6.1,
                 cpu: self.cpu_share(h)?,
+                interfaces: Vec::new(),
+                mptcp: h.mptcp.as_ref().is_some_and(|m| *m.get_ref()),
             });
         }
         Ok(hosts)
     }
+}
+
+fn host_v4(h: &Host) -> Vec<Ipv4Addr> {
+    let mut all = vec![h.ipv4];
+    all.extend(h.interfaces.iter().map(|i| i.ipv4));
+    all
+}
+
+fn host_v6(h: &Host) -> Vec<Ipv6Addr> {
+    let mut all = vec![h.ipv6];
+    all.extend(h.interfaces.iter().map(|i| i.ipv6));
+    all
 }
 
 /// The first host reached from `start` through switches (not routers): a host on the

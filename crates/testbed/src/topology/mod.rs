@@ -9,6 +9,7 @@ mod addresses;
 mod changes;
 mod model;
 mod parse;
+mod paths;
 mod raw;
 #[cfg(test)]
 mod tests;
@@ -16,10 +17,11 @@ mod tests;
 use crate::error::TestbedError;
 pub use changes::{parse_set_args, resolve_link, schedule_from_file};
 pub use model::{
-    validate_name, Host, Link, Router, RouterInterface, Switch, Topology, DEFAULT_SUBNET,
-    DEFAULT_SUBNET6, MAX_MTU, MAX_NAME_LEN, MIN_MTU,
+    validate_name, Host, HostInterface, Link, Router, RouterInterface, Switch, Topology,
+    DEFAULT_SUBNET, DEFAULT_SUBNET6, MAX_MTU, MAX_NAME_LEN, MIN_MTU,
 };
 use parse::Parser;
+pub use paths::{path_to, Hop};
 use std::path::Path;
 
 impl Topology {

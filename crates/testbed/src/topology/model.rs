@@ -44,6 +44,24 @@ pub struct Host {
     /// [`crate::cpu_limit`]. None: unlimited.
     #[serde(default)]
     pub cpu: Option<f64>,
+    /// One per link ending at the host, in link order (devices eth0, eth1, ...); the
+    /// first has the host's own addresses (`ipv4`, `ipv6`) above. Empty for a host
+    /// without a link.
+    #[serde(default)]
+    pub interfaces: Vec<HostInterface>,
+    /// `mptcp = true`: `up` gives the in-kernel MPTCP path manager a `subflow` endpoint
+    /// for every interface but the first, and limits to match (see `crate::mptcp`).
+    #[serde(default)]
+    pub mptcp: bool,
+}
+
+/// A host's address on one of its links (a multi-homed host has several).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostInterface {
+    /// Index of the link in the topology.
+    pub link: usize,
+    pub ipv4: Ipv4Addr,
+    pub ipv6: Ipv6Addr,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -104,6 +122,11 @@ pub const MAX_TXQUEUELEN: i64 = 1_000_000;
 impl Topology {
     pub fn host(&self, name: &str) -> Option<&Host> {
         self.hosts.iter().find(|h| h.name == name)
+    }
+
+    /// Nodes that pass traffic on: switches and routers (hosts do not forward).
+    pub fn forwards(&self, name: &str) -> bool {
+        self.is_switch(name) || self.router(name).is_some()
     }
 
     pub fn is_switch(&self, name: &str) -> bool {

@@ -147,7 +147,7 @@ impl<'t> Parser<'t> {
             .collect::<Result<Vec<_>, _>>()?;
         self.check_shape(&raw, &links)?;
         self.check_link_names(&raw, &links)?;
-        let hosts = self.addresses(&raw)?;
+        let hosts = self.addresses(&raw, &links)?;
         let routers = self.router_addresses(&raw, &hosts, &links)?;
         let schedule = match &raw.schedule {
             Some(s) => Some(self.schedule(s, &links, "schedule.", &self.label)?),
@@ -160,7 +160,7 @@ impl<'t> Parser<'t> {
                 name: s.name.get_ref().clone(),
             })
             .collect();
-        Ok(Topology {
+        let topology = Topology {
             name,
             seed,
             hosts,
@@ -168,7 +168,9 @@ impl<'t> Parser<'t> {
             routers,
             links,
             schedule,
-        })
+        };
+        self.check_connected(&raw, &topology)?;
+        Ok(topology)
     }
 
     /// Each host's and router's processing keys, applied to the link directions into it.
@@ -613,10 +615,15 @@ impl<'t> Parser<'t> {
         Ok(Some(share))
     }
 
-    /// Hosts have one interface each and the graph must be loop-free (bridges run no STP).
+    /// Switches run no spanning tree, so the switches and the links between them must be
+    /// loop-free; hosts (multi-homed or not) and routers do not bridge, so cycles through
+    /// them are paths to choose from (see `paths`).
     fn check_shape(&self, raw: &RawFile, links: &[Link]) -> Result<(), TestbedError> {
-        let hosts: BTreeSet<&str> = raw.host.iter().map(|h| h.name.get_ref().as_str()).collect();
-        let mut degree: BTreeMap<&str, usize> = BTreeMap::new();
+        let switches: BTreeSet<&str> = raw
+            .switch
+            .iter()
+            .map(|s| s.name.get_ref().as_str())
+            .collect();
         let mut parent: BTreeMap<String, String> = BTreeMap::new();
         fn root(parent: &BTreeMap<String, String>, mut n: String) -> String {
             while let Some(p) = parent.get(&n) {
@@ -625,19 +632,8 @@ impl<'t> Parser<'t> {
             n
         }
         for (raw_link, link) in raw.link.iter().zip(links) {
-            let span = Some(raw_link.ends.span());
-            for end in &link.ends {
-                if hosts.contains(end.as_str()) {
-                    let d = degree.entry(end.as_str()).or_default();
-                    *d += 1;
-                    if *d > 1 {
-                        return Err(self.error(
-                            span,
-                            "link.ends",
-                            format!("host '{end}' already has a link; a host has one interface, connect several through a [[switch]]"),
-                        ));
-                    }
-                }
+            if !link.ends.iter().all(|e| switches.contains(e.as_str())) {
+                continue;
             }
             let (ra, rb) = (
                 root(&parent, link.ends[0].clone()),
@@ -645,15 +641,36 @@ impl<'t> Parser<'t> {
             );
             if ra == rb {
                 return Err(self.error(
-                    span,
+                    Some(raw_link.ends.span()),
                     "link.ends",
                     format!(
-                        "link {}-{} closes a loop; switches run no spanning tree and routes are the tree's paths, so links must form a tree",
+                        "link {}-{} closes a loop of switches; switches run no spanning tree, so the links between switches must form a tree (join segments through a [[router]] or a multi-homed host instead)",
                         link.ends[0], link.ends[1]
                     ),
                 ));
             }
             parent.insert(ra, rb);
+        }
+        Ok(())
+    }
+
+    /// Every host reaches every other host (routes are computed between all of them).
+    fn check_connected(&self, raw: &RawFile, topo: &Topology) -> Result<(), TestbedError> {
+        for (j, (raw_host, h)) in raw.host.iter().zip(&topo.hosts).enumerate() {
+            let Some(other) = topo.hosts[..j]
+                .iter()
+                .find(|o| !super::paths::reaches(topo, &o.name, &h.name))
+            else {
+                continue;
+            };
+            return Err(self.error(
+                Some(raw_host.name.span()),
+                "host.name",
+                format!(
+                    "host '{}' cannot be reached from host '{}': no path of links through switches and routers joins them (hosts do not forward); every host must reach every other",
+                    h.name, other.name
+                ),
+            ));
         }
         Ok(())
     }

@@ -42,6 +42,7 @@ pub(super) struct RawHost {
     pub(super) per_byte: Option<Spanned<Value>>,
     pub(super) packet_rate: Option<Spanned<Value>>,
     pub(super) backlog: Option<Spanned<i64>>,
+    pub(super) mptcp: Option<Spanned<bool>>,
 }
 
 #[derive(Deserialize)]

@@ -62,6 +62,14 @@ fn addresses_are_assigned_around_explicit_ones() {
         [[host]]
         name = "c"
         address6 = "fd00:1::99/64"
+        [[switch]]
+        name = "s"
+        [[link]]
+        ends = ["a", "s"]
+        [[link]]
+        ends = ["b", "s"]
+        [[link]]
+        ends = ["c", "s"]
         "#,
     )
     .unwrap();
@@ -189,7 +197,51 @@ fn errors_name_file_line_and_key_on_one_line() {
 }
 
 #[test]
-fn shape_rules_one_interface_per_host_and_no_loops() {
+fn shape_rules_multi_homed_hosts_no_switch_loops_and_connected() {
+    // A host may have several links (one interface and address each).
+    let t = Topology::from_toml_str(
+        "t",
+        r#"
+        [[host]]
+        name = "a"
+        [[host]]
+        name = "b"
+        [[host]]
+        name = "c"
+        [[link]]
+        ends = ["a", "b"]
+        [[link]]
+        ends = ["c", "a"]
+        [[link]]
+        ends = ["b", "c"]
+        "#,
+    )
+    .unwrap();
+    let a: Vec<String> = t.hosts[0]
+        .interfaces
+        .iter()
+        .map(|i| format!("{}@{}", i.ipv4, i.link))
+        .collect();
+    assert_eq!(a, ["10.50.0.1@0", "10.50.0.4@1"]);
+    let e = err(r#"
+        [[host]]
+        name = "a"
+        [[switch]]
+        name = "s1"
+        [[switch]]
+        name = "s2"
+        [[link]]
+        ends = ["a", "s1"]
+        [[link]]
+        ends = ["s1", "s2"]
+        [[link]]
+        ends = ["s2", "s1"]
+        "#);
+    assert!(
+        e.starts_with("topology 't': line 13: link.ends: ") && e.contains("closes a loop"),
+        "{e}"
+    );
+    // Hosts do not forward: c reaches a only through b, which is no path.
     let e = err(r#"
         [[host]]
         name = "a"
@@ -200,22 +252,43 @@ fn shape_rules_one_interface_per_host_and_no_loops() {
         [[link]]
         ends = ["a", "b"]
         [[link]]
-        ends = ["a", "c"]
+        ends = ["b", "c"]
         "#);
-    assert!(e.contains("host 'a' already has a link"), "{e}");
-    let e = err(r#"
-        [[host]]
-        name = "a"
-        [[switch]]
-        name = "s1"
-        [[switch]]
-        name = "s2"
-        [[link]]
-        ends = ["s1", "s2"]
-        [[link]]
-        ends = ["s2", "s1"]
-        "#);
-    assert!(e.contains("closes a loop"), "{e}");
+    assert!(
+        e.starts_with("topology 't': line 7: host.name: host 'c' cannot be reached from host 'a'")
+            && !e.contains('\n'),
+        "{e}"
+    );
+    let e = err("[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n");
+    assert!(
+        e.contains("line 4: host.name: host 'b' cannot be reached"),
+        "{e}"
+    );
+}
+
+#[test]
+fn the_two_path_example_gives_each_interface_its_address() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/testbeds/two-path.toml");
+    let t = Topology::from_file(&path).unwrap();
+    let addrs: Vec<Vec<String>> = t
+        .hosts
+        .iter()
+        .map(|h| {
+            h.interfaces
+                .iter()
+                .map(|i| format!("{} {} link {}", i.ipv4, i.ipv6, i.link))
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        addrs,
+        [
+            ["10.60.0.1 fd00:60::1 link 0", "10.60.0.3 fd00:60::3 link 1"],
+            ["10.60.0.2 fd00:60::2 link 0", "10.60.0.4 fd00:60::4 link 1"]
+        ]
+    );
+    assert!(t.hosts.iter().all(|h| h.mptcp));
 }
 
 #[test]
@@ -455,7 +528,7 @@ fn circuit_keys_are_read_and_a_zero_idle_timeout_is_refused() {
 fn a_host_cpu_share_is_a_percentage_of_one_cpu_in_0_to_100() {
     let t = Topology::from_toml_str(
         "t",
-        "[[host]]\nname = \"a\"\ncpu = \"25%\"\n[[host]]\nname = \"b\"\n",
+        "[[host]]\nname = \"a\"\ncpu = \"25%\"\n[[host]]\nname = \"b\"\n[[link]]\nends = [\"a\", \"b\"]\n",
     )
     .unwrap();
     assert_eq!((t.hosts[0].cpu, t.hosts[1].cpu), (Some(0.25), None));
