@@ -25,15 +25,6 @@ impl Default for Processor {
     }
 }
 
-impl<T> crate::scheduler::Scheduler<T> {
-    /// Makes this direction's packets wait for `processing`, shared with the other
-    /// directions into the same router.
-    pub fn with_shared_processing(mut self, processing: Arc<Mutex<Processing>>) -> Self {
-        self.processing = Processor::Shared(processing);
-        self
-    }
-}
-
 impl Processor {
     /// [`Processing::admit`] on this direction's processor.
     pub fn admit(&mut self, arrival_ns: u64, cost_ns: u64, backlog: u64) -> Option<u64> {

@@ -125,6 +125,16 @@ fn reorders(params: &DirectionParams) -> bool {
 }
 
 impl<T> Scheduler<T> {
+    /// Makes this direction's packets wait for `processing`, shared with the other
+    /// directions into the same router.
+    pub fn with_shared_processing(
+        mut self,
+        processing: std::sync::Arc<std::sync::Mutex<crate::processing::Processing>>,
+    ) -> Self {
+        self.processing = Processor::Shared(processing);
+        self
+    }
+
     /// A direction whose clock starts at `now_ns` (a trace starts there).
     pub fn new(
         params: DirectionParams,
