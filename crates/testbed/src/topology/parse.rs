@@ -288,9 +288,14 @@ impl<'t> Parser<'t> {
                 host.apply_to(&mut p);
             }
             link_keys.apply_to(&mut p);
+            let mut cells_at = raw.keys().cells.first().map(|(s, _)| (s, "link"));
             if let Some(d) = table {
-                self.overrides(&d.get_ref().keys(), name)?.apply_to(&mut p);
+                let keys = d.get_ref().keys();
+                self.overrides(&keys, name)?.apply_to(&mut p);
+                cells_at = keys.cells.first().map(|(s, _)| (s, name)).or(cells_at);
             }
+            let (at, table) = cells_at.map_or((Some(raw.ends.span()), name), |(s, t)| (Some(s), t));
+            self.check_cells(&p, at, table)?;
             Ok::<_, TestbedError>(p)
         };
         let a_to_b = direction(&ends[1], &raw.a_to_b, "link.a_to_b")?;
@@ -392,6 +397,7 @@ impl<'t> Parser<'t> {
             o.circuit_idle_ns = Some(ns);
         }
         self.processing_keys(&k.processing, table, &mut o)?;
+        self.cell_keys(&k.cells, table, &mut o)?;
         Ok(o)
     }
 
