@@ -253,7 +253,8 @@ impl<T> CellSwitch<T> {
             .filter(|v| v.queued > 0)
             .map(|v| v.next_allowed)
             .fold(f64::INFINITY, f64::min);
-        allowed.max(self.line_free)
+        // A cell leaves no earlier than now: it may have arrived on an idle line.
+        allowed.max(self.line_free).max(self.clock)
     }
 
     /// Runs the cell events up to `now_ns`; frames finished with are appended to `done`.
@@ -265,6 +266,7 @@ impl<T> CellSwitch<T> {
             if t > until {
                 break;
             }
+            self.clock = t;
             if arrival <= departure {
                 self.arrive(arrival, counters, done);
             } else {

@@ -13,6 +13,10 @@ const RATE: u64 = 100_000_000;
 const CELL_NS: f64 = 424.0 * 1e9 / RATE as f64;
 
 fn direction(params: DirectionParams, input_cell_ns: f64) -> Scheduler<u64> {
+    direction_at(params, input_cell_ns, 0)
+}
+
+fn direction_at(params: DirectionParams, input_cell_ns: f64, start: u64) -> Scheduler<u64> {
     let params = DirectionParams {
         rate_bps: RATE,
         framing: Framing::AtmAal5,
@@ -192,4 +196,71 @@ fn early_and_partial_discard_beat_plain_cell_loss_under_overload() {
     assert!(ppd > none, "ppd {ppd} none {none}");
     assert!(c_ppd.cells_wasted < c_none.cells_wasted);
     assert!(none < 60, "none {none}");
+}
+
+#[test]
+fn a_changed_discard_policy_keeps_the_line_rate() {
+    let input = CELL_NS / 1.5;
+    let params = DirectionParams {
+        cells: 256,
+        ..Default::default()
+    };
+    let mut s = direction(params.clone(), input);
+    let gap = (192.0 * input) as u64;
+    let (first, _) = run(&mut s, 50, gap);
+    let t0 = 50 * gap + 100_000_000;
+    s.set_params(
+        t0,
+        DirectionParams {
+            rate_bps: RATE,
+            framing: Framing::AtmAal5,
+            discard: Discard::Ppd,
+            ..params
+        },
+        9180,
+    );
+    let mut out = Vec::new();
+    for i in 0..300u64 {
+        let t = t0 + i * gap;
+        while let Some(e) = s.pop_due(t) {
+            out.push(e.release_ns);
+        }
+        s.offer_on(t, FRAME, 1, i);
+    }
+    let span = (out[out.len() - 1] - out[0]) as f64;
+    let per_frame = span / (out.len() - 1) as f64;
+    assert!(!first.is_empty());
+    assert!(
+        per_frame >= 192.0 * CELL_NS - 1.0,
+        "{per_frame} {}",
+        out.len()
+    );
+}
+
+#[test]
+fn a_cell_arriving_on_an_idle_line_leaves_after_it_arrived() {
+    // The direction starts at 5 s; a frame offered at 6 s, its cells arriving 2.83 us apart,
+    // starts leaving at 6 s and, the line being slower (4.24 us a cell), ends after its 189
+    // cell times; then the 2 ms delay.
+    let params = DirectionParams {
+        cells: 256,
+        delay_ns: 2_000_000,
+        ..Default::default()
+    };
+    let mut s = direction_at(params, 2830.0, 5_000_000_000);
+    s.offer_on(6_000_000_000, 9042, 7, 1);
+    let mut now = 6_000_000_000;
+    let entry = loop {
+        now = s.next_release_ns().expect("a frame is held").max(now);
+        if let Some(e) = s.pop_due(now) {
+            break e;
+        }
+    };
+    let finish = 6e9 + 189.0 * CELL_NS;
+    assert!(
+        (entry.finish_ns as f64 - finish).abs() <= 1.0,
+        "{}",
+        entry.finish_ns
+    );
+    assert_eq!(entry.release_ns, entry.finish_ns + 2_000_000);
 }
