@@ -39,13 +39,14 @@ fn cells(ip: usize) -> u64 {
 }
 
 /// Hosts a and b through switch s: a-s at the OC-3c cell rate, s-b at 100 Mbit/s with a
-/// cell buffer of 256 cells per VC (seed 004's experiment 2), AAL5 and 9180-byte MTU on both.
+/// cell buffer of 256 cells per VC (seed 004's experiment 2), AAL5 and 9180-byte MTU on both,
+/// 8.8 ms round trip (the seed's 600 km).
 fn switch_topology() -> String {
     format!(
         "{}[[switch]]\nname = \"s\"\n\
-         [[link]]\nname = \"oc3\"\nends = [\"a\", \"s\"]\nrate = \"149.76M\"\ndelay = \"2ms\"\n\
+         [[link]]\nname = \"oc3\"\nends = [\"a\", \"s\"]\nrate = \"149.76M\"\ndelay = \"2.2ms\"\n\
          framing = \"atm-aal5\"\nmtu = 9180\n\
-         [[link]]\nname = \"taxi\"\nends = [\"s\", \"b\"]\nrate = \"100M\"\ndelay = \"2ms\"\n\
+         [[link]]\nname = \"taxi\"\nends = [\"s\", \"b\"]\nrate = \"100M\"\ndelay = \"2.2ms\"\n\
          framing = \"atm-aal5\"\nmtu = 9180\ncells = 256\n",
         hosts(&["a", "b"])
     )
@@ -101,10 +102,14 @@ fn a_ubr_vc_delivers_its_peak_cell_rates_payload() {
         (received / expected_pps - 1.0).abs() <= 0.02,
         "received {received:.1} datagrams/s; a VC at 50,000 cells/s carries {expected_pps:.1}"
     );
-    assert_eq!(
-        c.cells_sent,
-        arrivals.len() as u64 * 32,
-        "32 cells per datagram"
+    // 32 cells per datagram, and one to three for each other (neighbour discovery) frame.
+    let datagrams = arrivals.len() as u64;
+    let others = c.packets_forwarded - datagrams;
+    let extra = c.cells_sent - 32 * datagrams;
+    assert!(
+        (others..=3 * others).contains(&extra),
+        "{} cells for {datagrams} datagrams of 32 cells and {others} small frames",
+        c.cells_sent
     );
 }
 
@@ -128,8 +133,25 @@ fn tcp_run(tb: &Guard, port: u16) -> f64 {
 /// bottleneck carries 9128 x 8 bits per 192 cells of 424 bits at 100 Mbit/s: 89.7 Mbit/s.
 /// Without pacing TCP must stay far below it (under 25 %); with the sender's VC paced at
 /// the bottleneck's cell rate (235,849 cells/s) it must hold at least half of it.
+///
+/// The sender runs the seed's TCP in one respect that decides the outcome: no selective
+/// acknowledgements (SACK came in 1996, RFC 2018), so a window that lost several frames
+/// recovers one per round trip or by timeout; Linux with SACK recovers them in one round
+/// trip and keeps about half the bottleneck even without pacing.
 fn tcp_into_a_small_cell_buffer_collapses_without_pacing_and_holds_with_it() {
     let tb = Guard::up("lpt13-atm-seed", &switch_topology());
+    let no_sack = std::process::Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &ns(&tb, "a"),
+            "sysctl",
+            "-qw",
+            "net.ipv4.tcp_sack=0",
+        ])
+        .status()
+        .unwrap();
+    assert!(no_sack.success(), "sysctl net.ipv4.tcp_sack=0 in a");
     let bottleneck = 9128.0 * 8.0 / (192.0 * 424.0 / 100e6);
     let unpaced = tcp_run(&tb, 9151);
     let c = counters(&tb, 1, "a_to_b");

@@ -29,7 +29,7 @@ fn direction_at(params: DirectionParams, input_cell_ns: f64, start: u64) -> Sche
         1,
         counters,
         Arc::new(DirectionTiming::default()),
-        0,
+        start,
     )
     .with_cell_input(input_cell_ns)
 }
