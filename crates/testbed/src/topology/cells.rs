@@ -136,3 +136,73 @@ impl Parser<'_> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::atm::Discard;
+    use crate::topology::{parse_set_args, Topology};
+
+    const HOSTS: &str = "[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n";
+
+    fn link(body: &str) -> Result<Topology, String> {
+        let text = format!("{HOSTS}[[link]]\nends = [\"a\", \"b\"]\n{body}\n");
+        Topology::from_toml_str("t", &text).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn cell_keys_parse_per_direction() {
+        let t = link(
+            "rate = \"100M\"\nframing = \"atm-aal5\"\ncells = 256\n\
+             [link.a_to_b]\ndiscard = \"epd\"\nepd_threshold = 64\npcr = \"200000\"",
+        )
+        .unwrap();
+        let (ab, ba) = (&t.links[0].a_to_b, &t.links[0].b_to_a);
+        assert_eq!(
+            (ab.cells, ab.discard, ab.epd_threshold, ab.pcr),
+            (256, Discard::Epd, 64, 200_000)
+        );
+        assert_eq!((ba.cells, ba.discard, ba.pcr), (256, Discard::None, 0));
+        let change = parse_set_args(&t, "a-b.b_to_a", &["discard=ppd".into()], None).unwrap();
+        assert_eq!(change.overrides.discard, Some(Discard::Ppd));
+    }
+
+    #[test]
+    fn bad_cell_keys_are_one_line_naming_the_line_and_key() {
+        let atm = "rate = \"100M\"\nframing = \"atm-aal5\"\n";
+        for (body, expected) in [
+            (
+                format!("{atm}cells = 0"),
+                "topology 't': line 9: link.cells: 0 is outside 1..=1048576",
+            ),
+            (
+                "rate = \"100M\"\ncells = 256".to_string(),
+                "topology 't': line 8: link.cells: cell-level keys (cells, pcr, discard, epd_threshold) need framing = \"atm-aal5\"; this direction's framing is ethernet",
+            ),
+            (
+                format!("{atm}cells = 256\ndiscard = \"rfc\""),
+                "topology 't': line 10: link.discard: 'rfc' is not one of none, ppd, epd",
+            ),
+            (
+                format!("{atm}pcr = 0"),
+                "topology 't': line 9: link.pcr: must be a peak cell rate above 0",
+            ),
+            (
+                format!("{atm}[link.a_to_b]\npcr = 300000"),
+                "topology 't': line 10: link.a_to_b.pcr: 300000 cells/s is above the line's cell rate (235849 cells/s",
+            ),
+            (
+                format!("{atm}cells = 256\nepd_threshold = 256"),
+                "topology 't': line 9: link.epd_threshold: 256 cells is not below",
+            ),
+        ] {
+            let e = link(&body).unwrap_err();
+            assert!(e.starts_with(expected), "{e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+        let t = link("rate = \"100M\"").unwrap();
+        let e = parse_set_args(&t, "a-b", &["cells=256".into()], None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cells: cell-level keys"), "{e}");
+    }
+}
