@@ -3,11 +3,12 @@
 //! framing, a rate, a peak cell rate within the line's).
 
 use super::parse::{join_key, Parser, Span};
-use super::raw::CellKeys;
+use super::raw::{CellKeys, RawDirection, RawLink};
 use crate::atm::Discard;
 use crate::error::TestbedError;
 use crate::framing::Framing;
 use crate::params::{DirectionOverrides, DirectionParams};
+use toml::Spanned;
 
 /// Largest per-VC queue accepted (a 64 MiB switch buffer of 53-byte cells).
 const MAX_CELLS: i64 = 1 << 20;
@@ -76,6 +77,24 @@ impl Parser<'_> {
             o.pcr = Some(pcr.round() as u64);
         }
         Ok(())
+    }
+
+    /// [`Self::check_cells`] for a direction of a `[[link]]`: errors point at the direction
+    /// table's first cell key, else the link table's, else the link's `ends`.
+    pub(super) fn check_link_cells(
+        &self,
+        p: &DirectionParams,
+        raw: &RawLink,
+        table: &Option<Spanned<RawDirection>>,
+        name: &str,
+    ) -> Result<(), TestbedError> {
+        let in_direction = table
+            .as_ref()
+            .and_then(|d| d.get_ref().keys().cells.first().map(|(s, _)| (s, name)));
+        let (at, table) = in_direction
+            .or_else(|| raw.keys().cells.first().map(|(s, _)| (s, "link")))
+            .unwrap_or((raw.ends.span(), name));
+        self.check_cells(p, Some(at), table)
     }
 
     /// A merged direction's cell keys fit its link: AAL5 framing, a rate (not a trace), a

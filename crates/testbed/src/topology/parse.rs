@@ -288,14 +288,10 @@ impl<'t> Parser<'t> {
                 host.apply_to(&mut p);
             }
             link_keys.apply_to(&mut p);
-            let mut cells_at = raw.keys().cells.first().map(|(s, _)| (s, "link"));
             if let Some(d) = table {
-                let keys = d.get_ref().keys();
-                self.overrides(&keys, name)?.apply_to(&mut p);
-                cells_at = keys.cells.first().map(|(s, _)| (s, name)).or(cells_at);
+                self.overrides(&d.get_ref().keys(), name)?.apply_to(&mut p);
             }
-            let (at, table) = cells_at.map_or((Some(raw.ends.span()), name), |(s, t)| (Some(s), t));
-            self.check_cells(&p, at, table)?;
+            self.check_link_cells(&p, raw, table, name)?;
             Ok::<_, TestbedError>(p)
         };
         let a_to_b = direction(&ends[1], &raw.a_to_b, "link.a_to_b")?;
