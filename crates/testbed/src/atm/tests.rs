@@ -190,7 +190,7 @@ fn early_and_partial_discard_beat_plain_cell_loss_under_overload() {
     let (epd, c_epd) = overload(Discard::Epd);
     // The line carries 2/3 of what is offered: at best 133 whole frames. EPD refuses whole
     // frames and wastes nothing.
-    assert!(epd >= 125 && epd <= 134, "epd {epd}");
+    assert!((125..=134).contains(&epd), "epd {epd}");
     assert_eq!(c_epd.cells_wasted, 0);
     assert!(c_epd.frames_dropped_epd > 0);
     assert!(ppd > none, "ppd {ppd} none {none}");
