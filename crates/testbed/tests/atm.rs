@@ -212,11 +212,8 @@ fn early_and_partial_discard_beat_cell_loss_and_count_every_lost_frame() {
         let arrivals = sink.join().unwrap();
         let oc3 = counters(&tb, 0, "a_to_b").since(&before[0]);
         let taxi = counters(&tb, 1, "a_to_b").since(&before[1]);
-        let pps = if arrivals.len() > 20 {
-            arrival_rate(&arrivals, 200..=1400, |_| 1) / 8.0
-        } else {
-            0.0
-        };
+        // Datagrams received per second of sending (1.5 s), for the report only.
+        let pps = arrivals.len() as f64 / 1.5;
         let dropped = oc3.dropped_queue
             + taxi.dropped_queue
             + taxi.frames_lost_cells
