@@ -139,6 +139,23 @@ fn check_router_datagrams(rows: &[(String, f64)]) {
     }
 }
 
+/// Seed 004, Experiment 2 with the cell-level switch (256 cells per VC): pacing
+/// the sender's VC at the TAXI cell rate holds at least half the TAXI payload
+/// rate; without pacing cell loss takes more (Linux's SACK keeps it from the
+/// seed's collapse: the testbed's tests/atm.rs shows that one).
+fn check_atm_pacing(rows: &[(String, f64)]) {
+    let taxi = aal5_payload(100.0);
+    let (unpaced, paced) = (
+        at(rows, "link.oc3.pcr=353207"),
+        at(rows, "link.oc3.pcr=235849"),
+    );
+    assert!(
+        paced >= 0.5 * taxi && paced <= 1.01 * taxi,
+        "paced {paced:.1} of {taxi:.1}"
+    );
+    assert!(unpaced < paced, "{rows:?}");
+}
+
 #[test]
 fn every_seed_experiment_shows_its_seeds_shape() {
     linkperf_testsupport::stall::retry_when_stalled(|| {
@@ -176,6 +193,8 @@ fn every_seed_experiment_shows_its_seeds_shape() {
                 "{point}: {got}"
             );
         }
+
+        check_atm_pacing(&reproduce("004-atm-pacing"));
 
         // Seed 000: one connection and four share the OC-3c payload rate; more
         // connections do not lose the aggregate.

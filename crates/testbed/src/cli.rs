@@ -587,6 +587,13 @@ fn describe_direction(s: &mut String, d: &crate::status::DirectionStatus) {
         v.dropped_backlog,
         linkperf_units::format_bytes(v.queue_high_water_bytes as f64)
     );
+    if d.params.cells > 0 || d.params.pcr > 0 || v.cells_sent > 0 {
+        let _ = writeln!(
+            s,
+            "      cells: sent {}, dropped {}; frames lost to cell loss {}, refused by EPD {}; cells wasted on lost frames {}",
+            v.cells_sent, v.cells_dropped, v.frames_lost_cells, v.frames_dropped_epd, v.cells_wasted
+        );
+    }
     let total = d.timing_report();
     let Some(r) = d.recent.as_ref().filter(|r| r.lateness.count > 0) else {
         let _ = writeln!(

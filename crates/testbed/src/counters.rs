@@ -25,6 +25,17 @@ pub struct DirectionCounters {
     pub circuit_releases: AtomicU64,
     pub queue_high_water_bytes: AtomicU64,
     pub queue_high_water_packets: AtomicU64,
+    /// Cell-level ATM switching (see [`crate::atm`]): cells sent on the line.
+    pub cells_sent: AtomicU64,
+    /// Cells the switch discarded (full VC queue, PPD, EPD).
+    pub cells_dropped: AtomicU64,
+    /// AAL5 frames lost at reassembly because one of their cells (or the previous frame's
+    /// last cell) was lost.
+    pub frames_lost_cells: AtomicU64,
+    /// Frames refused whole by early packet discard.
+    pub frames_dropped_epd: AtomicU64,
+    /// Cells sent for frames that were lost at reassembly.
+    pub cells_wasted: AtomicU64,
 }
 
 impl DirectionCounters {
@@ -49,6 +60,11 @@ impl DirectionCounters {
             circuit_releases: self.circuit_releases.load(Relaxed),
             queue_high_water_bytes: self.queue_high_water_bytes.load(Relaxed),
             queue_high_water_packets: self.queue_high_water_packets.load(Relaxed),
+            cells_sent: self.cells_sent.load(Relaxed),
+            cells_dropped: self.cells_dropped.load(Relaxed),
+            frames_lost_cells: self.frames_lost_cells.load(Relaxed),
+            frames_dropped_epd: self.frames_dropped_epd.load(Relaxed),
+            cells_wasted: self.cells_wasted.load(Relaxed),
         }
     }
 }
@@ -76,6 +92,16 @@ pub struct CounterValues {
     pub circuit_releases: u64,
     pub queue_high_water_bytes: u64,
     pub queue_high_water_packets: u64,
+    #[serde(default)]
+    pub cells_sent: u64,
+    #[serde(default)]
+    pub cells_dropped: u64,
+    #[serde(default)]
+    pub frames_lost_cells: u64,
+    #[serde(default)]
+    pub frames_dropped_epd: u64,
+    #[serde(default)]
+    pub cells_wasted: u64,
 }
 
 impl CounterValues {
@@ -101,6 +127,15 @@ impl CounterValues {
             circuit_releases: self
                 .circuit_releases
                 .saturating_sub(earlier.circuit_releases),
+            cells_sent: self.cells_sent.saturating_sub(earlier.cells_sent),
+            cells_dropped: self.cells_dropped.saturating_sub(earlier.cells_dropped),
+            frames_lost_cells: self
+                .frames_lost_cells
+                .saturating_sub(earlier.frames_lost_cells),
+            frames_dropped_epd: self
+                .frames_dropped_epd
+                .saturating_sub(earlier.frames_dropped_epd),
+            cells_wasted: self.cells_wasted.saturating_sub(earlier.cells_wasted),
             ..*self
         }
     }

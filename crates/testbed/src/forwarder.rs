@@ -12,6 +12,7 @@
 //! read) is learned from probe frames (see [`crate::probe`]). The latencies are kept per
 //! duration class by [`LatencyModel`]s.
 
+use crate::atm::vc_key;
 use crate::counters::DirectionCounters;
 use crate::gso::{Segmentation, TcpPacket, VnetHeader, VNET_HDR_LEN};
 use crate::mailbox::{Applied, Mailbox};
@@ -594,6 +595,7 @@ impl Forwarder {
         } else {
             (None, TcpPacket::parse(frame))
         };
+        let vc = vc_key(frame);
         let packet = Rc::new(Packet {
             buf,
             len,
@@ -609,12 +611,13 @@ impl Forwarder {
                         index,
                     };
                     self.scheduler
-                        .offer(arrival, g.segment_bytes(index), segment);
+                        .offer_on(arrival, g.segment_bytes(index), vc, segment);
                 }
             }
             None => {
                 let segment = Segment { packet, index: 0 };
-                self.scheduler.offer(arrival, len - VNET_HDR_LEN, segment);
+                self.scheduler
+                    .offer_on(arrival, len - VNET_HDR_LEN, vc, segment);
             }
         }
     }

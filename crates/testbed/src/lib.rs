@@ -6,6 +6,7 @@
 //! bit errors, queue limit, framing overhead and the receiving end's per-packet processing),
 //! [`down`] removes every trace of it.
 
+pub mod atm;
 pub mod circuit;
 pub mod cli;
 pub mod control;

@@ -1,6 +1,7 @@
 //! The resolved impairment parameters of one link direction, after presets, link-wide keys
 //! and per-direction overrides have been merged. This is what the emulator runs.
 
+use crate::atm::{default_epd_threshold, CellConfig, Discard, CELL_BITS};
 use crate::framing::Framing;
 use crate::impairment::{GilbertElliott, JitterDistribution};
 use crate::trace::Trace;
@@ -54,6 +55,19 @@ pub struct DirectionParams {
     /// Packets the receiving end's backlog holds (waiting or being processed).
     #[serde(default = "default_backlog_packets")]
     pub backlog_packets: u64,
+    /// Cell-level ATM switching (AAL5 framing only; see [`crate::atm`]): cells each VC's
+    /// queue holds (0: the direction queues whole frames; with `pcr` alone, no cell limit).
+    #[serde(default)]
+    pub cells: u64,
+    /// What a VC queue does with the rest of a frame once a cell is lost.
+    #[serde(default)]
+    pub discard: Discard,
+    /// EPD threshold in cells (0: the queue less one largest frame).
+    #[serde(default)]
+    pub epd_threshold: u64,
+    /// Peak cell rate of each VC, cells per second (0: the line's cell rate).
+    #[serde(default)]
+    pub pcr: u64,
 }
 
 /// Backlog of a processing end when none is given (Linux's `netdev_max_backlog`).
@@ -91,6 +105,10 @@ impl Default for DirectionParams {
             per_packet_ns: 0,
             per_byte_ns: 0,
             backlog_packets: DEFAULT_BACKLOG_PACKETS,
+            cells: 0,
+            discard: Discard::None,
+            epd_threshold: 0,
+            pcr: 0,
         }
     }
 }
@@ -107,6 +125,39 @@ impl DirectionParams {
     /// The receiving end's processing time for a frame of `bytes` (0: no processing).
     pub fn processing_ns(&self, bytes: u64) -> u64 {
         self.per_packet_ns + self.per_byte_ns.saturating_mul(bytes)
+    }
+
+    /// Cell-level switching of this direction, when it has it: AAL5 framing, a rate (not a
+    /// trace) and `cells` or `pcr` set. `input_cell_ns` is the time between arriving cells.
+    pub fn cell_config(&self, max_frame_bytes: usize, input_cell_ns: f64) -> Option<CellConfig> {
+        let cell_mode = self.framing == Framing::AtmAal5
+            && self.rate_bps > 0
+            && self.trace.is_none()
+            && (self.cells > 0 || self.pcr > 0);
+        if !cell_mode {
+            return None;
+        }
+        let limit = if self.cells > 0 { self.cells } else { u64::MAX };
+        Some(CellConfig {
+            cell_ns: CELL_BITS as f64 * 1e9 / self.rate_bps as f64,
+            limit,
+            discard: self.discard,
+            epd_threshold: match self.epd_threshold {
+                0 => default_epd_threshold(limit, max_frame_bytes),
+                t => t,
+            },
+            pcr_gap_ns: if self.pcr > 0 {
+                1e9 / self.pcr as f64
+            } else {
+                0.0
+            },
+            input_cell_ns,
+        })
+    }
+
+    /// The line's cell rate, cells per second (0: unlimited).
+    pub fn cell_rate(&self) -> f64 {
+        self.rate_bps as f64 / CELL_BITS as f64
     }
 
     /// The processing cost in words, e.g. "100 us per packet + 8 ns per byte".
@@ -191,7 +242,28 @@ impl DirectionParams {
                 self.backlog_packets
             ));
         }
+        if self.cells > 0 || self.pcr > 0 {
+            parts.push(self.cell_summary());
+        }
         parts.join(", ")
+    }
+
+    /// e.g. "256 cells per VC, discard epd (threshold 64 cells), pcr 235849 cells/s".
+    fn cell_summary(&self) -> String {
+        let mut s = match self.cells {
+            0 => "cells unlimited per VC".to_string(),
+            c => format!("{c} cells per VC"),
+        };
+        if self.discard != Discard::None {
+            s.push_str(&format!(", discard {}", self.discard.name()));
+        }
+        if self.discard == Discard::Epd && self.epd_threshold > 0 {
+            s.push_str(&format!(" (threshold {} cells)", self.epd_threshold));
+        }
+        if self.pcr > 0 {
+            s.push_str(&format!(", pcr {} cells/s", self.pcr));
+        }
+        s
     }
 }
 
@@ -219,6 +291,10 @@ pub struct DirectionOverrides {
     pub per_packet_ns: Option<u64>,
     pub per_byte_ns: Option<u64>,
     pub backlog_packets: Option<u64>,
+    pub cells: Option<u64>,
+    pub discard: Option<Discard>,
+    pub epd_threshold: Option<u64>,
+    pub pcr: Option<u64>,
 }
 
 impl DirectionOverrides {
@@ -279,6 +355,18 @@ impl DirectionOverrides {
         }
         if let Some(v) = self.backlog_packets {
             params.backlog_packets = v;
+        }
+        if let Some(v) = self.cells {
+            params.cells = v;
+        }
+        if let Some(v) = self.discard {
+            params.discard = v;
+        }
+        if let Some(v) = self.epd_threshold {
+            params.epd_threshold = v;
+        }
+        if let Some(v) = self.pcr {
+            params.pcr = v;
         }
     }
 }

@@ -8,6 +8,7 @@
 //! caller advances the clock whenever it wakes, and [`Scheduler::next_release_ns`] says when
 //! the next packet will be due.
 
+use crate::atm::{CellSwitch, Done};
 use crate::circuit::Circuit;
 use crate::counters::DirectionCounters;
 use crate::delay_line::{DelayLine, Entry};
@@ -117,7 +118,14 @@ pub struct Scheduler<T> {
     /// The link's switched circuit, shared with the other direction.
     circuit: Option<Arc<Circuit>>,
     /// The receiving end's per-packet processing (`per_packet`): its own, or a router's.
-    pub(crate) processing: Processor,
+    processing: Processor,
+    /// Cell-level ATM switching in place of the frame queue and serialiser, when the
+    /// direction has `cells` or `pcr` (see [`crate::atm`]).
+    cells: Option<CellSwitch<T>>,
+    /// Time between cells arriving at the cell switch (0: a frame's cells come together).
+    cell_input_ns: f64,
+    /// Frames the cell switch finished with, reused between calls.
+    cells_done: Vec<Done<T>>,
 }
 
 fn reorders(params: &DirectionParams) -> bool {
@@ -144,11 +152,17 @@ impl<T> Scheduler<T> {
         timing: Arc<DirectionTiming>,
         now_ns: u64,
     ) -> Self {
+        let max_frame_bytes = mtu as usize + TAP_HEADER_BYTES;
         Scheduler {
+            cells: params
+                .cell_config(max_frame_bytes, 0.0)
+                .map(|c| CellSwitch::new(c, now_ns)),
+            cell_input_ns: 0.0,
+            cells_done: Vec::new(),
             loss: LossModel::new(params.loss, params.gilbert, params.ber),
             serialiser: Serialiser::new(&params, now_ns),
             line: DelayLine::new(reorders(&params)),
-            max_frame_bytes: mtu as usize + TAP_HEADER_BYTES,
+            max_frame_bytes,
             rng: Rng::seeded(seed),
             waiting: VecDeque::new(),
             service: None,
@@ -168,6 +182,67 @@ impl<T> Scheduler<T> {
     pub fn with_circuit(mut self, circuit: Arc<Circuit>) -> Self {
         self.circuit = Some(circuit);
         self
+    }
+
+    /// Cells arriving at this direction's cell switch come `ns` apart (the input line's cell
+    /// time; see [`crate::atm`]).
+    pub fn with_cell_input(mut self, ns: f64) -> Self {
+        self.cell_input_ns = ns;
+        self.reconfigure_cells(0);
+        self
+    }
+
+    /// Starts, changes or stops cell-level switching after a parameter change; what a
+    /// stopped switch held is dropped (returned, counted in `dropped_resize` by the caller).
+    fn reconfigure_cells(&mut self, now_ns: u64) -> u64 {
+        let config = self
+            .params
+            .cell_config(self.max_frame_bytes, self.cell_input_ns);
+        match (self.cells.as_mut(), config) {
+            (Some(switch), Some(c)) => switch.reconfigure(c),
+            (None, Some(c)) => self.cells = Some(CellSwitch::new(c, now_ns)),
+            (Some(_), None) => {
+                let held = self.cells.take().expect("matched Some");
+                let mut dropped = 0;
+                for (_, bytes) in held.into_frames() {
+                    self.queued_packets -= 1;
+                    self.queued_bytes -= bytes;
+                    dropped += 1;
+                }
+                return dropped;
+            }
+            (None, None) => {}
+        }
+        0
+    }
+
+    /// Runs the cell switch up to `now_ns` and passes the frames it delivered on to the loss
+    /// stage and the delay line.
+    fn advance_cells(&mut self, now_ns: u64) {
+        let Some(switch) = self.cells.as_mut() else {
+            return;
+        };
+        let mut done = std::mem::take(&mut self.cells_done);
+        switch.advance(now_ns, &self.counters, &mut done);
+        for d in done.drain(..) {
+            let Some(finish) = d.finish_ns else {
+                self.queued_packets -= 1;
+                self.queued_bytes -= d.bytes;
+                continue;
+            };
+            self.timing.queueing.record(d.queueing_ns);
+            let fate = self.loss.judge(&mut self.rng, d.bytes as usize);
+            let jitter_ns = self.draw_jitter(fate.is_some());
+            self.complete(InService {
+                start: finish as f64,
+                finish: finish as f64,
+                bytes: d.bytes,
+                fate,
+                jitter_ns,
+                item: d.item,
+            });
+        }
+        self.cells_done = done;
     }
 
     /// When a packet offered at `now_ns` may start serialisation: later than now only while
@@ -244,6 +319,12 @@ impl<T> Scheduler<T> {
 
     /// Takes one frame of `frame_bytes` (Ethernet header included) arriving at `now_ns`.
     pub fn offer(&mut self, now_ns: u64, frame_bytes: usize, item: T) -> Verdict {
+        self.offer_on(now_ns, frame_bytes, 0, item)
+    }
+
+    /// [`Self::offer`] for a frame of virtual circuit `vc` (what a cell switch queues apart;
+    /// see [`crate::atm::vc_key`]).
+    pub fn offer_on(&mut self, now_ns: u64, frame_bytes: usize, vc: u64, item: T) -> Verdict {
         let c = &self.counters;
         DirectionCounters::add(&c.packets_in, 1);
         DirectionCounters::add(&c.bytes_in, frame_bytes as u64);
@@ -270,6 +351,12 @@ impl<T> Scheduler<T> {
         self.queued_bytes += bytes;
         // A packet held for a circuit set-up counts as arriving when the circuit is ready.
         let arrival = self.circuit_ready(now_ns);
+        if let Some(switch) = self.cells.as_mut() {
+            switch.offer(arrival, frame_bytes, vc, item);
+            self.backlog_end = switch.backlog_end();
+            self.note_high_water();
+            return Verdict::Accepted;
+        }
         if let Serialiser::Rate { bps, framing } = &self.serialiser {
             let wire = framing.wire_bytes_for_tap_frame(frame_bytes) as f64;
             self.backlog_end =
@@ -289,14 +376,30 @@ impl<T> Scheduler<T> {
         if !matches!(self.serialiser, Serialiser::Rate { .. }) {
             self.backlog_end = self.backlog_end_now();
         }
-        if self.queued_packets > 0 {
-            let c = &self.counters;
-            c.queue_high_water_bytes
-                .fetch_max(self.queued_bytes, Relaxed);
-            c.queue_high_water_packets
-                .fetch_max(self.queued_packets, Relaxed);
-        }
+        self.note_high_water();
         Verdict::Accepted
+    }
+
+    fn note_high_water(&self) {
+        let c = &self.counters;
+        c.queue_high_water_bytes
+            .fetch_max(self.queued_bytes, Relaxed);
+        c.queue_high_water_packets
+            .fetch_max(self.queued_packets, Relaxed);
+    }
+
+    /// The delay a packet gets beyond the configured one (0 for a lost packet).
+    fn draw_jitter(&mut self, lost: bool) -> i64 {
+        if lost || self.params.jitter_ns == 0 {
+            return 0;
+        }
+        let delay = jittered_delay_ns(
+            &mut self.rng,
+            self.params.delay_ns,
+            self.params.jitter_ns,
+            self.params.jitter_distribution,
+        );
+        delay as i64 - self.params.delay_ns as i64
     }
 
     fn start_service(&mut self, start: f64, arrival: u64, bytes: u64, item: T) {
@@ -306,17 +409,7 @@ impl<T> Scheduler<T> {
         let finish = self.serialiser.finish(start, bytes);
         // Lost frames still use the wire: the loss stage sits after the serialiser.
         let fate = self.loss.judge(&mut self.rng, bytes as usize);
-        let jitter_ns = if fate.is_none() && self.params.jitter_ns > 0 {
-            let delay = jittered_delay_ns(
-                &mut self.rng,
-                self.params.delay_ns,
-                self.params.jitter_ns,
-                self.params.jitter_distribution,
-            );
-            delay as i64 - self.params.delay_ns as i64
-        } else {
-            0
-        };
+        let jitter_ns = self.draw_jitter(fate.is_some());
         self.service = Some(InService {
             start,
             finish,
@@ -329,6 +422,7 @@ impl<T> Scheduler<T> {
 
     /// Completes every serialisation that ended by `now_ns`, starting the next ones.
     fn advance(&mut self, now_ns: u64) {
+        self.advance_cells(now_ns);
         while self
             .service
             .as_ref()
@@ -383,10 +477,20 @@ impl<T> Scheduler<T> {
                 finish + (self.params.delay_ns as i64 + s.jitter_ns).max(0) as u64
             }
         });
-        match (self.line.peek(), head) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        // A cell switch's frame leaves no earlier than its bound plus the delay (jitter may
+        // shorten the delay: then the bound itself).
+        let cells = self
+            .cells
+            .as_ref()
+            .and_then(|c| c.next_finish_bound())
+            .map(|b| {
+                if self.params.jitter_ns == 0 {
+                    b + self.params.delay_ns
+                } else {
+                    b
+                }
+            });
+        [self.line.peek(), head, cells].into_iter().flatten().min()
     }
 
     /// Removes and returns the next packet due at or before `now_ns`.
@@ -433,8 +537,13 @@ impl<T> Scheduler<T> {
         } else if self.params.delay_ns < old.delay_ns {
             self.line.new_lane();
         }
-        let dropped = self.shrink_queue();
-        self.backlog_end = self.backlog_end_now();
+        let stopped = self.reconfigure_cells(now_ns);
+        DirectionCounters::add(&self.counters.dropped_resize, stopped);
+        let dropped = self.shrink_queue() + stopped;
+        self.backlog_end = match &self.cells {
+            Some(switch) => switch.backlog_end(),
+            None => self.backlog_end_now(),
+        };
         dropped
     }
 
@@ -489,318 +598,4 @@ impl<T> Scheduler<T> {
     }
 }
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::framing::Framing;
-    use crate::impairment::JitterDistribution;
-
-    fn scheduler(params: DirectionParams) -> Scheduler<u64> {
-        with_mtu(params, 1500)
-    }
-
-    fn with_mtu(params: DirectionParams, mtu: u32) -> Scheduler<u64> {
-        Scheduler::new(
-            params,
-            mtu,
-            42,
-            Arc::new(DirectionCounters::default()),
-            Arc::new(DirectionTiming::default()),
-            0,
-        )
-    }
-
-    /// Offers `count` frames of `frame_bytes` every `gap_ns`, drains everything and returns
-    /// (sequence number, release time) of the delivered frames.
-    fn run(s: &mut Scheduler<u64>, count: u64, frame_bytes: usize, gap_ns: u64) -> Vec<(u64, u64)> {
-        let mut out = Vec::new();
-        for i in 0..count {
-            let now = i * gap_ns;
-            while let Some(e) = s.pop_due(now) {
-                out.push((e.item, now));
-            }
-            s.offer(now, frame_bytes, i);
-        }
-        while let Some(t) = s.next_release_ns() {
-            if let Some(e) = s.pop_due(t) {
-                out.push((e.item, t));
-            }
-        }
-        out
-    }
-
-    #[test]
-    fn delay_only_shifts_every_frame_by_the_delay() {
-        let mut s = scheduler(DirectionParams {
-            delay_ns: 4_400_000,
-            ..Default::default()
-        });
-        assert_eq!(s.offer(1_000, 100, 0), Verdict::Accepted);
-        assert_eq!(s.next_release_ns(), Some(4_401_000));
-        assert!(s.pop_due(4_400_999).is_none());
-        let e = s.pop_due(4_401_000).unwrap();
-        assert_eq!((e.item, e.bytes, e.finish_ns), (0, 100, 1_000));
-    }
-
-    #[test]
-    fn rate_spaces_frames_by_their_wire_time() {
-        // 1514-byte frames = 1500 IP bytes = 1538 wire bytes; at 100 Mbit/s that is 123.04 us.
-        let mut s = scheduler(DirectionParams {
-            rate_bps: 100_000_000,
-            ..Default::default()
-        });
-        let out = run(&mut s, 500, 1514, 0);
-        assert_eq!(out.len(), 500);
-        let span = (out[499].1 - out[0].1) as f64;
-        assert!((span / 499.0 - 123_040.0).abs() < 2.0, "{}", span / 499.0);
-    }
-
-    #[test]
-    fn atm_framing_charges_cells() {
-        let params = DirectionParams {
-            rate_bps: 149_760_000,
-            framing: Framing::AtmAal5,
-            ..Default::default()
-        };
-        let mut s = with_mtu(params, 9180);
-        let out = run(&mut s, 101, 9180 + 14, 0);
-        let per_frame = (out[100].1 - out[0].1) as f64 / 100.0;
-        let expected = 192.0 * 53.0 * 8.0 * 1e9 / 149.76e6;
-        assert!(
-            (per_frame - expected).abs() < 1.0,
-            "{per_frame} vs {expected}"
-        );
-    }
-
-    #[test]
-    fn drop_tail_queue_limits_bytes_and_counts_drops_and_high_water() {
-        let params = DirectionParams {
-            rate_bps: 10_000_000,
-            queue_bytes: Some(20 * 1024),
-            queue_packets: None,
-            ..Default::default()
-        };
-        let mut s = scheduler(params);
-        // A back-to-back burst of 100 frames of 1042 bytes: 19 fit in 20 KiB.
-        let out = run(&mut s, 100, 1042, 0);
-        assert_eq!(out.len(), 19);
-        let c = s.counters().snapshot();
-        assert_eq!(c.dropped_queue, 81);
-        assert_eq!(c.queue_high_water_bytes, 19 * 1042);
-        assert_eq!(c.queue_high_water_packets, 19);
-    }
-
-    #[test]
-    fn packet_limit_and_draining_queue() {
-        let params = DirectionParams {
-            rate_bps: 8_000_000,
-            queue_packets: Some(5),
-            ..Default::default()
-        };
-        let mut s = scheduler(params);
-        // 1000 IP bytes + 38 = 1038 wire bytes = 1038 us each; offered every 500 us the queue
-        // grows by one frame per ~2 offers until 5 are held, then half the offers drop.
-        let out = run(&mut s, 1000, 1014, 500_000);
-        let c = s.counters().snapshot();
-        assert_eq!(c.queue_high_water_packets, 5);
-        assert_eq!(out.len() as u64 + c.dropped_queue, 1000);
-        let expected_delivered = 1000.0 * 500.0 / 1038.0;
-        assert!(
-            (out.len() as f64 - expected_delivered).abs() < 8.0,
-            "{}",
-            out.len()
-        );
-    }
-
-    #[test]
-    fn unlimited_rate_never_queues() {
-        let mut s = scheduler(DirectionParams {
-            queue_packets: Some(1),
-            ..Default::default()
-        });
-        let out = run(&mut s, 1000, 1514, 0);
-        assert_eq!(out.len(), 1000);
-    }
-
-    #[test]
-    fn oversize_frames_are_dropped() {
-        let mut s = scheduler(DirectionParams::default());
-        assert_eq!(s.offer(0, 1515, 0), Verdict::Dropped(DropReason::Oversize));
-        assert_eq!(s.counters().snapshot().dropped_oversize, 1);
-    }
-
-    #[test]
-    fn jitter_keeps_fifo_order_unless_reorder_is_set() {
-        let base = DirectionParams {
-            delay_ns: 10_000_000,
-            jitter_ns: 5_000_000,
-            jitter_distribution: JitterDistribution::Uniform,
-            ..Default::default()
-        };
-        let mut fifo = scheduler(base.clone());
-        let out = run(&mut fifo, 2000, 100, 100_000);
-        assert!(out.windows(2).all(|w| w[0].0 < w[1].0));
-        let mut reorder = scheduler(DirectionParams {
-            reorder: true,
-            ..base
-        });
-        let out = run(&mut reorder, 2000, 100, 100_000);
-        assert_eq!(out.len(), 2000);
-        let inversions = out.windows(2).filter(|w| w[0].0 > w[1].0).count();
-        assert!(inversions > 100, "{inversions}");
-        assert!(out.windows(2).all(|w| w[0].1 <= w[1].1));
-    }
-
-    #[test]
-    fn lost_frames_still_occupy_the_wire() {
-        let params = DirectionParams {
-            rate_bps: 100_000_000,
-            loss: 0.5,
-            ..Default::default()
-        };
-        let mut s = scheduler(params);
-        let out = run(&mut s, 1000, 1514, 0);
-        let c = s.counters().snapshot();
-        assert_eq!(out.len() as u64 + c.dropped_loss, 1000);
-        // The last delivered frame leaves after at least as many slots as frames offered before it.
-        let (last_seq, last_t) = *out.last().unwrap();
-        assert!(last_t >= (last_seq + 1) * 123_040 - 1);
-    }
-
-    #[test]
-    fn a_rate_change_applies_to_the_bits_not_yet_sent() {
-        // 1514-byte frames at 100 Mbit/s: 123.04 us each. Ten queued at t = 0.
-        let mut s = scheduler(DirectionParams {
-            rate_bps: 100_000_000,
-            ..Default::default()
-        });
-        for i in 0..10 {
-            s.offer(0, 1514, i);
-        }
-        // Halfway through the third frame, the rate doubles: the rest of it takes 30.76 us,
-        // the seven after it 61.52 us each.
-        let t = 2 * 123_040 + 61_520;
-        assert_eq!(
-            s.set_params(
-                t,
-                DirectionParams {
-                    rate_bps: 200_000_000,
-                    ..Default::default()
-                },
-                1500
-            ),
-            0
-        );
-        let mut last = 0;
-        while let Some(next) = s.next_release_ns() {
-            if let Some(e) = s.pop_due(next) {
-                last = e.finish_ns;
-            }
-        }
-        let expected = t + 61_520 / 2 + 7 * 61_520;
-        assert!(last.abs_diff(expected) <= 2, "{last} vs {expected}");
-        assert_eq!(s.counters().snapshot().dropped_resize, 0);
-    }
-
-    #[test]
-    fn a_delay_decrease_lets_new_packets_pass_those_in_flight() {
-        let mut s = scheduler(DirectionParams {
-            delay_ns: 10_000_000,
-            ..Default::default()
-        });
-        s.offer(0, 100, 1);
-        s.set_params(
-            1_000,
-            DirectionParams {
-                delay_ns: 2_000_000,
-                ..Default::default()
-            },
-            1500,
-        );
-        s.offer(2_000, 100, 2);
-        let first = s
-            .pop_due(2_002_000)
-            .expect("the new packet leaves at 2 ms + 2 ms");
-        assert_eq!(first.item, 2);
-        assert_eq!(s.pop_due(10_000_000).unwrap().item, 1);
-    }
-
-    #[test]
-    fn a_shrinking_queue_drops_its_tail_and_counts_it_apart() {
-        let mut s = scheduler(DirectionParams {
-            rate_bps: 1_000_000,
-            queue_packets: Some(100),
-            ..Default::default()
-        });
-        for i in 0..50 {
-            s.offer(0, 1000, i);
-        }
-        assert_eq!(s.queued().0, 50);
-        let dropped = s.set_params(
-            0,
-            DirectionParams {
-                rate_bps: 1_000_000,
-                queue_packets: Some(20),
-                ..Default::default()
-            },
-            1500,
-        );
-        assert_eq!(dropped, 30);
-        let c = s.counters().snapshot();
-        assert_eq!((c.dropped_resize, c.dropped_queue), (30, 0));
-        let out = run(&mut s, 0, 1000, 0);
-        assert_eq!(
-            out.iter().map(|o| o.0).collect::<Vec<_>>(),
-            (0..20).collect::<Vec<_>>()
-        );
-    }
-
-    #[test]
-    fn a_trace_serialises_at_its_delivery_opportunities() {
-        use crate::trace::Trace;
-        // Two opportunities per ms: 2 x 1504 bytes per ms = 24.064 Mbit/s of IP packets.
-        let trace = Trace::from_list("t", (1..=100).flat_map(|m| [m, m]).collect());
-        let params = DirectionParams {
-            trace: Some(trace),
-            rate_bps: 1,
-            queue_packets: None,
-            ..Default::default()
-        };
-        let mut s = with_mtu(params, 1504);
-        // 1000 full-size packets offered at once leave two per ms, wrapping round the trace.
-        let out = run(&mut s, 1000, 1504 + 14, 0);
-        assert_eq!(out.len(), 1000);
-        assert_eq!(out[0].1, 1_000_000);
-        assert_eq!(out[999].1, 500_000_000);
-        let c = s.counters().snapshot();
-        assert_eq!(c.dropped_queue, 0);
-    }
-
-    #[test]
-    fn the_queueing_delay_is_sampled_uniformly_in_time() {
-        // 1000-byte frames at 80 Mbit/s: 1024 wire bytes, 102.4 us each. Ten at t = 0 make
-        // 1024 us of backlog, then the link idles until 2 ms: sampled every 100 us, the
-        // delay a packet arriving then would see is 0 (at 0, just before the ten), then 924,
-        // 824, ... 24 us, then zeros.
-        let mut s = scheduler(DirectionParams {
-            rate_bps: 80_000_000,
-            ..Default::default()
-        });
-        for i in 0..10 {
-            s.offer(0, 1000, i);
-        }
-        while s.pop_due(2_000_000).is_some() {}
-        let b = s.timing().backlog.snapshot();
-        assert_eq!(b.count, 21);
-        assert_eq!(
-            b.sum_ns,
-            (1..11).map(|k| 1_024_000 - k * 100_000).sum::<u64>()
-        );
-        assert_eq!(b.max_ns, 924_000);
-        // 16th of 21 sorted samples: eleven zeros, then 24, 124, 224, 324, 424 us.
-        assert!(b.quantile(0.75).unwrap().abs_diff(424_000) < 3_000, "{b:?}");
-        // Per packet, the ten waited 0, 102.4, ... 921.6 us.
-        let q = s.timing().queueing.snapshot();
-        assert_eq!(q.count, 10);
-        assert!(q.sum_ns.abs_diff(4_608_000) < 10, "{}", q.sum_ns);
-    }
-}
+mod tests;

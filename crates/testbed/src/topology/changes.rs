@@ -65,8 +65,28 @@ impl Parser<'_> {
         (link, directions): (usize, [bool; 2]),
         table: &str,
         whole: Option<std::ops::Range<usize>>,
+        links: &[Link],
     ) -> Result<LinkChange, TestbedError> {
         let overrides = self.overrides(keys, table)?;
+        // Cell keys are checked against the link's values from its file (a change made by an
+        // earlier `testbed set` is not known here; the emulator ignores cell keys that do not
+        // fit, see `DirectionParams::cell_config`).
+        let at = keys
+            .cells
+            .first()
+            .map(|(s, _)| s)
+            .or_else(|| keys.framing.map(|v| v.span()))
+            .or_else(|| whole.clone());
+        for (selected, params) in directions
+            .iter()
+            .zip([&links[link].a_to_b, &links[link].b_to_a])
+        {
+            if *selected {
+                let mut p = params.clone();
+                overrides.apply_to(&mut p);
+                self.check_cells(&p, at.clone(), table)?;
+            }
+        }
         let mtu = match mtu {
             Some(m) => {
                 let v = *m.get_ref();
@@ -126,7 +146,7 @@ impl Parser<'_> {
             let target = resolve_link(links, s.link.get_ref())
                 .map_err(|m| self.error(Some(s.link.span()), &format!("{step_key}.link"), m))?;
             let span = Some(s.link.span());
-            let change = self.change(&s.keys(), s.mtu.as_ref(), target, &step_key, span)?;
+            let change = self.change(&s.keys(), s.mtu.as_ref(), target, &step_key, span, links)?;
             steps.push(Step { at_ns, change });
         }
         let Some(last) = steps.last().map(|s| s.at_ns) else {
@@ -216,5 +236,12 @@ pub fn parse_set_args(
         line_offset: 1,
     };
     let raw: RawSet = toml::from_str(&doc).map_err(|e| parser.error(e.span(), "", e.message()))?;
-    parser.change(&raw.keys(), raw.mtu.as_ref(), target, "", None)
+    parser.change(
+        &raw.keys(),
+        raw.mtu.as_ref(),
+        target,
+        "",
+        None,
+        &topology.links,
+    )
 }

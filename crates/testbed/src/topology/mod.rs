@@ -3,9 +3,10 @@
 //!
 //! `model` holds the resolved types; `raw` the file's serde shape, `parse` the checks
 //! and conversions, `addresses` the address plan, `changes` schedules and `testbed set`
-//! arguments (changes to running links, checked the same way).
+//! arguments (changes to running links, checked the same way), `cells` the ATM cell keys.
 
 mod addresses;
+mod cells;
 mod changes;
 mod model;
 mod parse;

@@ -293,6 +293,7 @@ impl<'t> Parser<'t> {
             if let Some(d) = table {
                 self.overrides(&d.get_ref().keys(), name)?.apply_to(&mut p);
             }
+            self.check_link_cells(&p, raw, table, name)?;
             Ok::<_, TestbedError>(p)
         };
         let a_to_b = direction(&ends[1], &raw.a_to_b, "link.a_to_b")?;
@@ -394,6 +395,7 @@ impl<'t> Parser<'t> {
             o.circuit_idle_ns = Some(ns);
         }
         self.processing_keys(&k.processing, table, &mut o)?;
+        self.cell_keys(&k.cells, table, &mut o)?;
         Ok(o)
     }
 

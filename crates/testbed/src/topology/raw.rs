@@ -118,6 +118,10 @@ macro_rules! with_direction_keys {
             pub(super) per_byte: Option<Spanned<Value>>,
             pub(super) packet_rate: Option<Spanned<Value>>,
             pub(super) backlog: Option<Spanned<i64>>,
+            pub(super) cells: Option<Spanned<i64>>,
+            pub(super) discard: Option<Spanned<String>>,
+            pub(super) epd_threshold: Option<Spanned<i64>>,
+            pub(super) pcr: Option<Spanned<Value>>,
         }
 
         impl $name {
@@ -139,6 +143,12 @@ macro_rules! with_direction_keys {
                     circuit_setup_max: self.circuit_setup_max.as_ref(),
                     circuit_idle: self.circuit_idle.as_ref(),
                     processing: processing_keys!(self),
+                    cells: CellKeys {
+                        cells: self.cells.as_ref(),
+                        discard: self.discard.as_ref(),
+                        epd_threshold: self.epd_threshold.as_ref(),
+                        pcr: self.pcr.as_ref(),
+                    },
                 }
             }
         }
@@ -184,4 +194,24 @@ pub(super) struct DirectionKeys<'a> {
     pub(super) circuit_setup_max: Option<&'a Spanned<Value>>,
     pub(super) circuit_idle: Option<&'a Spanned<Value>>,
     pub(super) processing: ProcessingKeys<'a>,
+    pub(super) cells: CellKeys<'a>,
+}
+
+/// The cell-level ATM keys of a table (see `crate::atm`).
+pub(super) struct CellKeys<'a> {
+    pub(super) cells: Option<&'a Spanned<i64>>,
+    pub(super) discard: Option<&'a Spanned<String>>,
+    pub(super) epd_threshold: Option<&'a Spanned<i64>>,
+    pub(super) pcr: Option<&'a Spanned<Value>>,
+}
+
+impl CellKeys<'_> {
+    /// Where the first cell key given is, and its name.
+    pub(super) fn first(&self) -> Option<(std::ops::Range<usize>, &'static str)> {
+        self.cells
+            .map(|v| (v.span(), "cells"))
+            .or_else(|| self.pcr.map(|v| (v.span(), "pcr")))
+            .or_else(|| self.discard.map(|v| (v.span(), "discard")))
+            .or_else(|| self.epd_threshold.map(|v| (v.span(), "epd_threshold")))
+    }
 }
