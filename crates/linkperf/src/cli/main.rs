@@ -39,6 +39,7 @@ mod results;
 mod rr;
 mod server_limits;
 mod sweep;
+mod tls_args;
 mod traffic;
 
 use args::{Cli, Command};
@@ -142,6 +143,30 @@ fn run_server(args: args::ServerArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(dir) = &args.tls.tls_gen_cert {
+        return match linkperf::tls::generate_self_signed(dir, &args.tls.tls_name) {
+            Ok(pin) => {
+                say!(
+                    "wrote {} and {}; certificate SHA-256 pin (for --tls-pin): {pin}",
+                    dir.join("cert.pem").display(),
+                    dir.join("key.pem").display()
+                );
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("linkperf: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
+    let tls = match args.tls.resolve() {
+        Ok(tls) => tls,
+        Err(e) => {
+            eprintln!("linkperf: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let pin = tls.as_ref().map(|t| t.pin.clone());
     let options = server::ServerOptions {
         port: args.port,
         bind: args.bind,
@@ -157,6 +182,7 @@ fn run_server(args: args::ServerArgs) -> ExitCode {
         users,
         auth_required,
         third_party,
+        tls,
     };
     let s = match server::Server::bind(options) {
         Ok(s) => s,
@@ -181,6 +207,9 @@ fn run_server(args: args::ServerArgs) -> ExitCode {
     };
     if !args.quiet {
         say!("linkperf server listening on {}", s.local_addr());
+        if let Some(pin) = pin {
+            say!("TLS on control connections; certificate SHA-256 pin: {pin}");
+        }
     }
     s.run();
     output.finish();

@@ -108,7 +108,13 @@ pub(super) fn welcome(
                 control
                     .send(&ClientMessage::Auth {
                         user: c.user.clone(),
-                        answer: auth::answer(&c.key, &nonce, &c.user, purpose),
+                        answer: auth::answer_bound(
+                            &c.key,
+                            &nonce,
+                            &c.user,
+                            purpose,
+                            control.binding(),
+                        ),
                     })
                     .map_err(fail)?;
             }

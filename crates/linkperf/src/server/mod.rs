@@ -6,6 +6,7 @@
 //! `test` runs a throughput test. It must not run tests itself.
 
 mod auth;
+mod secure;
 mod session;
 mod test;
 
@@ -13,6 +14,7 @@ use crate::client;
 use crate::control::{Control, Incoming};
 use crate::guard::auth::{Gate, Required, ThirdPartyPolicy, Users};
 use crate::guard::{self, EventLog, Guard, Level, Limits, LogFormat};
+use crate::tls::{self, Channel, ServerTls};
 use linkperf_engine::facts;
 use linkperf_proto::session::ServerSession;
 use linkperf_proto::{
@@ -59,6 +61,8 @@ pub struct ServerOptions {
     pub auth_required: Required,
     /// Third-party mode's rules (who, towards which targets, how many).
     pub third_party: ThirdPartyPolicy,
+    /// TLS for control connections (`--tls-cert`, `--tls-key`, `--tls-required`).
+    pub tls: Option<ServerTls>,
 }
 
 impl Default for ServerOptions {
@@ -78,6 +82,7 @@ impl Default for ServerOptions {
             users: None,
             auth_required: Required::All,
             third_party: ThirdPartyPolicy::default(),
+            tls: None,
         }
     }
 }
@@ -281,18 +286,23 @@ fn handle_connection(
         guard.refused(peer, &format!("no preamble: {why}"));
         return false;
     }
+    let tls = ctx.options.tls.as_ref();
+    if tls::is_client_hello(&preamble) {
+        return match secure::accept(stream, peer, &preamble, tls, guard) {
+            Some(channel) => serve_control(channel, peer, ctx),
+            None => false,
+        };
+    }
     let kind = Preamble::parse(&preamble);
-    if auth::refuse_unauthenticated(&mut stream, peer, kind, (&ctx.access, guard), deadline) {
+    if secure::refuse_plain(&mut stream, peer, kind, (tls, guard), deadline)
+        || auth::refuse_unauthenticated(&mut stream, peer, kind, (&ctx.access, guard), deadline)
+    {
         return false;
     }
     match kind {
         Some(Preamble::Control) => {
             let _ = stream.set_read_timeout(None);
-            match ControlSession::run(stream, peer, ctx) {
-                Ok(line) => guard.log.event(Level::Info, peer, "test-done", &line),
-                Err(why) => guard.log.event(Level::Warn, peer, "session-failed", &why),
-            }
-            true
+            serve_control(Channel::plain(stream), peer, ctx)
         }
         Some(Preamble::Data) => {
             if guard.cookie_guessing_blocked(peer.ip()) {
@@ -322,7 +332,18 @@ fn handle_connection(
             }
             false
         }
-        Some(Preamble::Rr) => crate::rr::server::handle(stream, peer, guard, deadline),
+        Some(Preamble::Rr) => {
+            let access = &ctx.access;
+            let admission = crate::rr::server::Admission {
+                users: access
+                    .users
+                    .as_deref()
+                    .filter(|_| access.required == Required::All)
+                    .map(|u| (u, &access.gate)),
+                tls_required: ctx.options.tls.as_ref().is_some_and(|t| t.required),
+            };
+            crate::rr::server::handle(stream, peer, guard, deadline, admission)
+        }
         None => crate::iperf3::server::serve(
             stream,
             peer,
@@ -333,6 +354,19 @@ fn handle_connection(
             deadline,
         ),
     }
+}
+
+/// Runs a control session (plain or TLS) and logs how it ended; true (for
+/// `--once`).
+fn serve_control(channel: Channel, peer: SocketAddr, ctx: &Context) -> bool {
+    match ControlSession::run(channel, peer, ctx) {
+        Ok(line) => ctx.guard.log.event(Level::Info, peer, "test-done", &line),
+        Err(why) => ctx
+            .guard
+            .log
+            .event(Level::Warn, peer, "session-failed", &why),
+    }
+    true
 }
 
 /// The address to wake a listener bound to `addr` (loopback for a wildcard).
@@ -348,9 +382,9 @@ fn loopback_of(mut addr: SocketAddr) -> SocketAddr {
 }
 
 impl ControlSession {
-    fn run(stream: TcpStream, peer: SocketAddr, ctx: &Context) -> Result<String, String> {
-        linkperf_engine::sockopt::apply_liveness(&socket2::SockRef::from(&stream));
-        let local = stream.local_addr().map_err(|e| e.to_string())?;
+    fn run(stream: Channel, peer: SocketAddr, ctx: &Context) -> Result<String, String> {
+        linkperf_engine::sockopt::apply_liveness(&socket2::SockRef::from(stream.tcp()));
+        let local = stream.tcp().local_addr().map_err(|e| e.to_string())?;
         let (tx, events) = mpsc::channel();
         let session = ServerSession::new().with_first_frame_limit(FIRST_FRAME_LIMIT);
         let control = Control::start(stream, session, tx.clone(), Event::Client)
