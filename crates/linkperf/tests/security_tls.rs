@@ -308,3 +308,67 @@ fn a_relay_terminating_tls_cannot_reuse_the_clients_answer() {
         "{log}"
     );
 }
+
+/// `linkperf client --from 127.0.0.1:AGENT 127.0.0.1 -p TARGET ARGS...`.
+fn relayed(agent: u16, target: u16, args: &[&str]) -> Run {
+    let mut cmd = Command::new(bin());
+    cmd.args(["client", "--from", &format!("127.0.0.1:{agent}")])
+        .args(["127.0.0.1", "-p", &target.to_string()])
+        .args(args)
+        .env("LINKPERF_DB", test_archive())
+        .env_remove("LINKPERF_KEY")
+        .env_remove("LINKPERF_USER")
+        .env_remove("LINKPERF_TLS_PIN")
+        .env_remove("LINKPERF_TLS_CA");
+    linkperf_testsupport::process::run(&mut cmd, CLIENT_WATCHDOG)
+}
+
+#[test]
+fn an_agent_uses_its_own_user_and_tls_towards_a_target_that_requires_them() {
+    let dir = scratch("agent");
+    let target_pin = gen_cert(&dir, "127.0.0.1");
+    let agent_dir = scratch("agent-own");
+    let agent_pin = gen_cert(&agent_dir, "127.0.0.1");
+    let agent_user = gen_key("agent1");
+    std::fs::write(dir.join("users"), format!("{agent_user}\n")).unwrap();
+    std::fs::write(dir.join("agent1.key"), &agent_user).unwrap();
+    let (users, key) = (dir.join("users"), dir.join("agent1.key"));
+    let target = tls_server(
+        &dir,
+        &["--tls-required", "--auth-users", users.to_str().unwrap()],
+    );
+    // The controller reaches the agent over TLS too.
+    let agent = tls_server(
+        &agent_dir,
+        &[
+            "--allow-third-party",
+            "--third-party-key-file",
+            key.to_str().unwrap(),
+            "--third-party-tls-pin",
+            &target_pin,
+        ],
+    );
+    let run = relayed(
+        agent.port,
+        target.port,
+        &["-n", "3M", "-J", "--tls-pin", &agent_pin],
+    );
+    let report = run.report();
+    assert_eq!(u64_at(&report, "/summary/received/bytes"), 3 << 20);
+    assert_eq!(u64_at(&report, "/summary/sent/bytes"), 3 << 20);
+
+    // The same agent set-up without its key file: the target refuses it.
+    let keyless = tls_server(
+        &agent_dir,
+        &["--allow-third-party", "--third-party-tls-pin", &target_pin],
+    );
+    let run = relayed(
+        keyless.port,
+        target.port,
+        &["-n", "1M", "--tls-pin", &agent_pin],
+    );
+    let line = run.assert_one_line_failure(1);
+    assert!(line.contains("requires authentication"), "{line}");
+    let log = target.stderr_lines().join("\n");
+    assert!(log.contains("requires authentication"), "{log}");
+}

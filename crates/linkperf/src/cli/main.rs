@@ -159,8 +159,12 @@ fn run_server(args: args::ServerArgs) -> ExitCode {
             }
         };
     }
-    let tls = match args.tls.resolve() {
-        Ok(tls) => tls,
+    let resolved = args
+        .tls
+        .resolve()
+        .and_then(|tls| Ok((tls, args.tls.target_tls()?, args.auth.target_credentials()?)));
+    let (tls, target_tls, target_credentials) = match resolved {
+        Ok(resolved) => resolved,
         Err(e) => {
             eprintln!("linkperf: {e}");
             return ExitCode::from(2);
@@ -183,6 +187,8 @@ fn run_server(args: args::ServerArgs) -> ExitCode {
         auth_required,
         third_party,
         tls,
+        target_credentials,
+        target_tls,
     };
     let s = match server::Server::bind(options) {
         Ok(s) => s,

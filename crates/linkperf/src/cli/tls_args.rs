@@ -32,9 +32,31 @@ pub struct ServerTlsArgs {
         requires = "tls_gen_cert"
     )]
     pub tls_name: Vec<String>,
+    /// Third-party mode: TLS towards targets, trusting the CAs in FILE
+    /// (the certificate must name the target's address).
+    #[arg(long, value_name = "FILE", conflicts_with = "third_party_tls_pin")]
+    pub third_party_tls_ca: Option<PathBuf>,
+    /// Third-party mode: TLS towards targets, trusting these certificate
+    /// pins (comma-separated SHA-256, one per target).
+    #[arg(long, value_name = "SHA256,...")]
+    pub third_party_tls_pin: Option<String>,
 }
 
 impl ServerTlsArgs {
+    /// TLS towards third-party targets, if configured.
+    pub fn target_tls(&self) -> Result<Option<Arc<ClientTls>>, String> {
+        let tls = match (&self.third_party_tls_ca, &self.third_party_tls_pin) {
+            (Some(ca), _) => {
+                ClientTls::with_ca(ca).map_err(|e| format!("--third-party-tls-ca: {e}"))?
+            }
+            (None, Some(pins)) => {
+                ClientTls::with_pins(pins).map_err(|e| format!("--third-party-tls-pin: {e}"))?
+            }
+            (None, None) => return Ok(None),
+        };
+        Ok(Some(Arc::new(tls)))
+    }
+
     pub fn resolve(&self) -> Result<Option<ServerTls>, String> {
         match (&self.tls_cert, &self.tls_key) {
             (Some(cert), Some(key)) => ServerTls::load(cert, key, self.tls_required).map(Some),

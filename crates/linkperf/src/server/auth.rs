@@ -25,6 +25,8 @@ pub(super) struct Access {
     pub required: Required,
     pub policy: ThirdPartyPolicy,
     pub gate: Gate,
+    /// TLS towards third-party targets.
+    pub target_tls: Option<Arc<crate::tls::ClientTls>>,
 }
 
 /// A fresh nonce when the server knows users.
@@ -142,7 +144,8 @@ impl ControlSession {
             .unwrap_or_else(|| crate::data::canonical_ip(self.peer.ip()).to_string());
         let quota = access.gate.admit_third_party(&controller, policy)?;
         let started = Instant::now();
-        if crate::client::greet(&addr.ip().to_string(), port).is_err() {
+        let tls = access.target_tls.as_deref();
+        if crate::client::greet_with(&addr.ip().to_string(), port, tls).is_err() {
             std::thread::sleep(PROBE_TIME.saturating_sub(started.elapsed()));
             return Err(unreachable(target, port));
         }

@@ -63,6 +63,12 @@ pub struct ServerOptions {
     pub third_party: ThirdPartyPolicy,
     /// TLS for control connections (`--tls-cert`, `--tls-key`, `--tls-required`).
     pub tls: Option<ServerTls>,
+    /// Third-party mode: this agent's own user towards targets that
+    /// require one (`--third-party-key-file`).
+    pub target_credentials: Option<client::Credentials>,
+    /// Third-party mode: TLS towards targets (`--third-party-tls-ca`,
+    /// `--third-party-tls-pin`).
+    pub target_tls: Option<Arc<tls::ClientTls>>,
 }
 
 impl Default for ServerOptions {
@@ -83,6 +89,8 @@ impl Default for ServerOptions {
             auth_required: Required::All,
             third_party: ThirdPartyPolicy::default(),
             tls: None,
+            target_credentials: None,
+            target_tls: None,
         }
     }
 }
@@ -159,6 +167,7 @@ impl Server {
                 required: self.options.auth_required,
                 policy: self.options.third_party.clone(),
                 gate: Gate::default(),
+                target_tls: self.options.target_tls.clone(),
             },
             options: self.options,
             guard: self.guard,
@@ -454,19 +463,29 @@ impl ControlSession {
                         Ok(admitted) => admitted,
                         Err(why) => return self.refuse(why),
                     };
-                self.relay(target, port, config)
+                self.relay(target, port, config, options)
             }
             _ => Err("expected setup".into()),
         }
     }
 
     /// Third-party mode: run the test as a client towards `target`, relaying it.
-    fn relay(&mut self, target: String, port: u16, config: TestConfig) -> Result<String, String> {
+    fn relay(
+        &mut self,
+        target: String,
+        port: u16,
+        config: TestConfig,
+        server: &ServerOptions,
+    ) -> Result<String, String> {
         let control = self.control.clone();
+        // The agent's own identity and trust towards the target, never the
+        // controller's.
         let options = client::ClientOptions {
             host: target.clone(),
             port,
             config,
+            credentials: server.target_credentials.clone(),
+            tls: server.target_tls.clone(),
             ..Default::default()
         };
         // The test runs on its own thread so this one can watch the controller:
