@@ -1,10 +1,11 @@
 //! Control connections over real sockets: the sans-IO sessions of
-//! `linkperf-proto` wired to a TCP stream, a reader thread and a channel.
+//! `linkperf-proto` wired to a TCP stream (plain or TLS, see [`crate::tls`]),
+//! a reader thread and a channel.
 
+use crate::tls::Channel;
 use linkperf_proto::codec::CodecError;
 use linkperf_proto::session::{Message, ProtocolError, Session};
 use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -41,7 +42,9 @@ pub enum Incoming<M> {
 /// The sending half, shareable between threads.
 pub struct Control<E: Endpoint> {
     session: Arc<Mutex<E>>,
-    writer: Mutex<TcpStream>,
+    writer: Mutex<Channel>,
+    /// The TLS session's channel binding, when the connection is TLS.
+    binding: Option<[u8; crate::tls::BINDING_LEN]>,
     /// The first byte of a peer that speaks another protocol (see
     /// [`Control::foreign_byte`]).
     foreign: Arc<OnceLock<u8>>,
@@ -51,13 +54,16 @@ impl<E: Endpoint> Control<E> {
     /// Starts a reader thread that turns bytes into messages on `tx`
     /// (through `wrap`, so callers can merge them into their own event type).
     pub fn start<T: Send + 'static>(
-        stream: TcpStream,
+        stream: impl Into<Channel>,
         session: E,
         tx: Sender<T>,
         wrap: fn(Incoming<E::In>) -> T,
     ) -> std::io::Result<Arc<Self>> {
         let session = Arc::new(Mutex::new(session));
-        let mut reader = stream.try_clone()?;
+        // The reader keeps the handle that may hold bytes read ahead.
+        let mut reader: Channel = stream.into();
+        let writer = reader.try_clone()?;
+        let binding = reader.binding();
         let reader_session = session.clone();
         let foreign = Arc::new(OnceLock::new());
         let reader_foreign = foreign.clone();
@@ -96,7 +102,7 @@ impl<E: Endpoint> Control<E> {
                                         let _ = reader_foreign.set(b);
                                     }
                                     let _ = tx.send(wrap(Incoming::Lost(e.to_string())));
-                                    let _ = reader.shutdown(std::net::Shutdown::Both);
+                                    let _ = reader.tcp().shutdown(std::net::Shutdown::Both);
                                     return;
                                 }
                             }
@@ -113,7 +119,8 @@ impl<E: Endpoint> Control<E> {
             })?;
         Ok(Arc::new(Control {
             session,
-            writer: Mutex::new(stream),
+            writer: Mutex::new(writer),
+            binding,
             foreign,
         }))
     }
@@ -143,7 +150,12 @@ impl<E: Endpoint> Control<E> {
 
     pub fn shutdown(&self) {
         if let Ok(w) = self.writer.lock() {
-            let _ = w.shutdown(std::net::Shutdown::Both);
+            w.shutdown();
         }
+    }
+
+    /// The TLS channel binding (see [`crate::tls::Channel::binding`]).
+    pub fn binding(&self) -> Option<&[u8]> {
+        self.binding.as_ref().map(|b| &b[..])
     }
 }

@@ -14,6 +14,7 @@
 //! - [`diagnose`]: why the numbers are what they are (pure analysis).
 //! - [`doctor`]: this host's settings against what a target path needs.
 //! - [`text`]: the human rendering of a result.
+//! - [`tls`]: TLS for control connections (certificates, pins, channels).
 //! - [`control`], [`data`]: control sessions and data connections on sockets.
 //! - [`guard`]: a server's limits, cookies and event log (what it allows).
 //! - [`client`]: runs one test against a server.
@@ -41,6 +42,8 @@ pub mod diagnose;
 pub mod doctor;
 
 pub mod text;
+
+pub mod tls;
 
 pub mod control;
 pub mod data;

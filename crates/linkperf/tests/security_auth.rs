@@ -321,3 +321,57 @@ fn bad_auth_flags_are_one_line_usage_errors() {
     let run = linkperf(&["server", "--gen-key", "bad name"]);
     run.assert_one_line_failure(2);
 }
+
+/// `linkperf rr 127.0.0.1 -p PORT ARGS...` with `env` set (and no key from
+/// the caller's environment).
+fn rr_env(port: u16, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut cmd = Command::new(bin());
+    cmd.args(["rr", "127.0.0.1", "-p", &port.to_string(), "--no-store"])
+        .args(args)
+        .env_remove("LINKPERF_KEY")
+        .env_remove("LINKPERF_USER");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    linkperf_testsupport::process::run(&mut cmd, CLIENT_WATCHDOG)
+}
+
+#[test]
+fn rr_clients_authenticate_with_a_key_and_are_refused_without() {
+    let alice = gen_key("alice");
+    let mallory = gen_key("mallory");
+    let users = write_file("users-rr", &format!("{alice}\n"));
+    let key_file = write_file("alice-rr.key", &alice);
+    let server = Server::start_with(&["--auth-users", users.to_str().unwrap()]);
+
+    // With the key: every transaction asked is made and answered, TCP and UDP.
+    for proto in [&[][..], &["-u"][..]] {
+        let mut args = vec!["-n", "300", "-J", "--key-file", key_file.to_str().unwrap()];
+        args.extend_from_slice(proto);
+        let run = rr_env(server.port, &args, &[]);
+        run.assert_success("rr with a key");
+        let v = run.json();
+        assert_eq!(u64_at(&v, "/summary/transactions"), 300, "{proto:?}");
+        assert_eq!(u64_at(&v, "/summary/server/transactions"), 300, "{proto:?}");
+    }
+    // From the environment, as campaigns pass it.
+    let run = rr_env(
+        server.port,
+        &["-n", "50", "-J"],
+        &[("LINKPERF_KEY", &alice)],
+    );
+    assert_eq!(u64_at(&run.json(), "/summary/transactions"), 50);
+
+    let run = rr_env(server.port, &["-n", "50"], &[]);
+    let line = run.assert_one_line_failure(1);
+    assert!(line.contains("requires authentication"), "{line}");
+    let wrong_key = format!("alice:{}", mallory.split_once(':').unwrap().1);
+    let run = rr_env(server.port, &["-n", "50"], &[("LINKPERF_KEY", &wrong_key)]);
+    let line = run.assert_one_line_failure(1);
+    assert!(line.contains("authentication failed"), "{line}");
+    let log = server.stderr_lines().join("\n");
+    assert!(
+        log.contains("auth-failed") && log.contains("'alice'"),
+        "{log}"
+    );
+}

@@ -6,7 +6,9 @@
 //! the protocol version and what the session asks for (a test, or a
 //! third-party test towards one target and port). The key never crosses the
 //! wire; an answer is good for one nonce and one request only. The server
-//! compares in constant time.
+//! compares in constant time. Over TLS the context also binds the TLS
+//! session's exporter value (RFC 8446 section 7.5), so an answer a relay
+//! saw on one TLS session is worthless on the relay's own session.
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
@@ -58,12 +60,23 @@ pub fn purpose_test() -> String {
     "test".into()
 }
 
+/// The purpose of an rr session's answer.
+pub fn purpose_rr() -> String {
+    "rr".into()
+}
+
 /// The purpose of a third-party request towards `target`:`port`.
 pub fn purpose_third_party(target: &str, port: u16) -> String {
     format!("third-party {target} {port}")
 }
 
-fn context_mac(key: &Key, nonce: &[u8], user: &str, purpose: &str) -> Hmac<Sha256> {
+fn context_mac(
+    key: &Key,
+    nonce: &[u8],
+    user: &str,
+    purpose: &str,
+    binding: Option<&[u8]>,
+) -> Hmac<Sha256> {
     let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&key.0).expect("HMAC takes any key length");
     mac.update(b"linkperf-auth-v1\0");
     mac.update(&crate::PROTOCOL_VERSION.to_be_bytes());
@@ -72,21 +85,53 @@ fn context_mac(key: &Key, nonce: &[u8], user: &str, purpose: &str) -> Hmac<Sha25
         mac.update(&(part.len() as u64).to_be_bytes());
         mac.update(part);
     }
+    // A fourth part only over TLS: answers on plain connections stay as
+    // they were, and a bound answer never equals an unbound one.
+    if let Some(binding) = binding {
+        mac.update(b"tls-exporter");
+        mac.update(&(binding.len() as u64).to_be_bytes());
+        mac.update(binding);
+    }
     mac
 }
 
-/// The client's answer to `nonce`, hex encoded.
+/// The client's answer to `nonce` on a plain connection, hex encoded.
 pub fn answer(key: &Key, nonce: &[u8], user: &str, purpose: &str) -> String {
+    answer_bound(key, nonce, user, purpose, None)
+}
+
+/// The client's answer, bound to a TLS session's exporter value when the
+/// connection is TLS.
+pub fn answer_bound(
+    key: &Key,
+    nonce: &[u8],
+    user: &str,
+    purpose: &str,
+    binding: Option<&[u8]>,
+) -> String {
     to_hex(
-        &context_mac(key, nonce, user, purpose)
+        &context_mac(key, nonce, user, purpose, binding)
             .finalize()
             .into_bytes(),
     )
 }
 
-/// True when `answer` (hex) is the right answer; constant time in its bytes.
+/// True when `answer` (hex) is the right answer on a plain connection.
 pub fn verify(key: &Key, nonce: &[u8], user: &str, purpose: &str, answer: &str) -> bool {
-    let expected = context_mac(key, nonce, user, purpose)
+    verify_bound(key, nonce, user, purpose, None, answer)
+}
+
+/// True when `answer` (hex) is the right answer for this connection's
+/// binding (none: plain); constant time in its bytes.
+pub fn verify_bound(
+    key: &Key,
+    nonce: &[u8],
+    user: &str,
+    purpose: &str,
+    binding: Option<&[u8]>,
+    answer: &str,
+) -> bool {
+    let expected = context_mac(key, nonce, user, purpose, binding)
         .finalize()
         .into_bytes();
     let given = from_hex(answer).unwrap_or_default();
@@ -147,6 +192,40 @@ mod tests {
         ));
         assert!(!verify(&key, &nonce, "alice", "test", &good[..62]));
         assert!(!verify(&key, &nonce, "alice", "test", "zz"));
+    }
+
+    #[test]
+    fn a_bound_answer_holds_for_its_tls_session_only() {
+        let key = Key::from_bytes([7; KEY_LEN]);
+        let nonce = [1u8; NONCE_LEN];
+        let (a, b) = ([3u8; 32], [4u8; 32]);
+        let bound = answer_bound(&key, &nonce, "alice", "test", Some(&a));
+        assert!(verify_bound(
+            &key,
+            &nonce,
+            "alice",
+            "test",
+            Some(&a),
+            &bound
+        ));
+        assert!(!verify_bound(
+            &key,
+            &nonce,
+            "alice",
+            "test",
+            Some(&b),
+            &bound
+        ));
+        assert!(!verify(&key, &nonce, "alice", "test", &bound));
+        let plain = answer(&key, &nonce, "alice", "test");
+        assert!(!verify_bound(
+            &key,
+            &nonce,
+            "alice",
+            "test",
+            Some(&a),
+            &plain
+        ));
     }
 
     #[test]

@@ -14,8 +14,14 @@
 //!   `request` bytes follow, each answered by exactly `response` bytes, until
 //!   the client closes. `linkperf rr --connect` opens one per transaction.
 //!
+//! A server that requires users answers a Hello with
+//! [`RrServerMessage::Challenge`] (a nonce, as in [`crate::auth`]); the
+//! client answers [`RrClientMessage::Auth`] and the server then owes its
+//! Welcome (or an Error).
+//!
 //! ```text
 //! Opening --Hello--> Greeted --Welcome--> Running --Finish--> Finishing --Done--> Closed
+//!                    Greeted --Challenge--> Challenged --Auth--> Greeted
 //! Opening --Join--> Data (raw transactions; no more frames)
 //! any state but Data: Error (from the server) --> Closed
 //! ```
@@ -67,6 +73,9 @@ pub enum RrClientMessage {
     },
     /// The client is done; the server answers with its counts.
     Finish,
+    /// The answer to a Challenge: HMAC of the nonce with the user's key
+    /// (purpose [`crate::auth::purpose_rr`]).
+    Auth { user: String, answer: String },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -96,6 +105,10 @@ pub enum RrServerMessage {
     Error {
         message: String,
     },
+    /// This server requires users: answer this nonce (hex) with Auth.
+    Challenge {
+        nonce: String,
+    },
 }
 
 impl RrClientMessage {
@@ -104,6 +117,7 @@ impl RrClientMessage {
             RrClientMessage::Hello { .. } => "hello",
             RrClientMessage::Join { .. } => "join",
             RrClientMessage::Finish => "finish",
+            RrClientMessage::Auth { .. } => "auth",
         }
     }
 }
@@ -114,6 +128,7 @@ impl RrServerMessage {
             RrServerMessage::Welcome { .. } => "welcome",
             RrServerMessage::Done { .. } => "done",
             RrServerMessage::Error { .. } => "error",
+            RrServerMessage::Challenge { .. } => "challenge",
         }
     }
 }
@@ -122,8 +137,10 @@ impl RrServerMessage {
 pub enum RrPhase {
     /// Waiting for the first message: Hello or Join.
     Opening,
-    /// Hello seen; the server owes Welcome (or Error).
+    /// Hello seen; the server owes Welcome (or Error, or Challenge).
     Greeted,
+    /// Challenge sent; the client owes Auth.
+    Challenged,
     /// The session runs; the client may Finish.
     Running,
     /// Finish seen; the server owes Done.
@@ -197,6 +214,7 @@ impl Machine {
             }
             (Opening, RrClientMessage::Join { .. }) => Data,
             (Running, RrClientMessage::Finish) => Finishing,
+            (Challenged, RrClientMessage::Auth { .. }) => Greeted,
             _ => return Err(self.unexpected(m.name())),
         };
         Ok(())
@@ -215,7 +233,11 @@ impl Machine {
                 Running
             }
             (Finishing, RrServerMessage::Done { .. }) => Closed,
-            (Opening | Greeted | Running | Finishing, RrServerMessage::Error { .. }) => Closed,
+            (Greeted, RrServerMessage::Challenge { .. }) => Challenged,
+            (
+                Opening | Greeted | Challenged | Running | Finishing,
+                RrServerMessage::Error { .. },
+            ) => Closed,
             _ => return Err(self.unexpected(m.name())),
         };
         Ok(())
@@ -447,6 +469,45 @@ mod tests {
             frame(r#"{"type":"hello","version":1,"software":"x","protocol":"udp"}"#)
         );
         assert_eq!(c.phase(), RrPhase::Greeted);
+    }
+
+    #[test]
+    fn a_challenge_is_answered_before_the_welcome() {
+        let mut s = RrServerSession::new();
+        let mut c = RrClientSession::new();
+        let hello = c
+            .send(&RrClientMessage::Hello {
+                version: 1,
+                software: "c".into(),
+                protocol: Protocol::Tcp,
+            })
+            .unwrap();
+        s.receive(&hello).unwrap();
+        let challenge = RrServerMessage::Challenge { nonce: "ab".into() };
+        let bytes = s.send(&challenge).unwrap();
+        assert_eq!(bytes, frame(r#"{"type":"challenge","nonce":"ab"}"#));
+        assert_eq!(c.receive(&bytes).unwrap(), vec![challenge]);
+        // The welcome is not legal before the answer.
+        let welcome = RrServerMessage::Welcome {
+            version: 1,
+            software: "s".into(),
+            cookie: 7,
+            udp_port: None,
+            boot_id: None,
+        };
+        assert!(s.send(&welcome).is_err());
+        assert_eq!(s.phase(), RrPhase::Challenged);
+        let auth = RrClientMessage::Auth {
+            user: "alice".into(),
+            answer: "00".into(),
+        };
+        let bytes = c.send(&auth).unwrap();
+        assert_eq!(s.receive(&bytes).unwrap(), vec![auth.clone()]);
+        assert_eq!(s.phase(), RrPhase::Greeted);
+        // Only one answer per challenge.
+        assert!(s.receive(&bytes).is_err());
+        c.receive(&s.send(&welcome).unwrap()).unwrap();
+        assert_eq!(c.phase(), RrPhase::Running);
     }
 
     #[test]

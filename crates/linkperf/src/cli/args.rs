@@ -201,6 +201,8 @@ pub struct ServerArgs {
     pub limits: crate::server_limits::ServerLimitArgs,
     #[command(flatten)]
     pub auth: crate::auth_args::ServerAuthArgs,
+    #[command(flatten)]
+    pub tls: crate::tls_args::ServerTlsArgs,
 
     // iperf3's everyday flags (issue 21).
     /// Run as a daemon: detach once listening (errors before that are printed).
@@ -235,6 +237,8 @@ pub struct ClientArgs {
     pub client: Option<String>,
     #[command(flatten)]
     pub auth: crate::auth_args::ClientAuthArgs,
+    #[command(flatten)]
+    pub tls: crate::tls_args::ClientTlsArgs,
     /// Server port.
     #[arg(short = 'p', long, default_value_t = linkperf_proto::DEFAULT_PORT)]
     pub port: u16,

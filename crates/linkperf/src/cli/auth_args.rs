@@ -48,6 +48,10 @@ pub struct ServerAuthArgs {
     /// Third-party tests one controller may run at once.
     #[arg(long, value_name = "N", default_value_t = ThirdPartyPolicy::default().max_concurrent)]
     pub third_party_max_concurrent: u32,
+    /// This agent's own user towards targets that require one: a file
+    /// holding NAME:KEY (a line of the target's users file).
+    #[arg(long, value_name = "FILE")]
+    pub third_party_key_file: Option<PathBuf>,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +61,17 @@ pub enum RequiredArg {
 }
 
 impl ServerAuthArgs {
+    /// The agent's credentials towards third-party targets, if given.
+    pub fn target_credentials(&self) -> Result<Option<Credentials>, String> {
+        self.third_party_key_file
+            .as_deref()
+            .map(|path| {
+                Credentials::from_key_file(None, path)
+                    .map_err(|e| format!("--third-party-key-file: {e}"))
+            })
+            .transpose()
+    }
+
     /// The users (if any), what needs one, and the third-party rules.
     pub fn resolve(&self) -> Result<(Option<Arc<Users>>, Required, ThirdPartyPolicy), String> {
         let users = match &self.auth_users {

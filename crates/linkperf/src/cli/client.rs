@@ -34,7 +34,7 @@ fn usage(message: impl std::fmt::Display) -> ExitCode {
 }
 
 pub fn run(args: ClientArgs) -> ExitCode {
-    if let Err(e) = args.auth.install() {
+    if let Err(e) = args.auth.install().and_then(|()| args.tls.install()) {
         return usage(e);
     }
     let spec = match args.spec().and_then(|s| s.validate().map(|()| s)) {

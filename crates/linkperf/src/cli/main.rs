@@ -39,6 +39,7 @@ mod results;
 mod rr;
 mod server_limits;
 mod sweep;
+mod tls_args;
 mod traffic;
 
 use args::{Cli, Command};
@@ -142,6 +143,34 @@ fn run_server(args: args::ServerArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(dir) = &args.tls.tls_gen_cert {
+        return match linkperf::tls::generate_self_signed(dir, &args.tls.tls_name) {
+            Ok(pin) => {
+                say!(
+                    "wrote {} and {}; certificate SHA-256 pin (for --tls-pin): {pin}",
+                    dir.join("cert.pem").display(),
+                    dir.join("key.pem").display()
+                );
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("linkperf: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
+    let resolved = args
+        .tls
+        .resolve()
+        .and_then(|tls| Ok((tls, args.tls.target_tls()?, args.auth.target_credentials()?)));
+    let (tls, target_tls, target_credentials) = match resolved {
+        Ok(resolved) => resolved,
+        Err(e) => {
+            eprintln!("linkperf: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let pin = tls.as_ref().map(|t| t.pin.clone());
     let options = server::ServerOptions {
         port: args.port,
         bind: args.bind,
@@ -158,6 +187,9 @@ fn run_server(args: args::ServerArgs) -> ExitCode {
         auth_required,
         third_party,
         mptcp: args.mptcp,
+        tls,
+        target_credentials,
+        target_tls,
     };
     let s = match server::Server::bind(options) {
         Ok(s) => s,
@@ -182,6 +214,9 @@ fn run_server(args: args::ServerArgs) -> ExitCode {
     };
     if !args.quiet {
         say!("linkperf server listening on {}", s.local_addr());
+        if let Some(pin) = pin {
+            say!("TLS on control connections; certificate SHA-256 pin: {pin}");
+        }
     }
     s.run();
     output.finish();

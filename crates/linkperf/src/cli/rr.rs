@@ -28,6 +28,8 @@ pub struct RrArgs {
     /// Server port.
     #[arg(short = 'p', long, default_value_t = linkperf_proto::DEFAULT_PORT)]
     pub port: u16,
+    #[command(flatten)]
+    pub auth: crate::auth_args::ClientAuthArgs,
     /// UDP instead of TCP (a lost transaction times out and counts as lost).
     #[arg(short = 'u', long)]
     pub udp: bool,
@@ -161,6 +163,10 @@ impl RrArgs {
 
 /// `linkperf rr`: runs the plan and prints the report.
 pub fn main(args: RrArgs) -> ExitCode {
+    if let Err(e) = args.auth.install() {
+        eprintln!("linkperf: {e}");
+        return ExitCode::from(2);
+    }
     let plan = match args.spec().and_then(|s| s.plan()) {
         Ok(p) => p,
         Err(e) => {

@@ -2,8 +2,12 @@
 //! resolving the server's address and making sockets bound as the user
 //! asked. Must not speak the control protocol or run a test.
 
+use crate::tls::{self, Channel, ClientTls};
+use linkperf_proto::Preamble;
 use socket2::{Domain, Socket};
-use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::io::Write;
+use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
+use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Debug, Clone, Default)]
@@ -24,6 +28,8 @@ pub struct ClientOptions {
     pub server_output: bool,
     /// Answer a server's challenge as this user (`--username`, `--key-file`).
     pub credentials: Option<Credentials>,
+    /// TLS on the control connection (`--tls`); data connections stay plain.
+    pub tls: Option<Arc<ClientTls>>,
 }
 
 impl ClientOptions {
@@ -41,6 +47,7 @@ impl ClientOptions {
             connect_timeout: spec.connect_timeout,
             server_output: spec.server_output,
             credentials: default_credentials(),
+            tls: default_tls(),
         }
     }
 
@@ -119,6 +126,59 @@ pub fn default_credentials() -> Option<Credentials> {
     DEFAULT_CREDENTIALS
         .get_or_init(|| Credentials::from_env().ok().flatten())
         .clone()
+}
+
+static DEFAULT_TLS: std::sync::OnceLock<Option<Arc<ClientTls>>> = std::sync::OnceLock::new();
+
+/// Sets the TLS every control connection of this process uses unless its
+/// options say otherwise (the command line's `--tls`). Only the first call
+/// counts.
+pub fn set_default_tls(tls: Option<Arc<ClientTls>>) {
+    let _ = DEFAULT_TLS.set(tls);
+}
+
+/// The process's TLS: what was set, else `LINKPERF_TLS_PIN` or
+/// `LINKPERF_TLS_CA` from the environment (how campaigns and monitors get
+/// it), else none.
+pub fn default_tls() -> Option<Arc<ClientTls>> {
+    DEFAULT_TLS
+        .get_or_init(|| tls_from_env().ok().flatten())
+        .clone()
+}
+
+/// TLS from `LINKPERF_TLS_PIN` (pins, comma-separated) or `LINKPERF_TLS_CA`
+/// (a PEM file); none when neither is set.
+pub fn tls_from_env() -> Result<Option<Arc<ClientTls>>, String> {
+    if let Ok(pins) = std::env::var("LINKPERF_TLS_PIN") {
+        return ClientTls::with_pins(&pins)
+            .map(|t| Some(Arc::new(t)))
+            .map_err(|e| format!("LINKPERF_TLS_PIN: {e}"));
+    }
+    if let Ok(ca) = std::env::var("LINKPERF_TLS_CA") {
+        return ClientTls::with_ca(std::path::Path::new(&ca))
+            .map(|t| Some(Arc::new(t)))
+            .map_err(|e| format!("LINKPERF_TLS_CA: {e}"));
+    }
+    Ok(None)
+}
+
+/// Turns a connected socket into a control connection: the TLS handshake
+/// when `tls` is given (the certificate checked for `host`), then the
+/// control preamble.
+pub(crate) fn open_control(
+    stream: TcpStream,
+    tls: Option<&ClientTls>,
+    host: &str,
+    within: Duration,
+) -> Result<Channel, ClientError> {
+    let mut channel = match tls {
+        Some(tls) => tls::connect(stream, tls, host, within).map_err(fail)?,
+        None => Channel::plain(stream),
+    };
+    channel
+        .write_all(&Preamble::Control.bytes())
+        .map_err(|e| fail(format!("control connection: {e}")))?;
+    Ok(channel)
 }
 
 /// How long a connect may take unless `--connect-timeout` says otherwise.

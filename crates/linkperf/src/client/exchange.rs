@@ -82,8 +82,14 @@ pub(super) fn exchange_greetings(
         .and_then(|()| wait_message(events, timeout, "greeting"));
     answer.map_err(|e| {
         if control.foreign_byte().is_none() {
-            // The reader reports a lost connection at once; a live one stays silent.
-            let _ = wait_message(events, Duration::from_millis(500), "greeting");
+            // The reader reports a lost connection at once; a live one stays
+            // silent. A server that refused at once (--tls-required) may
+            // have said why before the Hello could be sent.
+            if let Err(told) = wait_message(events, Duration::from_millis(500), "greeting") {
+                if told.message.starts_with("server: ") {
+                    return told;
+                }
+            }
         }
         foreign_server(control, server).unwrap_or(e)
     })
@@ -108,7 +114,13 @@ pub(super) fn welcome(
                 control
                     .send(&ClientMessage::Auth {
                         user: c.user.clone(),
-                        answer: auth::answer(&c.key, &nonce, &c.user, purpose),
+                        answer: auth::answer_bound(
+                            &c.key,
+                            &nonce,
+                            &c.user,
+                            purpose,
+                            control.binding(),
+                        ),
                     })
                     .map_err(fail)?;
             }

@@ -13,20 +13,20 @@ mod streams;
 
 pub(crate) use connect::tcp_socket;
 pub use connect::{
-    default_credentials, describe_timeout, resolve, set_default_credentials, ClientError,
-    ClientOptions, Credentials,
+    default_credentials, default_tls, describe_timeout, resolve, set_default_credentials,
+    set_default_tls, tls_from_env, ClientError, ClientOptions, Credentials,
 };
 
 use crate::control::{Control, Incoming};
 use crate::data;
 use crate::report::{IntervalReport, Report};
-use connect::{connect_error, fail, local_bind, usage};
+use crate::tls;
+use connect::{connect_error, fail, local_bind, open_control, usage};
 use exchange::{exchange_greetings, Event};
 use linkperf_engine::{facts, EventSink, LocalSide};
 use linkperf_proto::messages::RrRequest;
 use linkperf_proto::session::ClientSession;
-use linkperf_proto::{ClientMessage, Preamble, ServerMessage, TestConfig};
-use std::io::Write;
+use linkperf_proto::{ClientMessage, ServerMessage, TestConfig};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
@@ -54,15 +54,18 @@ pub fn run(
     let server = resolve(&options.host, options.port, options.family)?;
     let sock = tcp_socket(server, local_bind(options, server, 0))?;
     connect::connect(&sock, server, options.connect_within())?;
-    let mut control_stream: TcpStream = sock.into();
+    let control_stream: TcpStream = sock.into();
     linkperf_engine::sockopt::apply_liveness(&socket2::SockRef::from(&control_stream));
     control_stream.set_nodelay(true).ok();
-    control_stream
-        .write_all(&Preamble::Control.bytes())
-        .map_err(|e| fail(format!("control connection: {e}")))?;
     let local = control_stream
         .local_addr()
         .map_err(|e| fail(e.to_string()))?;
+    let control_stream = open_control(
+        control_stream,
+        options.tls.as_deref(),
+        &options.host,
+        options.connect_within(),
+    )?;
     let (tx, events) = mpsc::channel();
     let control = Control::start(
         control_stream,
@@ -142,15 +145,19 @@ fn drive(
 }
 
 /// Connects to a server and exchanges greetings, then leaves: is it up, and
-/// does it speak this protocol version?
+/// does it speak this protocol version? Over TLS when the process's
+/// default says so.
 pub fn greet(host: &str, port: u16) -> Result<(), ClientError> {
+    greet_with(host, port, default_tls().as_deref())
+}
+
+/// [`greet`] with the TLS given (none: plain).
+pub fn greet_with(host: &str, port: u16, tls: Option<&tls::ClientTls>) -> Result<(), ClientError> {
     let addr = resolve(host, port, None)?;
     let within = Duration::from_secs(3);
-    let mut stream =
+    let stream =
         TcpStream::connect_timeout(&addr, within).map_err(|e| connect_error(addr, e, within))?;
-    stream
-        .write_all(&Preamble::Control.bytes())
-        .map_err(|e| fail(e.to_string()))?;
+    let stream = open_control(stream, tls, host, within)?;
     let (tx, events) = mpsc::channel();
     let control = Control::start(stream, ClientSession::new(), tx, Event::Server)
         .map_err(|e| fail(e.to_string()))?;
@@ -225,12 +232,10 @@ fn third_party(
 ) -> Result<serde_json::Value, ClientError> {
     let agent = resolve(from.0, from.1, family)?;
     let within = connect::DEFAULT_CONNECT_TIMEOUT;
-    let mut stream =
+    let stream =
         TcpStream::connect_timeout(&agent, within).map_err(|e| connect_error(agent, e, within))?;
     linkperf_engine::sockopt::apply_liveness(&socket2::SockRef::from(&stream));
-    stream
-        .write_all(&Preamble::Control.bytes())
-        .map_err(|e| fail(e.to_string()))?;
+    let stream = open_control(stream, default_tls().as_deref(), from.0, within)?;
     let (tx, events) = mpsc::channel();
     let control = Control::start(stream, ClientSession::new(), tx, Event::Server)
         .map_err(|e| fail(e.to_string()))?;

@@ -62,15 +62,23 @@ impl Users {
         self.keys.is_empty()
     }
 
-    /// True when `answer` proves `user`'s key for `nonce` and `purpose`.
-    /// An unknown user costs the same work as a known one.
-    pub fn verify(&self, user: &str, nonce: &[u8], purpose: &str, answer: &str) -> bool {
+    /// True when `answer` proves `user`'s key for `nonce` and `purpose` (and
+    /// the TLS session's `binding` over TLS). An unknown user costs the same
+    /// work as a known one.
+    pub fn verify(
+        &self,
+        user: &str,
+        nonce: &[u8],
+        purpose: &str,
+        binding: Option<&[u8]>,
+        answer: &str,
+    ) -> bool {
         let dummy = Key::from_bytes([0; auth::KEY_LEN]);
         let (key, known) = match self.keys.get(user) {
             Some(k) => (k, true),
             None => (&dummy, false),
         };
-        auth::verify(key, nonce, user, purpose, answer) && known
+        auth::verify_bound(key, nonce, user, purpose, binding, answer) && known
     }
 }
 
@@ -264,6 +272,24 @@ pub struct Gate {
     third_party: Mutex<HashMap<String, (Vec<Instant>, u32)>>,
 }
 
+/// A client's answer to a challenge, with what it must prove.
+pub struct Answer<'a> {
+    pub user: &'a str,
+    pub answer: &'a str,
+    pub nonce: &'a [u8],
+    pub purpose: &'a str,
+    /// The TLS session's channel binding, when the connection is TLS.
+    pub binding: Option<&'a [u8]>,
+}
+
+/// `s` with control characters replaced, for log lines and messages.
+pub fn printable(s: &str) -> String {
+    s.chars()
+        .take(64)
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
+}
+
 /// A running third-party test's share of its controller's quota.
 pub struct QuotaPermit<'a> {
     gate: &'a Gate,
@@ -306,6 +332,51 @@ impl Gate {
         }
         entry.1 += 1;
         entry.1
+    }
+
+    /// Checks a client's answer to the server's challenge.
+    /// `Err` holds the refusal to send (the failure is logged and counted,
+    /// and an address over the limit is refused unchecked).
+    pub fn check(
+        &self,
+        users: &Users,
+        log: &super::EventLog,
+        peer: SocketAddr,
+        answer: &Answer<'_>,
+    ) -> Result<(), String> {
+        let ip = peer.ip();
+        if let Some(wait) = self.blocked(ip) {
+            return Err(format!(
+                "too many failed authentications from this address; try again in {wait} s"
+            ));
+        }
+        if users.verify(
+            answer.user,
+            answer.nonce,
+            answer.purpose,
+            answer.binding,
+            answer.answer,
+        ) {
+            return Ok(());
+        }
+        let count = self.failed(ip);
+        if count <= AUTH_FAILURES {
+            let event = if count == AUTH_FAILURES {
+                "rate-limited"
+            } else {
+                "auth-failed"
+            };
+            log.event(
+                super::Level::Warn,
+                peer,
+                event,
+                &format!(
+                    "authentication as '{}' failed ({count} of {AUTH_FAILURES} allowed per minute from this address)",
+                    printable(answer.user)
+                ),
+            );
+        }
+        Err(AUTH_FAILED.into())
     }
 
     /// Admits one more third-party test of `controller` within `policy`'s quotas.

@@ -5,7 +5,9 @@
 //! client that vanishes ends only its own session.
 
 use crate::data;
+use crate::guard::auth::{Answer, Gate, Users};
 use crate::guard::{self, Guard, Level};
+use linkperf_proto::auth;
 use linkperf_proto::rr::{
     self, RrClientMessage, RrServerMessage, RrServerSession, RR_VERSION, UDP_HEADER_LEN,
 };
@@ -33,6 +35,15 @@ fn sessions() -> &'static Mutex<HashMap<u64, Arc<Counters>>> {
 /// How long a client may take to open its UDP flow.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(15);
 
+/// Who may open an rr session (data connections only need their cookie).
+#[derive(Default, Clone, Copy)]
+pub struct Admission<'a> {
+    /// Every session must answer a challenge with a user's key.
+    pub users: Option<(&'a Users, &'a Gate)>,
+    /// Sessions are refused: the server requires TLS, which rr lacks.
+    pub tls_required: bool,
+}
+
 /// Serves one rr connection (the preamble is already read); its first
 /// message must be complete by `deadline`. Returns true when it was a
 /// session that ran to its end (for `linkperf server --once`).
@@ -41,6 +52,7 @@ pub fn handle(
     peer: SocketAddr,
     guard: &Arc<Guard>,
     deadline: Instant,
+    admission: Admission<'_>,
 ) -> bool {
     let _ = stream.set_nodelay(true);
     let mut session = RrServerSession::new();
@@ -76,6 +88,17 @@ pub fn handle(
             false
         }
         RrClientMessage::Hello { protocol, .. } => {
+            if let Err(why) = admit(&mut stream, &mut session, peer, guard, deadline, admission) {
+                send(
+                    &mut stream,
+                    &mut session,
+                    &RrServerMessage::Error {
+                        message: why.clone(),
+                    },
+                );
+                guard.refused(peer, &format!("rr: {why}"));
+                return false;
+            }
             let permit = match guard.admit_test(1) {
                 Ok(permit) => permit,
                 Err(why) => {
@@ -103,8 +126,57 @@ pub fn handle(
             drop(permit);
             true
         }
-        RrClientMessage::Finish => false,
+        RrClientMessage::Finish | RrClientMessage::Auth { .. } => false,
     }
+}
+
+/// A session's admission: refused when the server requires TLS; when it
+/// requires users, a challenge and the client's answer. `Err`: the refusal.
+fn admit(
+    stream: &mut TcpStream,
+    session: &mut RrServerSession,
+    peer: SocketAddr,
+    guard: &Guard,
+    deadline: Instant,
+    admission: Admission<'_>,
+) -> Result<(), String> {
+    if admission.tls_required {
+        return Err(
+            "this server requires TLS (--tls-required) and rr sessions cannot use TLS yet".into(),
+        );
+    }
+    let Some((users, gate)) = admission.users else {
+        return Ok(());
+    };
+    let mut nonce = vec![0u8; auth::NONCE_LEN];
+    guard::random_bytes(&mut nonce)?;
+    let challenge = RrServerMessage::Challenge {
+        nonce: auth::to_hex(&nonce),
+    };
+    if !send(stream, session, &challenge) {
+        return Err("could not send the challenge".into());
+    }
+    let (user, answer) = match read_message(stream, session, Some(deadline)) {
+        Ok(RrClientMessage::Auth { user, answer }) => (user, answer),
+        Ok(_) => return Err("expected the answer to the challenge".into()),
+        Err(why) => {
+            return Err(format!(
+                "this server requires authentication ({why}): give --username and --key-file (or LINKPERF_USER and LINKPERF_KEY)"
+            ))
+        }
+    };
+    gate.check(
+        users,
+        &guard.log,
+        peer,
+        &Answer {
+            user: &user,
+            answer: &answer,
+            nonce: &nonce,
+            purpose: &auth::purpose_rr(),
+            binding: None,
+        },
+    )
 }
 
 /// Reads exactly one frame (never bytes past it: raw requests may follow).

@@ -1,17 +1,14 @@
 //! The server's side of authentication and third-party admission: the
 //! nonce in the Welcome, checking a session's answer (with the failure rate
-//! limit), refusing rr and iperf3 clients when every test needs a user, and
+//! limit), refusing iperf3 clients when every test needs a user, and
 //! the checks before a third-party test (controller, target, quota, and a
 //! linkperf greeting from the target). The rules live in `guard::auth`.
 
 use super::session::ControlSession;
-use crate::guard::auth::{
-    Gate, QuotaPermit, Required, ThirdPartyPolicy, Users, AUTH_FAILED, AUTH_FAILURES,
-};
-use crate::guard::{self, Guard, Level};
+use crate::guard::auth::{printable, Answer, Gate, QuotaPermit, Required, ThirdPartyPolicy, Users};
+use crate::guard::{self, Guard};
 use linkperf_proto::auth::{purpose_test, purpose_third_party, NONCE_LEN};
 use linkperf_proto::iperf3::State;
-use linkperf_proto::rr::RrServerMessage;
 use linkperf_proto::{ClientMessage, Preamble};
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
@@ -28,6 +25,8 @@ pub(super) struct Access {
     pub required: Required,
     pub policy: ThirdPartyPolicy,
     pub gate: Gate,
+    /// TLS towards third-party targets.
+    pub target_tls: Option<Arc<crate::tls::ClientTls>>,
 }
 
 /// A fresh nonce when the server knows users.
@@ -40,8 +39,8 @@ pub(super) fn nonce(access: &Access) -> Result<Option<Vec<u8>>, String> {
     Ok(Some(nonce))
 }
 
-/// True when `preamble`'s protocol cannot authenticate but the server
-/// requires it of every test: the client gets its protocol's refusal.
+/// True when `preamble`'s protocol cannot authenticate (iperf3) but the
+/// server requires it of every test: the client gets its protocol's refusal.
 pub(super) fn refuse_unauthenticated(
     stream: &mut TcpStream,
     peer: SocketAddr,
@@ -54,13 +53,6 @@ pub(super) fn refuse_unauthenticated(
     }
     let why = "this server requires authentication of every test (--auth-required-for all)";
     match preamble {
-        Some(Preamble::Rr) => {
-            let message = RrServerMessage::Error {
-                message: format!("{why}; rr sessions cannot authenticate yet"),
-            };
-            let _ = stream.write_all(&linkperf_proto::encode(&message));
-            server.refused(peer, &format!("rr: {why}"));
-        }
         None => {
             // iperf3: read the rest of its cookie, then deny access as a busy
             // iperf3 server does.
@@ -114,35 +106,22 @@ impl ControlSession {
             }
             return Ok(None);
         };
-        let ip = self.peer.ip();
-        if let Some(wait) = access.gate.blocked(ip) {
-            return self
-                .refuse(format!(
-                    "too many failed authentications from this address; try again in {wait} s"
-                ))
-                .map(|_| None);
+        let checked = access.gate.check(
+            users,
+            &self.guard.log,
+            self.peer,
+            &Answer {
+                user: &user,
+                answer: &answer,
+                nonce,
+                purpose: &purpose,
+                binding: self.control.binding(),
+            },
+        );
+        match checked {
+            Ok(()) => Ok(Some(user)),
+            Err(refusal) => self.refuse(refusal).map(|_| None),
         }
-        if users.verify(&user, nonce, &purpose, &answer) {
-            return Ok(Some(user));
-        }
-        let count = access.gate.failed(ip);
-        if count <= AUTH_FAILURES {
-            let event = if count == AUTH_FAILURES {
-                "rate-limited"
-            } else {
-                "auth-failed"
-            };
-            self.guard.log.event(
-                Level::Warn,
-                self.peer,
-                event,
-                &format!(
-                    "authentication as '{}' failed ({count} of {AUTH_FAILURES} allowed per minute from this address)",
-                    printable(&user)
-                ),
-            );
-        }
-        self.refuse(AUTH_FAILED.into()).map(|_| None)
     }
 
     /// Third-party admission: the controller, the target (resolved once,
@@ -166,7 +145,8 @@ impl ControlSession {
             .unwrap_or_else(|| crate::data::canonical_ip(self.peer.ip()).to_string());
         let quota = access.gate.admit_third_party(&controller, policy)?;
         let started = Instant::now();
-        if crate::client::greet(&addr.ip().to_string(), port).is_err() {
+        let tls = access.target_tls.as_deref();
+        if crate::client::greet_with(&addr.ip().to_string(), port, tls).is_err() {
             std::thread::sleep(PROBE_TIME.saturating_sub(started.elapsed()));
             return Err(unreachable(target, port));
         }
@@ -181,12 +161,4 @@ fn unreachable(target: &str, port: u16) -> String {
         "third-party test towards {}:{port} refused: the target did not answer as a linkperf server",
         printable(target)
     )
-}
-
-/// `s` with control characters replaced, for log lines and messages.
-fn printable(s: &str) -> String {
-    s.chars()
-        .take(64)
-        .map(|c| if c.is_control() { '?' } else { c })
-        .collect()
 }

@@ -6,6 +6,7 @@
 //! `test` runs a throughput test. It must not run tests itself.
 
 mod auth;
+mod secure;
 mod session;
 mod test;
 
@@ -13,6 +14,7 @@ use crate::client;
 use crate::control::{Control, Incoming};
 use crate::guard::auth::{Gate, Required, ThirdPartyPolicy, Users};
 use crate::guard::{self, EventLog, Guard, Level, Limits, LogFormat};
+use crate::tls::{self, Channel, ServerTls};
 use linkperf_engine::facts;
 use linkperf_proto::session::ServerSession;
 use linkperf_proto::{ClientMessage, DataHello, Preamble, ServerMessage, PROTOCOL_VERSION};
@@ -60,6 +62,14 @@ pub struct ServerOptions {
     /// `-m`: the control listener is an MPTCP socket (it still accepts TCP).
     /// A test's MPTCP data listener comes with the test's `-m`.
     pub mptcp: bool,
+    /// TLS for control connections (`--tls-cert`, `--tls-key`, `--tls-required`).
+    pub tls: Option<ServerTls>,
+    /// Third-party mode: this agent's own user towards targets that
+    /// require one (`--third-party-key-file`).
+    pub target_credentials: Option<client::Credentials>,
+    /// Third-party mode: TLS towards targets (`--third-party-tls-ca`,
+    /// `--third-party-tls-pin`).
+    pub target_tls: Option<Arc<tls::ClientTls>>,
 }
 
 impl Default for ServerOptions {
@@ -80,6 +90,9 @@ impl Default for ServerOptions {
             auth_required: Required::All,
             third_party: ThirdPartyPolicy::default(),
             mptcp: false,
+            tls: None,
+            target_credentials: None,
+            target_tls: None,
         }
     }
 }
@@ -161,6 +174,7 @@ impl Server {
                 required: self.options.auth_required,
                 policy: self.options.third_party.clone(),
                 gate: Gate::default(),
+                target_tls: self.options.target_tls.clone(),
             },
             options: self.options,
             guard: self.guard,
@@ -302,18 +316,23 @@ fn handle_connection(
         guard.refused(peer, &format!("no preamble: {why}"));
         return false;
     }
+    let tls = ctx.options.tls.as_ref();
+    if tls::is_client_hello(&preamble) {
+        return match secure::accept(stream, peer, &preamble, tls, guard) {
+            Some(channel) => serve_control(channel, peer, ctx),
+            None => false,
+        };
+    }
     let kind = Preamble::parse(&preamble);
-    if auth::refuse_unauthenticated(&mut stream, peer, kind, (&ctx.access, guard), deadline) {
+    if secure::refuse_plain(&mut stream, peer, kind, (tls, guard), deadline)
+        || auth::refuse_unauthenticated(&mut stream, peer, kind, (&ctx.access, guard), deadline)
+    {
         return false;
     }
     match kind {
         Some(Preamble::Control) => {
             let _ = stream.set_read_timeout(None);
-            match ControlSession::run(stream, peer, ctx) {
-                Ok(line) => guard.log.event(Level::Info, peer, "test-done", &line),
-                Err(why) => guard.log.event(Level::Warn, peer, "session-failed", &why),
-            }
-            true
+            serve_control(Channel::plain(stream), peer, ctx)
         }
         Some(Preamble::Data) => {
             if guard.cookie_guessing_blocked(peer.ip()) {
@@ -343,7 +362,18 @@ fn handle_connection(
             }
             false
         }
-        Some(Preamble::Rr) => crate::rr::server::handle(stream, peer, guard, deadline),
+        Some(Preamble::Rr) => {
+            let access = &ctx.access;
+            let admission = crate::rr::server::Admission {
+                users: access
+                    .users
+                    .as_deref()
+                    .filter(|_| access.required == Required::All)
+                    .map(|u| (u, &access.gate)),
+                tls_required: ctx.options.tls.as_ref().is_some_and(|t| t.required),
+            };
+            crate::rr::server::handle(stream, peer, guard, deadline, admission)
+        }
         None => crate::iperf3::server::serve(
             stream,
             peer,
@@ -354,6 +384,19 @@ fn handle_connection(
             deadline,
         ),
     }
+}
+
+/// Runs a control session (plain or TLS) and logs how it ended; true (for
+/// `--once`).
+fn serve_control(channel: Channel, peer: SocketAddr, ctx: &Context) -> bool {
+    match ControlSession::run(channel, peer, ctx) {
+        Ok(line) => ctx.guard.log.event(Level::Info, peer, "test-done", &line),
+        Err(why) => ctx
+            .guard
+            .log
+            .event(Level::Warn, peer, "session-failed", &why),
+    }
+    true
 }
 
 /// The address to wake a listener bound to `addr` (loopback for a wildcard).
@@ -369,9 +412,9 @@ fn loopback_of(mut addr: SocketAddr) -> SocketAddr {
 }
 
 impl ControlSession {
-    fn run(stream: TcpStream, peer: SocketAddr, ctx: &Context) -> Result<String, String> {
-        linkperf_engine::sockopt::apply_liveness(&socket2::SockRef::from(&stream));
-        let local = stream.local_addr().map_err(|e| e.to_string())?;
+    fn run(stream: Channel, peer: SocketAddr, ctx: &Context) -> Result<String, String> {
+        linkperf_engine::sockopt::apply_liveness(&socket2::SockRef::from(stream.tcp()));
+        let local = stream.tcp().local_addr().map_err(|e| e.to_string())?;
         let (tx, events) = mpsc::channel();
         let session = ServerSession::new().with_first_frame_limit(FIRST_FRAME_LIMIT);
         let control = Control::start(stream, session, tx.clone(), Event::Client)
@@ -445,7 +488,7 @@ impl ControlSession {
                     Ok(admitted) => admitted,
                     Err(why) => return self.refuse(why),
                 };
-                self.third_party(target, port, request)
+                self.third_party(target, port, request, options)
             }
             _ => Err("expected setup".into()),
         }
@@ -458,6 +501,7 @@ impl ControlSession {
         target: String,
         port: u16,
         order: ClientMessage,
+        server: &ServerOptions,
     ) -> Result<String, String> {
         match order {
             ClientMessage::ThirdPartyRr { request, .. } => {
@@ -472,10 +516,14 @@ impl ControlSession {
                 })
             }
             ClientMessage::ThirdParty { config, .. } => {
+                // The agent's own identity and trust towards the target, never
+                // the controller's.
                 let options = client::ClientOptions {
                     host: target.clone(),
                     port,
                     config,
+                    credentials: server.target_credentials.clone(),
+                    tls: server.target_tls.clone(),
                     ..Default::default()
                 };
                 self.relay(target, port, move |cancel, interval| {

@@ -5,6 +5,7 @@
 use crate::client::ClientError;
 use crate::rr::report::ServerCounts;
 use crate::rr::Plan;
+use linkperf_proto::auth;
 use linkperf_proto::rr::{RrClientMessage, RrClientSession, RrServerMessage, RR_VERSION};
 use linkperf_proto::Preamble;
 use std::io::{ErrorKind, Read, Write};
@@ -96,7 +97,12 @@ impl Control {
             .map_err(|e| fail(format!("control connection to {server}: {e}")))?;
         stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT)).ok();
         let mut control = Control { stream, session };
-        let welcome = match control.read(server, "greeting")? {
+        let mut greeting = control.read(server, "greeting")?;
+        if let RrServerMessage::Challenge { nonce } = greeting {
+            control.answer(server, &nonce)?;
+            greeting = control.read(server, "greeting")?;
+        }
+        let welcome = match greeting {
             RrServerMessage::Welcome {
                 cookie,
                 udp_port,
@@ -119,6 +125,28 @@ impl Control {
         // Idle gaps may be long; keepalive watches the connection meanwhile.
         control.stream.set_read_timeout(None).ok();
         Ok((control, welcome, local))
+    }
+
+    /// Answers the server's challenge with the process's credentials
+    /// (`--username`/`--key-file`, or LINKPERF_USER/LINKPERF_KEY).
+    fn answer(&mut self, server: SocketAddr, nonce: &str) -> Result<(), ClientError> {
+        let Some(c) = crate::client::default_credentials() else {
+            return Err(fail(
+                "server: this server requires authentication: give --username and --key-file (or LINKPERF_USER and LINKPERF_KEY)",
+            ));
+        };
+        let nonce = auth::from_hex(nonce)
+            .ok_or_else(|| fail("the server's challenge is not hexadecimal"))?;
+        let bytes = self
+            .session
+            .send(&RrClientMessage::Auth {
+                user: c.user.clone(),
+                answer: auth::answer(&c.key, &nonce, &c.user, &auth::purpose_rr()),
+            })
+            .map_err(|e| fail(e.to_string()))?;
+        self.stream
+            .write_all(&bytes)
+            .map_err(|e| fail(format!("control connection to {server}: {e}")))
     }
 
     fn read(&mut self, server: SocketAddr, what: &str) -> Result<RrServerMessage, ClientError> {
