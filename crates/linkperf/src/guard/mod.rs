@@ -353,24 +353,10 @@ pub fn read_exact_by(
     buf: &mut [u8],
     deadline: Instant,
 ) -> Result<(), String> {
-    let mut got = 0;
-    while got < buf.len() {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err("handshake deadline passed".into());
-        }
+    crate::tls::read_exact_within(buf, deadline, &mut |b, left| {
         let _ = stream.set_read_timeout(Some(left));
-        match stream.read(&mut buf[got..]) {
-            Ok(0) => return Err("closed during the handshake".into()),
-            Ok(n) => got += n,
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                return Err("handshake deadline passed".into())
-            }
-            Err(e) => return Err(format!("connection failed: {e}")),
-        }
-    }
-    Ok(())
+        stream.read(b)
+    })
 }
 
 /// How long an accept loop waits after `accept` failed: out of file

@@ -90,26 +90,40 @@ impl Channel {
 
     /// `read_exact` that must finish by `deadline` (the handshake's steps).
     pub fn read_exact_by(&mut self, buf: &mut [u8], deadline: Instant) -> Result<(), String> {
-        let mut got = 0;
-        while got < buf.len() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err("handshake deadline passed".into());
-            }
+        let read = read_exact_within(buf, deadline, &mut |b, left| {
             let _ = self.tcp.set_read_timeout(Some(left));
-            match self.read(&mut buf[got..]) {
-                Ok(0) => return Err("closed during the handshake".into()),
-                Ok(n) => got += n,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                    return Err("handshake deadline passed".into())
-                }
-                Err(e) => return Err(format!("connection failed: {e}")),
-            }
-        }
+            self.read(b)
+        });
         let _ = self.tcp.set_read_timeout(None);
-        Ok(())
+        read
     }
+}
+
+/// `read_exact` that must finish by `deadline`, however slowly the bytes
+/// come: `read` is given the time left as its timeout each time, not a
+/// fresh one per read.
+pub fn read_exact_within(
+    buf: &mut [u8],
+    deadline: Instant,
+    read: &mut dyn FnMut(&mut [u8], std::time::Duration) -> io::Result<usize>,
+) -> Result<(), String> {
+    let mut got = 0;
+    while got < buf.len() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err("handshake deadline passed".into());
+        }
+        match read(&mut buf[got..], left) {
+            Ok(0) => return Err("closed during the handshake".into()),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                return Err("handshake deadline passed".into())
+            }
+            Err(e) => return Err(format!("connection failed: {e}")),
+        }
+    }
+    Ok(())
 }
 
 fn flush_tls(conn: &mut rustls::Connection, mut tcp: &TcpStream) -> io::Result<()> {

@@ -12,7 +12,7 @@ mod channel;
 mod config;
 mod verify;
 
-pub use channel::{accept, connect, Channel, BINDING_LABEL, BINDING_LEN};
+pub use channel::{accept, connect, read_exact_within, Channel, BINDING_LABEL, BINDING_LEN};
 pub use config::{generate_self_signed, parse_pin, ClientTls, ServerTls, Trust};
 pub use verify::pin_of;
 
