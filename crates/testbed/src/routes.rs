@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 
 /// Links crossed from `from` to `to` on the tree, with the node each one enters; None when
 /// the two are not connected. Only switches and routers pass traffic on.
-fn path(topo: &Topology, from: &str, to: &str) -> Option<Vec<(usize, String)>> {
+pub fn path(topo: &Topology, from: &str, to: &str) -> Option<Vec<(usize, String)>> {
     let mut came: Vec<(String, Option<(usize, String)>)> = vec![(from.to_string(), None)];
     let mut queue = VecDeque::from([from.to_string()]);
     while let Some(node) = queue.pop_front() {
