@@ -28,20 +28,21 @@ pub struct Install {
     pub include: PathBuf,
 }
 
-/// Where Debian puts pkg-config files and ns-3's headers.
+/// Where to look for ns3-core.pc: `$LINKPERF_NS3_PC_DIR` alone when set (an
+/// ns-3 installed elsewhere), else where Debian puts pkg-config files.
 fn pc_dirs() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::env::var_os("LINKPERF_NS3_PC_DIR")
-        .map(|d| vec![PathBuf::from(d)])
-        .unwrap_or_default();
-    for d in [
+    if let Some(dir) = std::env::var_os("LINKPERF_NS3_PC_DIR") {
+        return vec![PathBuf::from(dir)];
+    }
+    [
         "/usr/lib/x86_64-linux-gnu/pkgconfig",
         "/usr/lib/aarch64-linux-gnu/pkgconfig",
         "/usr/lib/pkgconfig",
         "/usr/local/lib/pkgconfig",
-    ] {
-        dirs.push(d.into());
-    }
-    dirs
+    ]
+    .into_iter()
+    .map(PathBuf::from)
+    .collect()
 }
 
 /// The `Version:` line of a pkg-config file, without Debian's revision.
