@@ -2,7 +2,7 @@
 //! once into the cache ($XDG_CACHE_HOME/linkperf/ns3-<hash of the source and
 //! version>/), and running it.
 
-use super::SimError;
+use super::spec::SimError;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -4,7 +4,7 @@
 //! is kept) and the link's MTU. Elements the scenario does not model are
 //! refused by name (docs/simulate.md lists what is and is not modelled).
 
-use super::{SimError, SimSpec};
+use super::spec::{SimError, SimSpec};
 use crate::model::formulas::{frame_loss_from_ber, BER_HEADER_BYTES};
 use linkperf_testbed::params::DirectionParams;
 use linkperf_testbed::Topology;

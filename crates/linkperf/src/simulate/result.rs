@@ -4,7 +4,7 @@
 //! [`crate::dynamics`], marked with the simulator in `source`.
 
 use super::path::Route;
-use super::{SimError, SimSpec};
+use super::spec::{SimError, SimSpec};
 use crate::dynamics::{self, StreamSeries};
 use linkperf_proto::results::Sample;
 use serde_json::{json, Value};
