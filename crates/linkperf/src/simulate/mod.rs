@@ -62,7 +62,7 @@ fn check(spec: &SimSpec) -> Result<(), SimError> {
             spec.sample_s
         )));
     }
-    if !(spec.interval_s > 0.0) {
+    if spec.interval_s.is_nan() || spec.interval_s <= 0.0 {
         return Err(SimError::usage("the interval must be above 0 s"));
     }
     Ok(())
