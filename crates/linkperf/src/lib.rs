@@ -11,6 +11,7 @@
 //! - [`spec`]: what to run ([`TestSpec`]), as a user states it.
 //! - [`dynamics`]: convergence metrics of `--sample` series (pure analysis).
 //! - [`report`]: what was measured ([`TestResult`]), JSON schema `linkperf/1`.
+//! - [`simulate`]: the ns-3 twin of a test through a testbed path.
 //! - [`diagnose`]: why the numbers are what they are (pure analysis).
 //! - [`doctor`]: this host's settings against what a target path needs.
 //! - [`text`]: the human rendering of a result.
@@ -37,6 +38,8 @@ pub mod spec;
 pub mod dynamics;
 
 pub mod report;
+
+pub mod simulate;
 
 pub mod diagnose;
 pub mod doctor;

@@ -80,6 +80,9 @@ pub enum Command {
     /// Predict the throughput a path should give (rate, RTT, framing, loss,
     /// buffers, congestion control) and say which bound binds (docs/model.md).
     Model(crate::model::ModelArgs),
+    /// Run the same test in ns-3 through a testbed topology's path
+    /// (docs/simulate.md); the result is marked "source": "ns-3 <version>".
+    Simulate(crate::simulate::SimulateArgs),
 }
 
 /// One line from a clap error, whole: its message, the missing arguments with

@@ -38,6 +38,7 @@ mod reproduce;
 mod results;
 mod rr;
 mod server_limits;
+mod simulate;
 mod sweep;
 mod tls_args;
 mod traffic;
@@ -106,6 +107,7 @@ fn dispatch(command: Command) -> ExitCode {
         Command::Reproduce(args) => reproduce::run(args),
         Command::Doctor(args) => doctor::run(args),
         Command::Model(args) => model::run(args),
+        Command::Simulate(args) => simulate::run(args),
         Command::Campaign(cmd) => campaign::run(cmd),
         Command::Monitor(cmd) => monitor::run(cmd),
         Command::Rr(args) => rr::main(args),

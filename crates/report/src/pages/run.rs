@@ -41,6 +41,10 @@ pub(super) fn run_page(ex: &Export) -> (String, String, Vec<Section>) {
     if let Some(sw) = s(rep, "/software") {
         sub.push(sw);
     }
+    // A `linkperf simulate` result: never to be mistaken for a measurement.
+    if let Some(source) = s(rep, "/source") {
+        sub.push(format!("simulated by {source}, not measured"));
+    }
     let mut sections = Vec::new();
     for r in ex.runs.iter().take(DETAILED_RUNS) {
         sections.push(run_section(r, ex.runs.len() > 1));
@@ -75,6 +79,11 @@ pub(super) fn run_section(r: &RunData, many: bool) -> Section {
     }
     if many {
         sec.para(&test_line(rep));
+    }
+    if let Some(source) = s(rep, "/source") {
+        sec.para(&format!(
+            "Simulated by {source} (linkperf simulate), not measured."
+        ));
     }
     let udp = s(rep, "/test/protocol").as_deref() == Some("udp");
     let dirs = directions(rep);

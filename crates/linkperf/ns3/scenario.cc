@@ -1,0 +1,247 @@
+// linkperf's ns-3 twin of a testbed path (docs/simulate.md): a chain of
+// point-to-point links from the sender node to the receiver node, one bulk TCP
+// flow per stream, and every result printed as one JSON object per line.
+// Every parameter comes from the command line; linkperf builds this file once
+// into its cache and runs the binary (crates/linkperf/src/simulate/).
+#include "ns3/applications-module.h"
+#include "ns3/core-module.h"
+#include "ns3/internet-module.h"
+#include "ns3/network-module.h"
+#include "ns3/point-to-point-module.h"
+#include "ns3/traffic-control-module.h"
+
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace ns3;
+
+// One link of the chain: data goes a -> b.
+struct Hop {
+  double rate_ab, rate_ba;  // bit/s as ns-3 charges them (PPP framing)
+  double delay_s;           // one way, both directions
+  uint32_t queue_ab, queue_ba;  // packets
+  double loss_ab, loss_ba;  // per packet
+  uint32_t mtu;
+};
+
+static std::vector<std::string> Split(const std::string &s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, sep)) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+// "rate_ab:rate_ba:delay_s:queue_ab:queue_ba:loss_ab:loss_ba:mtu,..."
+static std::vector<Hop> ParseHops(const std::string &s) {
+  std::vector<Hop> hops;
+  for (const auto &h : Split(s, ',')) {
+    auto f = Split(h, ':');
+    if (f.size() != 8) {
+      std::fprintf(stderr, "bad hop '%s'\n", h.c_str());
+      std::exit(2);
+    }
+    hops.push_back({std::stod(f[0]), std::stod(f[1]), std::stod(f[2]),
+                    (uint32_t)std::stoul(f[3]), (uint32_t)std::stoul(f[4]),
+                    std::stod(f[5]), std::stod(f[6]), (uint32_t)std::stoul(f[7])});
+  }
+  return hops;
+}
+
+// What one flow's sender did, kept by trace sinks.
+struct FlowState {
+  Ptr<BulkSendApplication> app;
+  Ptr<PacketSink> sink;
+  uint32_t cwnd = 0, ssthresh = 0xffffffff, inflight = 0;
+  double srtt_ms = -1;
+  uint64_t retrans = 0, max_seq = 0, sent = 0, acked = 0;
+  uint32_t first_seq = 0;
+  bool seen = false;
+  // The previous sample's and interval's counters.
+  uint64_t s_sent = 0, s_acked = 0, s_rx = 0, i_sent = 0, i_rx = 0, i_retrans = 0;
+};
+
+static std::vector<FlowState> flows;
+static uint32_t segment = 1448;
+
+static void OnCwnd(FlowState *f, uint32_t, uint32_t v) { f->cwnd = v; }
+static void OnSsthresh(FlowState *f, uint32_t, uint32_t v) { f->ssthresh = v; }
+static void OnInflight(FlowState *f, uint32_t, uint32_t v) { f->inflight = v; }
+static void OnRtt(FlowState *f, Time, Time v) { f->srtt_ms = v.GetSeconds() * 1e3; }
+static void OnAck(FlowState *f, SequenceNumber32, SequenceNumber32 v) {
+  if (f->seen && v.GetValue() > f->first_seq) f->acked = v.GetValue() - f->first_seq - 1;
+}
+// A data segment below the highest sequence already sent is a retransmission.
+static void OnTx(FlowState *f, Ptr<const Packet> p, const TcpHeader &h, Ptr<const TcpSocketBase>) {
+  uint32_t len = p->GetSize();
+  if (len == 0) return;
+  if (!f->seen) {
+    f->seen = true;
+    f->first_seq = h.GetSequenceNumber().GetValue() - 1;
+  }
+  uint64_t seq = h.GetSequenceNumber().GetValue() - f->first_seq - 1;
+  if (seq < f->max_seq) {
+    f->retrans++;
+  } else {
+    f->max_seq = seq + len;
+    f->sent = f->max_seq;
+  }
+}
+
+static void Connect(uint32_t i) {
+  Ptr<Socket> s = flows[i].app->GetSocket();
+  FlowState *f = &flows[i];
+  s->TraceConnectWithoutContext("CongestionWindow", MakeBoundCallback(&OnCwnd, f));
+  s->TraceConnectWithoutContext("SlowStartThreshold", MakeBoundCallback(&OnSsthresh, f));
+  s->TraceConnectWithoutContext("BytesInFlight", MakeBoundCallback(&OnInflight, f));
+  s->TraceConnectWithoutContext("RTT", MakeBoundCallback(&OnRtt, f));
+  s->TraceConnectWithoutContext("HighestRxAck", MakeBoundCallback(&OnAck, f));
+  s->TraceConnectWithoutContext("Tx", MakeBoundCallback(&OnTx, f));
+}
+
+static void Sample(double period, double end) {
+  double t = Simulator::Now().GetSeconds();
+  for (uint32_t i = 0; i < flows.size(); i++) {
+    FlowState &f = flows[i];
+    uint64_t rx = f.sink->GetTotalRx();
+    std::printf("{\"type\":\"sample\",\"flow\":%u,\"t\":%.6f,\"sent\":%llu,\"acked\":%llu,"
+                "\"received\":%llu,\"cwnd\":%u,\"inflight\":%u,\"retrans\":%llu",
+                i, t, (unsigned long long)(f.sent - f.s_sent),
+                (unsigned long long)(f.acked - f.s_acked), (unsigned long long)(rx - f.s_rx),
+                f.cwnd, f.inflight, (unsigned long long)f.retrans);
+    if (f.ssthresh < 0x7fffffff) std::printf(",\"ssthresh\":%u", f.ssthresh);
+    if (f.srtt_ms >= 0) std::printf(",\"srtt_ms\":%.4f", f.srtt_ms);
+    std::printf("}\n");
+    f.s_sent = f.sent;
+    f.s_acked = f.acked;
+    f.s_rx = rx;
+  }
+  if (t + period <= end + 1e-9) Simulator::Schedule(Seconds(period), &Sample, period, end);
+}
+
+static void Interval(double start, double length, double end) {
+  double t = Simulator::Now().GetSeconds();
+  for (uint32_t i = 0; i < flows.size(); i++) {
+    FlowState &f = flows[i];
+    uint64_t rx = f.sink->GetTotalRx();
+    std::printf("{\"type\":\"interval\",\"flow\":%u,\"start\":%.6f,\"end\":%.6f,\"sent\":%llu,"
+                "\"received\":%llu,\"retrans\":%llu,\"cwnd\":%u",
+                i, start, t, (unsigned long long)(f.sent - f.i_sent),
+                (unsigned long long)(rx - f.i_rx), (unsigned long long)(f.retrans - f.i_retrans),
+                f.cwnd);
+    if (f.srtt_ms >= 0) std::printf(",\"srtt_ms\":%.4f", f.srtt_ms);
+    std::printf("}\n");
+    f.i_sent = f.sent;
+    f.i_rx = rx;
+    f.i_retrans = f.retrans;
+  }
+  if (t + 1e-9 < end) {
+    double next = std::min(length, end - t);
+    Simulator::Schedule(Seconds(next), &Interval, t, next, end);
+  }
+}
+
+int main(int argc, char *argv[]) {
+  std::string hopSpec, cc = "ns3::TcpCubic";
+  uint32_t streams = 1;
+  double duration = 10, interval = 1, sample = 0.01;
+  uint64_t rcvbuf = 3 << 20, sndbuf = 4 << 20;
+  uint32_t seed = 1;
+  CommandLine cmd;
+  cmd.AddValue("hops", "links from sender to receiver", hopSpec);
+  cmd.AddValue("cc", "congestion control TypeId", cc);
+  cmd.AddValue("streams", "parallel flows", streams);
+  cmd.AddValue("duration", "seconds of sending", duration);
+  cmd.AddValue("interval", "interval report period, s", interval);
+  cmd.AddValue("sample", "sample period, s (0: none)", sample);
+  cmd.AddValue("rcvbuf", "receive buffer (window), bytes", rcvbuf);
+  cmd.AddValue("sndbuf", "send buffer, bytes", sndbuf);
+  cmd.AddValue("seed", "RNG run number", seed);
+  cmd.Parse(argc, argv);
+  RngSeedManager::SetRun(seed);
+
+  auto hops = ParseHops(hopSpec);
+  uint32_t mtu = 65535;
+  for (auto &h : hops) mtu = std::min(mtu, h.mtu);
+  segment = mtu - 52;  // IPv4 + TCP + timestamps, as Linux
+  Config::SetDefault("ns3::TcpL4Protocol::SocketType", StringValue(cc));
+  Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(segment));
+  Config::SetDefault("ns3::TcpSocket::InitialCwnd", UintegerValue(10));
+  Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(rcvbuf));
+  Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(sndbuf));
+  Config::SetDefault("ns3::TcpSocket::DelAckCount", UintegerValue(2));
+  Config::SetDefault("ns3::TcpSocketBase::MinRto", TimeValue(MilliSeconds(200)));
+  Config::SetDefault("ns3::TcpSocketBase::ClockGranularity", TimeValue(MilliSeconds(1)));
+
+  NodeContainer nodes;
+  nodes.Create(hops.size() + 1);
+  InternetStackHelper stack;
+  stack.Install(nodes);
+  Ipv4AddressHelper addr;
+  Ipv4InterfaceContainer last;
+  for (uint32_t i = 0; i < hops.size(); i++) {
+    const Hop &h = hops[i];
+    PointToPointHelper p2p;
+    p2p.SetChannelAttribute("Delay", TimeValue(Seconds(h.delay_s)));
+    p2p.SetDeviceAttribute("Mtu", UintegerValue(h.mtu));
+    NetDeviceContainer d = p2p.Install(nodes.Get(i), nodes.Get(i + 1));
+    double rates[2] = {h.rate_ab, h.rate_ba};
+    uint32_t queues[2] = {h.queue_ab, h.queue_ba};
+    double lossTo[2] = {h.loss_ba, h.loss_ab};  // a device receives the other direction
+    for (int k = 0; k < 2; k++) {
+      auto dev = DynamicCast<PointToPointNetDevice>(d.Get(k));
+      // No rate: a very fast line (the emulator's unlimited direction).
+      dev->SetDataRate(DataRate(rates[k] > 0 ? (uint64_t)rates[k] : 100000000000ULL));
+      dev->GetQueue()->SetMaxSize(QueueSize(QueueSizeUnit::PACKETS, queues[k]));
+      if (lossTo[k] > 0) {
+        Ptr<RateErrorModel> em = CreateObject<RateErrorModel>();
+        em->SetAttribute("ErrorUnit", StringValue("ERROR_UNIT_PACKET"));
+        em->SetAttribute("ErrorRate", DoubleValue(lossTo[k]));
+        dev->SetReceiveErrorModel(em);
+      }
+    }
+    std::ostringstream net;
+    net << "10." << (i / 250) << "." << (i % 250) << ".0";
+    addr.SetBase(net.str().c_str(), "255.255.255.0");
+    last = addr.Assign(d);
+    // The emulator has one drop-tail queue per direction: no qdisc in front
+    // (Assign installed the default one).
+    TrafficControlHelper tch;
+    tch.Uninstall(d);
+  }
+  Ipv4GlobalRoutingHelper::PopulateRoutingTables();
+
+  flows.resize(streams);
+  for (uint32_t i = 0; i < streams; i++) {
+    uint16_t port = 5201 + i;
+    BulkSendHelper send("ns3::TcpSocketFactory", InetSocketAddress(last.GetAddress(1), port));
+    send.SetAttribute("MaxBytes", UintegerValue(0));
+    send.SetAttribute("SendSize", UintegerValue(128 * 1024));
+    ApplicationContainer a = send.Install(nodes.Get(0));
+    a.Start(Seconds(0));
+    a.Stop(Seconds(duration));
+    PacketSinkHelper sink("ns3::TcpSocketFactory", InetSocketAddress(Ipv4Address::GetAny(), port));
+    ApplicationContainer s = sink.Install(nodes.Get(hops.size()));
+    s.Start(Seconds(0));
+    flows[i].app = DynamicCast<BulkSendApplication>(a.Get(0));
+    flows[i].sink = DynamicCast<PacketSink>(s.Get(0));
+    Simulator::Schedule(NanoSeconds(1), &Connect, i);
+  }
+  if (sample > 0) Simulator::Schedule(Seconds(sample), &Sample, sample, duration);
+  Simulator::Schedule(Seconds(std::min(interval, duration)), &Interval, 0.0,
+                      std::min(interval, duration), duration);
+  Simulator::Stop(Seconds(duration) + NanoSeconds(2));
+  Simulator::Run();
+  for (uint32_t i = 0; i < streams; i++) {
+    std::printf("{\"type\":\"end\",\"flow\":%u,\"sent\":%llu,\"received\":%llu,\"retrans\":%llu}\n",
+                i, (unsigned long long)flows[i].sent,
+                (unsigned long long)flows[i].sink->GetTotalRx(),
+                (unsigned long long)flows[i].retrans);
+  }
+  Simulator::Destroy();
+  return 0;
+}
