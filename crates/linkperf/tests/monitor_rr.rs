@@ -19,7 +19,7 @@ fn schedule(a: &str, b: &str) -> String {
          [[group]]\nname = \"pair\"\nmesh = [\"a\", \"b\"]\n\
          [[test]]\nname = \"latency\"\nkind = \"rr\"\ngroup = \"pair\"\ninterval = \"20s\"\n\
          slip = \"200ms\"\nduration = \"1s\"\nudp = true\nrequest = 64\nresponse = \"1K\"\n\
-         rate = \"100/s\"\n\
+         rate = \"50/s\"\n\
          [test.alert]\nrtt_p99_above = \"{}ms\"\n",
         // Below the link's RTT: every result crosses it.
         2.0 * DELAY_MS - 2.0
@@ -91,7 +91,7 @@ fn rr_tests_in_a_schedule_measure_the_link_rtt_and_alert_on_it() {
                 r.dst
             );
             assert!(p99 >= mean && mean >= rtt - 0.02, "{r:?}");
-            // 100 requests in 1 s, each answered: UDP over a lossless link.
+            // 50 requests in 1 s, each answered: UDP over a lossless link.
             assert_eq!(r.loss_ratio, Some(0.0), "{r:?}");
         }
         let alerts = store.monitor_alerts(None, 100).unwrap();
@@ -107,7 +107,7 @@ fn rr_tests_refuse_throughput_keys_and_thresholds() {
     let good = schedule("127.0.0.1:1", "127.0.0.1:2");
     let cases = [
         ("udp = true\n", "udp = true\nparallel = 4\n", "parallel", 18),
-        ("rate = \"100/s\"\n", "rate = \"fast\"\n", "rate", 20),
+        ("rate = \"50/s\"\n", "rate = \"fast\"\n", "rate", 20),
         (
             "rtt_p99_above",
             "throughput_below_percent = 50\nrtt_p99_above",
