@@ -72,15 +72,20 @@ fn tls_server(dir: &Path, extra: &[&str]) -> Server {
 
 /// `linkperf client 127.0.0.1 -p PORT ARGS...` without credentials or TLS
 /// from the environment.
-fn client_clean(port: u16, args: &[&str]) -> Run {
-    let mut cmd = Command::new(bin());
-    cmd.args(["client", "127.0.0.1", "-p", &port.to_string()])
-        .args(args)
-        .env("LINKPERF_DB", test_archive())
+/// The test's own archive and none of the caller's keys or TLS trust.
+fn without_credentials(cmd: &mut Command) {
+    cmd.env("LINKPERF_DB", test_archive())
         .env_remove("LINKPERF_KEY")
         .env_remove("LINKPERF_USER")
         .env_remove("LINKPERF_TLS_PIN")
         .env_remove("LINKPERF_TLS_CA");
+}
+
+fn client_clean(port: u16, args: &[&str]) -> Run {
+    let mut cmd = Command::new(bin());
+    cmd.args(["client", "127.0.0.1", "-p", &port.to_string()])
+        .args(args);
+    without_credentials(&mut cmd);
     linkperf_testsupport::process::run(&mut cmd, CLIENT_WATCHDOG)
 }
 
@@ -314,12 +319,8 @@ fn relayed(agent: u16, target: u16, args: &[&str]) -> Run {
     let mut cmd = Command::new(bin());
     cmd.args(["client", "--from", &format!("127.0.0.1:{agent}")])
         .args(["127.0.0.1", "-p", &target.to_string()])
-        .args(args)
-        .env("LINKPERF_DB", test_archive())
-        .env_remove("LINKPERF_KEY")
-        .env_remove("LINKPERF_USER")
-        .env_remove("LINKPERF_TLS_PIN")
-        .env_remove("LINKPERF_TLS_CA");
+        .args(args);
+    without_credentials(&mut cmd);
     linkperf_testsupport::process::run(&mut cmd, CLIENT_WATCHDOG)
 }
 

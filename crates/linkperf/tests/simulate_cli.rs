@@ -133,18 +133,5 @@ fn stored_simulation_is_marked_as_ns3() {
         String::from_utf8_lossy(&shown.stderr)
     );
     let stored: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
-    assert_eq!(stored["source"], installed_source(), "{stored}");
-}
-
-/// "ns-3 VERSION" of the installed package (Debian's ns3-core.pc, without
-/// the Debian revision).
-fn installed_source() -> String {
-    let pc = std::fs::read_to_string("/usr/lib/x86_64-linux-gnu/pkgconfig/ns3-core.pc")
-        .expect("ns3-core.pc");
-    let version = pc
-        .lines()
-        .find_map(|l| l.strip_prefix("Version:"))
-        .expect("Version line")
-        .trim();
-    format!("ns-3 {}", version.split('-').next().unwrap())
+    assert_eq!(stored["source"], common::installed_ns3_source(), "{stored}");
 }

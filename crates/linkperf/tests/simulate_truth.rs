@@ -60,7 +60,7 @@ fn measure_and_simulate(name: &str, link: &str, cc: &str) -> (f64, f64) {
             .expect("run linkperf simulate"),
         "simulate",
     );
-    assert_eq!(simulated["source"], installed_source());
+    assert_eq!(simulated["source"], common::installed_ns3_source());
     let rate = |d: &Value| f64_at(d, "/summary/received/bits_per_second");
     (rate(&measured), rate(&simulated))
 }
@@ -124,17 +124,4 @@ fn long_path_byte_queue() {
         "rate = \"80M\"\ndelay = \"30ms\"\nqueue = \"300K\"",
         80e6,
     );
-}
-
-/// "ns-3 VERSION" of the installed package (Debian's ns3-core.pc, without
-/// the Debian revision).
-fn installed_source() -> String {
-    let pc = std::fs::read_to_string("/usr/lib/x86_64-linux-gnu/pkgconfig/ns3-core.pc")
-        .expect("ns3-core.pc");
-    let version = pc
-        .lines()
-        .find_map(|l| l.strip_prefix("Version:"))
-        .expect("Version line")
-        .trim();
-    format!("ns-3 {}", version.split('-').next().unwrap())
 }

@@ -94,6 +94,10 @@ pub struct Plan {
     pub timeout: Option<Duration>,
     pub mode: Mode,
     pub clock_sync: bool,
+    /// Who to answer a server's challenge as; `None`: the process's own
+    /// (`--username`/`--key-file`, LINKPERF_USER/LINKPERF_KEY). An agent
+    /// running a third party's order sets its own user here.
+    pub credentials: Option<crate::client::Credentials>,
 }
 
 /// Default request and response size.
@@ -242,6 +246,7 @@ impl RrSpec {
             timeout,
             mode,
             clock_sync: self.clock_sync,
+            credentials: None,
         })
     }
 

@@ -506,7 +506,11 @@ impl ControlSession {
         match order {
             ClientMessage::ThirdPartyRr { request, .. } => {
                 let plan = match crate::rr::RrSpec::from_request(&target, port, &request).plan() {
-                    Ok(plan) => plan,
+                    // The agent's own identity towards the target, never the controller's.
+                    Ok(plan) => crate::rr::Plan {
+                        credentials: server.target_credentials.clone(),
+                        ..plan
+                    },
                     Err(why) => return self.refuse(format!("the rr measurement ordered: {why}")),
                 };
                 self.relay(target, port, move |cancel, interval| {

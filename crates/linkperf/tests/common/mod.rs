@@ -285,3 +285,16 @@ pub fn testbed_turn() -> Option<std::sync::MutexGuard<'static, ()>> {
     }
     Some(ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner()))
 }
+
+/// "ns-3 VERSION" of the installed package (Debian's ns3-core.pc, without
+/// the Debian revision).
+pub fn installed_ns3_source() -> String {
+    let pc = std::fs::read_to_string("/usr/lib/x86_64-linux-gnu/pkgconfig/ns3-core.pc")
+        .expect("ns3-core.pc");
+    let version = pc
+        .lines()
+        .find_map(|l| l.strip_prefix("Version:"))
+        .expect("Version line")
+        .trim();
+    format!("ns-3 {}", version.split('-').next().unwrap())
+}

@@ -99,7 +99,7 @@ impl Control {
         let mut control = Control { stream, session };
         let mut greeting = control.read(server, "greeting")?;
         if let RrServerMessage::Challenge { nonce } = greeting {
-            control.answer(server, &nonce)?;
+            control.answer(server, &nonce, plan.credentials.as_ref())?;
             greeting = control.read(server, "greeting")?;
         }
         let welcome = match greeting {
@@ -127,10 +127,15 @@ impl Control {
         Ok((control, welcome, local))
     }
 
-    /// Answers the server's challenge with the process's credentials
-    /// (`--username`/`--key-file`, or LINKPERF_USER/LINKPERF_KEY).
-    fn answer(&mut self, server: SocketAddr, nonce: &str) -> Result<(), ClientError> {
-        let Some(c) = crate::client::default_credentials() else {
+    /// Answers the server's challenge with `given` credentials, else the
+    /// process's (`--username`/`--key-file`, or LINKPERF_USER/LINKPERF_KEY).
+    fn answer(
+        &mut self,
+        server: SocketAddr,
+        nonce: &str,
+        given: Option<&crate::client::Credentials>,
+    ) -> Result<(), ClientError> {
+        let Some(c) = given.cloned().or_else(crate::client::default_credentials) else {
             return Err(fail(
                 "server: this server requires authentication: give --username and --key-file (or LINKPERF_USER and LINKPERF_KEY)",
             ));
