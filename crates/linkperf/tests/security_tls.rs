@@ -230,7 +230,7 @@ fn pump(mut from: Channel, mut to: Channel, seen: Arc<Mutex<Vec<u8>>>, done: Arc
 fn relay(own: ServerTls, server_port: u16, server_pin: &str) -> (u16, Arc<Mutex<Vec<u8>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
-    let towards = ClientTls::with_pins(server_pin).unwrap();
+    let towards = ClientTls::with_pins(server_pin, "--tls-pin").unwrap();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let record = seen.clone();
     std::thread::spawn(move || {

@@ -46,12 +46,8 @@ impl ServerTlsArgs {
     /// TLS towards third-party targets, if configured.
     pub fn target_tls(&self) -> Result<Option<Arc<ClientTls>>, String> {
         let tls = match (&self.third_party_tls_ca, &self.third_party_tls_pin) {
-            (Some(ca), _) => {
-                ClientTls::with_ca(ca).map_err(|e| format!("--third-party-tls-ca: {e}"))?
-            }
-            (None, Some(pins)) => {
-                ClientTls::with_pins(pins).map_err(|e| format!("--third-party-tls-pin: {e}"))?
-            }
+            (Some(ca), _) => ClientTls::with_ca(ca, "--third-party-tls-ca")?,
+            (None, Some(pins)) => ClientTls::with_pins(pins, "--third-party-tls-pin")?,
             (None, None) => return Ok(None),
         };
         Ok(Some(Arc::new(tls)))
@@ -87,8 +83,8 @@ impl ClientTlsArgs {
     /// Sets the process's TLS from the flags, else the environment.
     pub fn install(&self) -> Result<(), String> {
         let tls = match (&self.tls_ca, &self.tls_pin) {
-            (Some(ca), _) => Some(ClientTls::with_ca(ca)?),
-            (None, Some(pins)) => Some(ClientTls::with_pins(pins)?),
+            (Some(ca), _) => Some(ClientTls::with_ca(ca, "--tls-ca")?),
+            (None, Some(pins)) => Some(ClientTls::with_pins(pins, "--tls-pin")?),
             (None, None) => match linkperf::client::tls_from_env()? {
                 Some(tls) => Some(Arc::unwrap_or_clone(tls)),
                 None if self.tls => {

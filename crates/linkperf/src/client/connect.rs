@@ -150,14 +150,11 @@ pub fn default_tls() -> Option<Arc<ClientTls>> {
 /// (a PEM file); none when neither is set.
 pub fn tls_from_env() -> Result<Option<Arc<ClientTls>>, String> {
     if let Ok(pins) = std::env::var("LINKPERF_TLS_PIN") {
-        return ClientTls::with_pins(&pins)
-            .map(|t| Some(Arc::new(t)))
-            .map_err(|e| format!("LINKPERF_TLS_PIN: {e}"));
+        return ClientTls::with_pins(&pins, "LINKPERF_TLS_PIN").map(|t| Some(Arc::new(t)));
     }
     if let Ok(ca) = std::env::var("LINKPERF_TLS_CA") {
-        return ClientTls::with_ca(std::path::Path::new(&ca))
-            .map(|t| Some(Arc::new(t)))
-            .map_err(|e| format!("LINKPERF_TLS_CA: {e}"));
+        return ClientTls::with_ca(std::path::Path::new(&ca), "LINKPERF_TLS_CA")
+            .map(|t| Some(Arc::new(t)));
     }
     Ok(None)
 }

@@ -99,10 +99,10 @@ impl ClientTls {
         let mut config = match &trust {
             Trust::Ca(path) => {
                 let mut roots = rustls::RootCertStore::empty();
-                for cert in read_certs(path, "--tls-ca")? {
+                for cert in read_certs(path, "CA file")? {
                     roots
                         .add(cert)
-                        .map_err(|e| format!("--tls-ca {}: {e}", path.display()))?;
+                        .map_err(|e| format!("CA file {}: {e}", path.display()))?;
                 }
                 builder.with_root_certificates(roots).with_no_client_auth()
             }
@@ -121,18 +121,21 @@ impl ClientTls {
         })
     }
 
-    /// `--tls-ca FILE`.
-    pub fn with_ca(path: &Path) -> Result<ClientTls, String> {
-        ClientTls::new(Trust::Ca(path.to_path_buf()))
+    /// Trust the CAs of a PEM file (`--tls-ca FILE`); errors start with `source`, the flag
+    /// or variable the path came from.
+    pub fn with_ca(path: &Path, source: &str) -> Result<ClientTls, String> {
+        ClientTls::new(Trust::Ca(path.to_path_buf())).map_err(|e| format!("{source}: {e}"))
     }
 
-    /// `--tls-pin SHA256[,SHA256...]`.
-    pub fn with_pins(text: &str) -> Result<ClientTls, String> {
+    /// Trust exactly these certificates (`--tls-pin SHA256[,SHA256...]`); errors start with
+    /// `source`, the flag or variable the pins came from.
+    pub fn with_pins(text: &str, source: &str) -> Result<ClientTls, String> {
         let pins = text
             .split(',')
-            .map(|p| parse_pin(p).map_err(|e| format!("--tls-pin: {e}")))
-            .collect::<Result<Vec<_>, _>>()?;
-        ClientTls::new(Trust::Pins(pins))
+            .map(parse_pin)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("{source}: {e}"))?;
+        ClientTls::new(Trust::Pins(pins)).map_err(|e| format!("{source}: {e}"))
     }
 
     pub fn trust(&self) -> &Trust {
