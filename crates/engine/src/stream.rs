@@ -634,3 +634,24 @@ pub fn udp_receive(
     *shared.udp.lock().unwrap_or_else(|e| e.into_inner()) = Some(stats);
     mark_finished(&shared, p.start, last_data);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whichever test made the shared payload, a test of `n` bytes writes
+    /// the first `n` bytes of the one sequence; beyond the shared size
+    /// each test gets its own.
+    #[test]
+    fn shared_payloads_are_prefixes_of_one_sequence() {
+        let long = payload(3000);
+        for n in [1460, 3000, 100, SHARED_PAYLOAD_MAX + 1] {
+            let p = Payload::new(n);
+            assert!(p.0.len() >= n, "{n}: {} bytes", p.0.len());
+            let want = if n <= long.len() { long[..n].to_vec() } else { payload(n) };
+            assert_eq!(&p.0[..n], &want[..], "{n}");
+        }
+        // The big one is not kept: a later short test does not hold a MiB.
+        assert!(Payload::new(64).0.len() <= SHARED_PAYLOAD_MAX);
+    }
+}
