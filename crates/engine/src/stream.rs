@@ -648,7 +648,11 @@ mod tests {
         for n in [1460, 3000, 100, SHARED_PAYLOAD_MAX + 1] {
             let p = Payload::new(n);
             assert!(p.0.len() >= n, "{n}: {} bytes", p.0.len());
-            let want = if n <= long.len() { long[..n].to_vec() } else { payload(n) };
+            let want = if n <= long.len() {
+                long[..n].to_vec()
+            } else {
+                payload(n)
+            };
             assert_eq!(&p.0[..n], &want[..], "{n}");
         }
         // The big one is not kept: a later short test does not hold a MiB.
