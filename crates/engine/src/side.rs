@@ -221,11 +221,12 @@ impl LocalSide {
             let handle = std::thread::Builder::new().name(name).spawn(move || {
                 let cpu_before = ThreadCpu::now();
                 let cpu_of = shared.clone();
-                run_stream(plan, shared, ctl, params, same_clock);
+                run_stream(plan, shared, ctl.clone(), params, same_clock);
                 // Before `at` the thread only slept: its running time starts there.
                 let ran = Instant::now().saturating_duration_since(at);
                 *cpu_of.cpu.lock().unwrap_or_else(|p| p.into_inner()) =
                     Some((ThreadCpu::since(&cpu_before), ran));
+                ctl.notify_stream_ended();
             });
             match handle {
                 Ok(h) => self.threads.push(h),
@@ -253,6 +254,7 @@ impl LocalSide {
             tcp: clone_tcp(),
             start: at,
             sink,
+            ctl: self.ctl.clone(),
         };
         self.sampler = std::thread::Builder::new()
             .name("lp-sampler".into())
@@ -535,6 +537,7 @@ struct Sampler {
     tcp: Vec<Option<TcpStream>>,
     start: Instant,
     sink: EventSink,
+    ctl: Arc<SideControl>,
 }
 
 impl Sampler {
@@ -718,7 +721,7 @@ impl Sampler {
                 .min(next_rtt)
                 .saturating_duration_since(Instant::now())
                 .min(RTT_SAMPLE_PERIOD);
-            std::thread::sleep(wait);
+            self.ctl.wait_stream_ended(wait);
         }
         (self.sink)(SideEvent::AllDone);
         out.cpu = ThreadCpu::since(&cpu_before);

@@ -98,6 +98,30 @@ pub struct SideControl {
     pub stop_senders: AtomicBool,
     /// Receivers stop at their next poll (drain deadline passed, abort).
     pub stop_receivers: AtomicBool,
+    /// Set by a stream thread as it ends, so the sampler reports the end at
+    /// once instead of at its next 10 ms poll (a short test's end would
+    /// otherwise wait up to a poll on each side: most of a sweep run's cost).
+    pub(crate) stream_ended: Mutex<bool>,
+    pub(crate) stream_ended_cv: std::sync::Condvar,
+}
+
+impl SideControl {
+    /// A stream thread has ended: wake the sampler.
+    pub(crate) fn notify_stream_ended(&self) {
+        *lock(&self.stream_ended) = true;
+        self.stream_ended_cv.notify_all();
+    }
+
+    /// Sleeps up to `wait`, returning early when a stream ended since the
+    /// last call.
+    pub(crate) fn wait_stream_ended(&self, wait: Duration) {
+        let ended = lock(&self.stream_ended);
+        let (mut ended, _) = self
+            .stream_ended_cv
+            .wait_timeout_while(ended, wait, |e| !*e)
+            .unwrap_or_else(|p| p.into_inner());
+        *ended = false;
+    }
 }
 
 /// The bytes a test's senders write: made once per test and shared by its
@@ -105,10 +129,28 @@ pub struct SideControl {
 #[derive(Clone, Default)]
 pub struct Payload(Arc<Vec<u8>>);
 
+/// Payloads up to this size are kept for the process's later tests (a
+/// sweep's runs, a server's tests): at least `length` bytes of the one
+/// sequence, so a shorter test uses a prefix of a longer one's.
+const SHARED_PAYLOAD_MAX: usize = 1 << 20;
+
 impl Payload {
+    /// At least `length` bytes; senders write the first `length`.
     pub fn new(length: usize) -> Payload {
+        static SHARED: Mutex<Option<Arc<Vec<u8>>>> = Mutex::new(None);
         // Arc<Vec>, not Arc<[u8]>: converting would copy, twice the peak.
-        Payload(Arc::new(payload(length)))
+        if length > SHARED_PAYLOAD_MAX {
+            return Payload(Arc::new(payload(length)));
+        }
+        let mut shared = lock(&SHARED);
+        match &*shared {
+            Some(p) if p.len() >= length => Payload(p.clone()),
+            _ => {
+                let p = Arc::new(payload(length));
+                *shared = Some(p.clone());
+                Payload(p)
+            }
+        }
     }
 }
 
@@ -591,4 +633,29 @@ pub fn udp_receive(
     stats.socket_drops = crate::kernel_drops::socket_drops(std::os::fd::AsRawFd::as_raw_fd(&sock));
     *shared.udp.lock().unwrap_or_else(|e| e.into_inner()) = Some(stats);
     mark_finished(&shared, p.start, last_data);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whichever test made the shared payload, a test of `n` bytes writes
+    /// the first `n` bytes of the one sequence; beyond the shared size
+    /// each test gets its own.
+    #[test]
+    fn shared_payloads_are_prefixes_of_one_sequence() {
+        let long = payload(3000);
+        for n in [1460, 3000, 100, SHARED_PAYLOAD_MAX + 1] {
+            let p = Payload::new(n);
+            assert!(p.0.len() >= n, "{n}: {} bytes", p.0.len());
+            let want = if n <= long.len() {
+                long[..n].to_vec()
+            } else {
+                payload(n)
+            };
+            assert_eq!(&p.0[..n], &want[..], "{n}");
+        }
+        // The big one is not kept: a later short test does not hold a MiB.
+        assert!(Payload::new(64).0.len() <= SHARED_PAYLOAD_MAX);
+    }
 }
