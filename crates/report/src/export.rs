@@ -115,6 +115,8 @@ pub struct Stats {
     pub cpu_remote: Option<Stat>,
     /// The model's prediction for the point (bit/s), when its runs carry one.
     pub predicted: Option<f64>,
+    /// The received throughput of the point's ns-3 twin (`sweep --simulate`).
+    pub simulated: Option<f64>,
 }
 
 #[derive(Debug, Clone)]
@@ -206,6 +208,9 @@ pub struct Export<'a> {
     pub sweep: Option<SweepMeta<'a>>,
     pub points: Vec<PointData>,
     pub runs: Vec<RunData<'a>>,
+    /// The simulated twins of the runs or points (`--simulate`), each
+    /// with its point.
+    pub twins: Vec<RunData<'a>>,
     pub phases: Vec<Phase>,
     pub flags: Vec<Flag>,
     pub campaign_name: Option<String>,
@@ -331,12 +336,21 @@ impl<'a> Export<'a> {
                 .map(|(i, r)| parse_run(r, i))
                 .collect::<Result<Vec<_>, _>>()?,
         };
+        let twins = match v.get("twins").and_then(Value::as_array) {
+            Some(a) => a
+                .iter()
+                .enumerate()
+                .map(|(i, r)| parse_run(r, i))
+                .collect::<Result<Vec<_>, _>>()?,
+            None => Vec::new(),
+        };
         let mut export = Export {
             kind,
             id,
             sweep: None,
             points: Vec::new(),
             runs,
+            twins,
             phases: Vec::new(),
             flags: Vec::new(),
             campaign_name: None,
@@ -421,7 +435,17 @@ impl<'a> Export<'a> {
                 .then(|| pick("/summary/prediction/value"))
                 .and_then(|v| Stat::of(&v))
                 .and_then(|s| s.mean);
+            let twin = self
+                .twins
+                .iter()
+                .find(|t| t.point == Some(self.points[i].index as u64));
+            let simulated = twin.and_then(|t| {
+                t.report
+                    .pointer("/summary/received/bits_per_second")
+                    .and_then(Value::as_f64)
+            });
             let stats = &mut self.points[i].stats;
+            stats.simulated = stats.simulated.or(simulated);
             if predicted.is_some() {
                 stats.predicted = predicted;
             }
@@ -548,6 +572,9 @@ fn parse_point(p: &Value, i: usize, vary: &[Vary]) -> Result<PointData, ReportEr
             cpu_remote: stat("cpu_remote_percent"),
             predicted: stats
                 .and_then(|s| s.get("predicted_bits_per_second"))
+                .and_then(Value::as_f64),
+            simulated: stats
+                .and_then(|s| s.get("simulated_bits_per_second"))
                 .and_then(Value::as_f64),
         },
     })
