@@ -157,6 +157,10 @@ pub struct Flow {
     pub received: Option<f64>,
     /// The model's prediction for the flow (its fair share of a shared bottleneck).
     pub predicted: Option<f64>,
+    /// The flow's ns-3 twin (`campaign run --simulate`): its received rate
+    /// and its (start, end, bits/s) intervals.
+    pub simulated: Option<f64>,
+    pub simulated_intervals: Vec<(f64, f64, f64)>,
 }
 
 /// One aggregate interval of a campaign phase.
@@ -580,6 +584,19 @@ fn parse_point(p: &Value, i: usize, vary: &[Vary]) -> Result<PointData, ReportEr
     })
 }
 
+/// A campaign flow's `simulated.intervals` as (start, end, bits/s).
+fn simulated_intervals(f: &Value) -> Vec<(f64, f64, f64)> {
+    let Some(a) = f.pointer("/simulated/intervals").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    a.iter()
+        .filter_map(|iv| {
+            let n = |k: &str| iv.get(k).and_then(Value::as_f64);
+            Some((n("start")?, n("end")?, n("bits_per_second")?))
+        })
+        .collect()
+}
+
 fn rate_of(v: Option<&Value>) -> Option<f64> {
     let v = v?;
     v.as_f64()
@@ -632,6 +649,10 @@ fn parse_phase(p: &Value, i: usize) -> Result<Phase, ReportError> {
                     predicted: f
                         .pointer("/predicted/bits_per_second")
                         .and_then(Value::as_f64),
+                    simulated: f
+                        .pointer("/simulated/bits_per_second")
+                        .and_then(Value::as_f64),
+                    simulated_intervals: simulated_intervals(f),
                 })
             })
             .collect::<Result<Vec<_>, ReportError>>()?,

@@ -213,7 +213,9 @@ fn run_rounds(
                 );
                 predict::predict_phase(campaign, phase, &mut result);
                 if campaign.simulate {
-                    if let Err(m) = twin::simulate_phase(campaign, point, phase, &mut result, &mut twins) {
+                    if let Err(m) =
+                        twin::simulate_phase(campaign, point, phase, &mut result, &mut twins)
+                    {
                         observer.warning(&m);
                     }
                 }

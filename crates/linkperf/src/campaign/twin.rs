@@ -18,11 +18,7 @@ use std::collections::BTreeMap;
 pub type Cache = BTreeMap<String, Vec<Option<Value>>>;
 
 /// The testbed hosts of `flow`'s agents and its simulation.
-fn flow_spec(
-    campaign: &Campaign,
-    topology: &Topology,
-    flow: &Flow,
-) -> Result<SimSpec, String> {
+fn flow_spec(campaign: &Campaign, topology: &Topology, flow: &Flow) -> Result<SimSpec, String> {
     let host_of = |agent: &str| -> Result<String, String> {
         let a = campaign
             .agents
@@ -53,7 +49,10 @@ fn phase_specs(
     let mut specs = Vec::new();
     let mut crossed: Vec<(String, String)> = Vec::new();
     for flow in &phase.flows {
-        let what = format!("flow {} -> {} of phase '{}'", flow.from, flow.to, phase.name);
+        let what = format!(
+            "flow {} -> {} of phase '{}'",
+            flow.from, flow.to, phase.name
+        );
         let spec = flow_spec(campaign, topology, flow).map_err(|e| format!("{what}: {e}"))?;
         let route = twin::route(&spec, topology).map_err(|e| format!("{what}: {e}"))?;
         for hop in &route.hops {

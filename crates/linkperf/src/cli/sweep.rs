@@ -56,7 +56,7 @@ pub struct SweepArgs {
     pub server_host: Option<String>,
     /// With --testbed: run each point's ns-3 twin (`linkperf simulate`) after
     /// its first measured run and show it beside the measurement.
-    #[arg(long, requires = "testbed")]
+    #[arg(long)]
     pub simulate: bool,
     /// Finish sweep ID from the archive (only --db and -J may be given with it).
     #[arg(long, value_name = "ID")]

@@ -8,7 +8,7 @@
 use super::params::ParamAxis;
 use super::run_plots::time_axis;
 use super::shared::point_anchor;
-use crate::export::{Export, PointData};
+use crate::export::{Export, Phase, PointData};
 use crate::format;
 use crate::html::{Cell, Section, Table};
 use crate::plots::{Axis, LinePlot, Point, Quantity, Series};
@@ -152,7 +152,11 @@ pub(super) fn run_section(ex: &Export) -> Option<Section> {
         simulation: received(twin.report),
     };
     sec.push(&pairs_table(&[pair], &source).render());
-    let plot = over_time("Throughput per interval, measured and simulated", rep, twin.report);
+    let plot = over_time(
+        "Throughput per interval, measured and simulated",
+        rep,
+        twin.report,
+    );
     if plot.has_data() {
         sec.figure(
             &plot.render(),
@@ -222,4 +226,76 @@ pub(super) fn sweep_series(points: &[&PointData], pa: &ParamAxis, ex: &Export) -
         series.points.push(pt);
     }
     series
+}
+
+/// A campaign phase's flows beside their twins (each flow's mean over the
+/// sessions against its simulation), and the first session's aggregate
+/// beside the sum of the twins' intervals.
+pub(super) fn campaign_phase(name: &str, phases: &[&Phase], sec: &mut Section) {
+    let mut pairs: Vec<Pair> = Vec::new();
+    let mut measured: Vec<Vec<f64>> = Vec::new();
+    for fl in phases.iter().flat_map(|p| &p.flows) {
+        let connection = format!("{} → {}", fl.from, fl.to);
+        let k = match pairs.iter().position(|p| p.connection == connection) {
+            Some(k) => k,
+            None => {
+                pairs.push(Pair {
+                    connection,
+                    href: None,
+                    experimental: None,
+                    simulation: None,
+                });
+                measured.push(Vec::new());
+                pairs.len() - 1
+            }
+        };
+        measured[k].extend(fl.received);
+        pairs[k].simulation = pairs[k].simulation.or(fl.simulated);
+    }
+    if pairs.iter().all(|p| p.simulation.is_none()) {
+        return;
+    }
+    for (p, m) in pairs.iter_mut().zip(&measured) {
+        p.experimental = (!m.is_empty()).then(|| m.iter().sum::<f64>() / m.len() as f64);
+    }
+    sec.heading("Measured and simulated");
+    sec.push(&pairs_table(&pairs, "ns-3").render());
+    let Some(first) = phases.first() else {
+        return;
+    };
+    let mut plot = LinePlot::new(
+        format!("Aggregate throughput, {name}: measured and simulated"),
+        time_axis(),
+        Axis::new("Aggregate throughput", Quantity::Rate).zero(),
+    );
+    let mut m = Series::new("measured, first session (sum over flows)", "#000000");
+    m.width = 2.5;
+    m.marker = Some(Marker::Circle);
+    m.points = first
+        .intervals
+        .iter()
+        .filter_map(|iv| Some(Point::over(iv.start?, iv.end?, iv.bits_per_second)))
+        .collect();
+    let mut s = sim_series("simulated, ns-3 (sum over flows)");
+    let mut sums: Vec<(f64, f64, f64)> = Vec::new();
+    for fl in &first.flows {
+        for (k, &(start, end, v)) in fl.simulated_intervals.iter().enumerate() {
+            match sums.get_mut(k) {
+                Some(x) => x.2 += v,
+                None => sums.push((start, end, v)),
+            }
+        }
+    }
+    s.points = sums
+        .into_iter()
+        .map(|(a, b, v)| Point::over(a, b, v))
+        .collect();
+    plot.series.push(m);
+    plot.series.push(s);
+    if plot.has_data() {
+        sec.figure(
+            &plot.render(),
+            "Aggregate received throughput per interval: the first session as measured (black, solid, filled circles) and the flows' ns-3 twins summed (orange, dashed, open squares); each twin simulates its flow's path alone.",
+        );
+    }
 }
