@@ -157,7 +157,12 @@ impl Plan {
                 .map_err(|e| format!("point {}: {e}", plan::label(p)))?;
         }
         if plan.simulate {
-            super::twin::check(&plan)?;
+            let tests = plan
+                .points
+                .iter()
+                .map(|p| plan.point(p).map(|t| (p, t)))
+                .collect::<Result<Vec<_>, _>>()?;
+            super::twin::check(plan.network.as_ref(), &tests)?;
         }
         Ok(plan)
     }
@@ -430,7 +435,13 @@ impl Runner<'_> {
         }
         let label = plan::label(&self.plan.points[point]);
         self.observer.run_started(&format!("{label} (ns-3 twin)"));
-        let run = match super::twin::simulate_point(self.plan, self.sweep_id, point) {
+        let params = &self.plan.points[point];
+        let test = self.plan.point(params).map_err(Stop::RunFailed)?;
+        let Some(network) = &self.plan.network else {
+            return Err(Stop::RunFailed("--simulate needs --testbed".into()));
+        };
+        let twin = super::twin::simulate_point(network, params, &test, self.sweep_id, point);
+        let run = match twin {
             Ok(run) => run,
             Err(_) if self.interrupted() => return Err(Stop::Interrupted),
             Err(e) => {

@@ -7,20 +7,19 @@
 
 use super::network::{link_change, Network};
 use super::plan::{self, Params};
-use super::run::Plan;
 use super::PointSummary;
 use crate::simulate::{self, twin, SimError, SimSpec};
+use crate::spec::TestSpec;
 use linkperf_store::{NewRun, RunRow, SweepSlot, TWIN_REPETITION};
 use linkperf_testbed::Topology;
 use serde_json::json;
 
-/// The point's simulation and the topology with its link values.
+/// The simulation of a point's `test` and the topology with its link values.
 fn point_twin(
-    plan: &Plan,
     network: &Network,
     params: &Params,
+    test: &TestSpec,
 ) -> Result<(SimSpec, Topology), String> {
-    let test = plan.point(params)?;
     let changes = params
         .iter()
         .filter(|(k, _)| plan::is_link(k))
@@ -28,7 +27,7 @@ fn point_twin(
         .collect::<Result<Vec<_>, _>>()?;
     let topology = twin::with_changes(&network.topology, &changes);
     let spec = twin::sim_spec(
-        &test,
+        test,
         &network.file,
         &network.client_host,
         &network.server_host,
@@ -39,29 +38,31 @@ fn point_twin(
 }
 
 /// Before anything runs: `--simulate` needs a testbed, ns-3, and a twin
-/// for every point; the error is one line naming the point.
-pub fn check(plan: &Plan) -> Result<(), String> {
-    let Some(network) = &plan.network else {
+/// for every point (its parameters and test); the error is one line
+/// naming the point.
+pub fn check(network: Option<&Network>, points: &[(&Params, TestSpec)]) -> Result<(), String> {
+    let Some(network) = network else {
         return Err(
             "--simulate needs --testbed FILE.toml: the simulated path is the testbed's".into(),
         );
     };
     simulate::ns3::Install::find().map_err(|e| format!("--simulate: {e}"))?;
-    for params in &plan.points {
-        point_twin(plan, network, params)
+    for (params, test) in points {
+        point_twin(network, params, test)
             .map_err(|e| format!("--simulate: point {}: {e}", plan::label(params)))?;
     }
     Ok(())
 }
 
-/// Simulates point `point` of sweep `sweep_id`; the run to store.
-pub fn simulate_point(plan: &Plan, sweep_id: i64, point: usize) -> Result<NewRun, SimError> {
-    let network = plan
-        .network
-        .as_ref()
-        .ok_or_else(|| SimError::usage("--simulate needs --testbed"))?;
-    let params = &plan.points[point];
-    let (spec, topology) = point_twin(plan, network, params).map_err(SimError::usage)?;
+/// Simulates point `point` (`params`, `test`) of sweep `sweep_id`; the run to store.
+pub fn simulate_point(
+    network: &Network,
+    params: &Params,
+    test: &TestSpec,
+    sweep_id: i64,
+    point: usize,
+) -> Result<NewRun, SimError> {
+    let (spec, topology) = point_twin(network, params, test).map_err(SimError::usage)?;
     let mark = json!({"sweep_id": sweep_id, "point": point, "params": params});
     let doc = twin::run(&spec, &topology, mark)?;
     Ok(NewRun::from_test_report(doc).in_sweep(SweepSlot {
