@@ -133,7 +133,8 @@ fn sweep_simulate_pairs_every_point_and_the_report_shows_both() {
             assert!(p["simulated_run"].as_i64().is_some(), "{p}");
         }
         let id = doc["id"].as_i64().unwrap().to_string();
-        text_table_has_the_twin_columns(&id, &db);
+        text_table_has_the_twin_columns(&["sweep", "--resume", &id, "--db", &db]);
+        text_table_has_the_twin_columns(&["results", "--db", &db, "show", &id]);
         let export = json(
             &linkperf(&["results", "--db", &db, "export", &id, "--format", "json"]),
             "export",
@@ -150,9 +151,10 @@ fn sweep_simulate_pairs_every_point_and_the_report_shows_both() {
     });
 }
 
-/// `sweep --resume ID` of a finished sweep prints its table again, in text.
-fn text_table_has_the_twin_columns(id: &str, db: &str) {
-    let out = linkperf(&["sweep", "--resume", id, "--db", db]);
+/// `sweep --resume ID` of a finished sweep prints its table again, in
+/// text, as `results show ID` does.
+fn text_table_has_the_twin_columns(args: &[&str]) {
+    let out = linkperf(args);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
     let header = text
