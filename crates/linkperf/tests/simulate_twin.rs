@@ -147,6 +147,10 @@ fn sweep_simulate_pairs_every_point_and_the_report_shows_both() {
         }
         // Measured runs stay apart from the twins.
         assert_eq!(export["runs"].as_array().unwrap().len(), 2);
+        let csv = linkperf(&["results", "--db", &db, "export", &id, "--format", "csv"]);
+        let csv = String::from_utf8_lossy(&csv.stdout);
+        let twin_rows = csv.lines().filter(|l| l.split(',').nth(3) == Some("-1"));
+        assert_eq!(twin_rows.count(), 2, "{csv}");
         report_pages(&dir, &db, &id, &export);
     });
 }

@@ -643,6 +643,9 @@ fn export_csv(store: &mut Store, id: i64) -> Result<String, Fail> {
                             .collect()
                     })
                     .unwrap_or_default();
+                // The points' ns-3 twins (`--simulate`) last, at repetition -1.
+                let mut runs = runs;
+                runs.extend(store.sweep_twins(id, false)?);
                 (runs, names, sweep.points)
             }
             Some(EntryKind::Run(_)) => {
