@@ -115,6 +115,8 @@ pub struct Stats {
     pub cpu_remote: Option<Stat>,
     /// The model's prediction for the point (bit/s), when its runs carry one.
     pub predicted: Option<f64>,
+    /// The received throughput of the point's ns-3 twin (`sweep --simulate`).
+    pub simulated: Option<f64>,
 }
 
 #[derive(Debug, Clone)]
@@ -155,6 +157,10 @@ pub struct Flow {
     pub received: Option<f64>,
     /// The model's prediction for the flow (its fair share of a shared bottleneck).
     pub predicted: Option<f64>,
+    /// The flow's ns-3 twin (`campaign run --simulate`): its received rate
+    /// and its (start, end, bits/s) intervals.
+    pub simulated: Option<f64>,
+    pub simulated_intervals: Vec<(f64, f64, f64)>,
 }
 
 /// One aggregate interval of a campaign phase.
@@ -206,6 +212,9 @@ pub struct Export<'a> {
     pub sweep: Option<SweepMeta<'a>>,
     pub points: Vec<PointData>,
     pub runs: Vec<RunData<'a>>,
+    /// The simulated twins of the runs or points (`--simulate`), each
+    /// with its point.
+    pub twins: Vec<RunData<'a>>,
     pub phases: Vec<Phase>,
     pub flags: Vec<Flag>,
     pub campaign_name: Option<String>,
@@ -331,12 +340,21 @@ impl<'a> Export<'a> {
                 .map(|(i, r)| parse_run(r, i))
                 .collect::<Result<Vec<_>, _>>()?,
         };
+        let twins = match v.get("twins").and_then(Value::as_array) {
+            Some(a) => a
+                .iter()
+                .enumerate()
+                .map(|(i, r)| parse_run(r, i))
+                .collect::<Result<Vec<_>, _>>()?,
+            None => Vec::new(),
+        };
         let mut export = Export {
             kind,
             id,
             sweep: None,
             points: Vec::new(),
             runs,
+            twins,
             phases: Vec::new(),
             flags: Vec::new(),
             campaign_name: None,
@@ -421,7 +439,17 @@ impl<'a> Export<'a> {
                 .then(|| pick("/summary/prediction/value"))
                 .and_then(|v| Stat::of(&v))
                 .and_then(|s| s.mean);
+            let twin = self
+                .twins
+                .iter()
+                .find(|t| t.point == Some(self.points[i].index as u64));
+            let simulated = twin.and_then(|t| {
+                t.report
+                    .pointer("/summary/received/bits_per_second")
+                    .and_then(Value::as_f64)
+            });
             let stats = &mut self.points[i].stats;
+            stats.simulated = stats.simulated.or(simulated);
             if predicted.is_some() {
                 stats.predicted = predicted;
             }
@@ -549,8 +577,24 @@ fn parse_point(p: &Value, i: usize, vary: &[Vary]) -> Result<PointData, ReportEr
             predicted: stats
                 .and_then(|s| s.get("predicted_bits_per_second"))
                 .and_then(Value::as_f64),
+            simulated: stats
+                .and_then(|s| s.get("simulated_bits_per_second"))
+                .and_then(Value::as_f64),
         },
     })
+}
+
+/// A campaign flow's `simulated.intervals` as (start, end, bits/s).
+fn simulated_intervals(f: &Value) -> Vec<(f64, f64, f64)> {
+    let Some(a) = f.pointer("/simulated/intervals").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    a.iter()
+        .filter_map(|iv| {
+            let n = |k: &str| iv.get(k).and_then(Value::as_f64);
+            Some((n("start")?, n("end")?, n("bits_per_second")?))
+        })
+        .collect()
 }
 
 fn rate_of(v: Option<&Value>) -> Option<f64> {
@@ -605,6 +649,10 @@ fn parse_phase(p: &Value, i: usize) -> Result<Phase, ReportError> {
                     predicted: f
                         .pointer("/predicted/bits_per_second")
                         .and_then(Value::as_f64),
+                    simulated: f
+                        .pointer("/simulated/bits_per_second")
+                        .and_then(Value::as_f64),
+                    simulated_intervals: simulated_intervals(f),
                 })
             })
             .collect::<Result<Vec<_>, ReportError>>()?,

@@ -20,7 +20,10 @@
 //! - a `run` of kind `rr` (`linkperf rr`): RTT distribution, CDF and tail,
 //!   RTT against message size with its fit, idle against loaded;
 //!
-//! and always host facts, the test configuration and a table of all runs.
+//! with `--simulate` twins (`pages/twin.rs`), seed 004's table of measured
+//! beside simulated and the simulated series beside the measured on the
+//! sweep, run and campaign pages; and always host facts, the test
+//! configuration and a table of all runs.
 //! An interrupted run, campaign or partial sweep gets a banner above it all.
 //!
 //! ```

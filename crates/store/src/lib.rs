@@ -28,7 +28,7 @@ pub use location::{
 };
 pub use records::{
     EntryKind, ListEntry, ListFilter, MonitorAlert, MonitorResult, NewRun, NewSweep, RrFigures,
-    RrSize, RunMetrics, RunRow, Sample, SweepRow, SweepSlot,
+    RrSize, RunMetrics, RunRow, Sample, SweepRow, SweepSlot, TWIN_REPETITION,
 };
 pub use schema::SCHEMA_VERSION;
 

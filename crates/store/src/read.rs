@@ -109,10 +109,25 @@ impl Store {
         }))
     }
 
-    /// The runs of a sweep, by point then repetition.
+    /// The measured runs of a sweep, by point then repetition (not the
+    /// simulated twins: [`Store::sweep_twins`]).
     pub fn sweep_runs(&mut self, id: i64, with_reports: bool) -> Result<Vec<RunRow>, StoreError> {
         let sql = run_select(
-            "WHERE r.sweep_id = $1 ORDER BY r.point, r.repetition",
+            "WHERE r.sweep_id = $1 AND r.repetition >= 0 ORDER BY r.point, r.repetition",
+            with_reports,
+        );
+        self.conn
+            .query(&sql, &[id.into()])?
+            .iter()
+            .map(|r| run_row(r, with_reports))
+            .collect()
+    }
+
+    /// The simulated twins of a sweep's points (stored at repetition
+    /// [`TWIN_REPETITION`](crate::TWIN_REPETITION)), by point.
+    pub fn sweep_twins(&mut self, id: i64, with_reports: bool) -> Result<Vec<RunRow>, StoreError> {
+        let sql = run_select(
+            "WHERE r.sweep_id = $1 AND r.repetition < 0 ORDER BY r.point",
             with_reports,
         );
         self.conn
@@ -172,7 +187,7 @@ impl Store {
              r.protocol, r.direction, r.sent_bps, r.received_bps, r.loss_percent, \
              r.rtt_mean_ms, r.cpu_local_percent, r.cpu_remote_percent, r.duration_s, \
              r.interrupted, r.congestion, r.flows, r.hosts, s.status, s.points, s.planned_runs, \
-             (SELECT COUNT(*) FROM runs x WHERE x.sweep_id = s.id), {} \
+             (SELECT COUNT(*) FROM runs x WHERE x.sweep_id = s.id AND x.repetition >= 0), {} \
              FROM entries e LEFT JOIN runs r ON r.id = e.id LEFT JOIN sweeps s ON s.id = e.id \
              LEFT JOIN rr_runs q ON q.run_id = e.id WHERE 1 = 1",
             rr::COLUMNS

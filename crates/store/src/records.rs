@@ -13,6 +13,10 @@ pub struct SweepSlot {
     pub repetition: i64,
 }
 
+/// The repetition a sweep point's simulated twin (`sweep --simulate`) is
+/// stored at: one per point, kept apart from the measured repetitions.
+pub const TWIN_REPETITION: i64 = -1;
+
 /// The normalised numbers of a run, for queries without parsing JSON.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RunMetrics {

@@ -150,6 +150,31 @@ fn ids_are_shared_and_list_is_newest_first() {
     let dup = s.insert_run(&NewRun::from_test_report(sample_report("h2", 3.0)).in_sweep(slot));
     assert!(dup.unwrap_err().message.contains("already stored"));
     assert_eq!(s.sweep_runs(sweep, false).unwrap().len(), 1);
+
+    // A point's simulated twin stays apart from its measured runs.
+    let twin = s
+        .insert_run(
+            &NewRun::from_test_report(sample_report("h2", 4.0)).in_sweep(SweepSlot {
+                repetition: crate::TWIN_REPETITION,
+                ..slot
+            }),
+        )
+        .unwrap();
+    let measured = s.sweep_runs(sweep, false).unwrap();
+    assert_eq!(measured.iter().map(|r| r.id).collect::<Vec<_>>(), [b]);
+    let twins = s.sweep_twins(sweep, true).unwrap();
+    assert_eq!(twins.iter().map(|r| r.id).collect::<Vec<_>>(), [twin]);
+    assert_eq!(twins[0].metrics.received_bps, Some(4.0));
+    let top = s
+        .list(&ListFilter {
+            limit: 10,
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(
+        top.iter().find(|e| e.id == sweep).unwrap().sweep_runs,
+        Some(1)
+    );
 }
 
 #[test]

@@ -84,6 +84,10 @@ pub struct FlowResult {
     pub reverse: Option<DirectionResult>,
     pub cpu_from_percent: Option<f64>,
     pub cpu_to_percent: Option<f64>,
+    /// `--simulate`: the flow's ns-3 twin (`source`, `bits_per_second`,
+    /// `measured_over_simulated`, `intervals`; docs/campaign.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub simulated: Option<Value>,
 }
 
 impl FlowResult {
@@ -271,6 +275,7 @@ pub fn flow_result(o: &FlowOutcome) -> FlowResult {
         reverse: None,
         cpu_from_percent: None,
         cpu_to_percent: None,
+        simulated: None,
     };
     match &o.report {
         Some(report) => {

@@ -14,6 +14,7 @@ pub mod plan;
 mod predict;
 mod ssh;
 pub mod text;
+pub mod twin;
 
 use analysis::{Flag, PhaseResult};
 use serde::Serialize;
@@ -165,6 +166,7 @@ fn run_rounds(
     observer: &mut dyn Observer,
 ) -> Vec<PhaseResult> {
     let mut phases = Vec::new();
+    let mut twins = twin::Cache::new();
     let varied = campaign.points.iter().any(|p| !p.is_empty());
     let rounds = planned_runs(campaign).len();
     'points: for point in &campaign.points {
@@ -210,6 +212,13 @@ fn run_rounds(
                     &mut on_progress,
                 );
                 predict::predict_phase(campaign, phase, &mut result);
+                if campaign.simulate {
+                    if let Err(m) =
+                        twin::simulate_phase(campaign, point, phase, &mut result, &mut twins)
+                    {
+                        observer.warning(&m);
+                    }
+                }
                 result.params = (varied || !phase.set.is_empty()).then(|| {
                     let mut params = point.clone();
                     params.extend(phase.set.clone());

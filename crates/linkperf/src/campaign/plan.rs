@@ -62,6 +62,8 @@ pub struct Campaign {
     pub points: Vec<Point>,
     /// The running testbed whose links phases and points set.
     pub testbed: Option<String>,
+    /// `--simulate`: each flow's ns-3 twin beside it (see `twin`).
+    pub simulate: bool,
 }
 
 impl Campaign {
@@ -297,6 +299,7 @@ pub fn build(
         phases,
         points: sweep_points(path, text, &file)?,
         testbed: file.testbed.as_ref().map(|t| t.get_ref().clone()),
+        simulate: false,
     };
     // Every point must give valid flows before anything runs.
     for p in &campaign.points {

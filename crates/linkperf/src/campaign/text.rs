@@ -25,13 +25,28 @@ fn aggregate_text(a: &Aggregate) -> String {
     )
 }
 
+/// `--simulate`: "simulated R (ns-3 3.37), meas/sim X, ".
+fn simulated_words(f: &FlowResult) -> String {
+    let Some(t) = &f.simulated else {
+        return String::new();
+    };
+    format!(
+        "simulated {} ({}), meas/sim {}, ",
+        format_rate(t["bits_per_second"].as_f64().unwrap_or(0.0)),
+        t["source"].as_str().unwrap_or("ns-3"),
+        t["measured_over_simulated"]
+            .as_f64()
+            .map_or_else(|| "-".into(), |r| format!("{r:.3}"))
+    )
+}
+
 /// One row per direction: a bidir flow has two, sender -> receiver each.
 fn flow_rows(out: &mut String, f: &FlowResult) {
     let bidir = f.reverse.is_some();
     for d in f.directions() {
         let _ = writeln!(
             out,
-            "  {:<22} {:>14} {:>14} {:>9}  {}{}{}{}",
+            "  {:<22} {:>14} {:>14} {:>9}  {}{}{}{}{}",
             format!("{} -> {}", d.sender, d.receiver),
             format_rate(d.sent.bits_per_second),
             format_rate(d.received.bits_per_second),
@@ -54,6 +69,7 @@ fn flow_rows(out: &mut String, f: &FlowResult) {
                         .map_or_else(|| "-".into(), |r| format!("{r:.3}"))
                 ))
                 .unwrap_or_default(),
+            simulated_words(f),
             f.status,
             if bidir { ", bidir" } else { "" },
             f.error

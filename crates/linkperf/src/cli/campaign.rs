@@ -32,6 +32,10 @@ pub struct RunArgs {
     /// Do not store the result in the archive.
     #[arg(long)]
     pub no_store: bool,
+    /// Simulate each flow's ns-3 twin after its phase (a campaign in a
+    /// testbed) and show it beside the measurement.
+    #[arg(long)]
+    pub simulate: bool,
 }
 
 #[derive(Args, Debug)]
@@ -105,6 +109,13 @@ fn run_file(args: &RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if args.simulate {
+        if let Err(e) = campaign::twin::check(&plan) {
+            eprintln!("linkperf: {e}");
+            return ExitCode::from(2);
+        }
+        plan.simulate = true;
+    }
     let cancel = signals::cancel_on_signal();
     let mut terminal = Terminal {
         progress: Progress::new(campaign::planned_runs(&plan), args.json),

@@ -292,6 +292,8 @@ fn point_label(params: &Value) -> String {
         cpu_remote: None,
         confidence_reached: None,
         predicted: None,
+        simulated: None,
+        simulated_run: None,
     }
     .label()
 }
@@ -479,7 +481,9 @@ fn export_json(store: &mut Store, id: i64) -> Result<Value, Fail> {
                 .sweep(id)?
                 .ok_or_else(|| Fail::Run(format!("sweep {id} is missing")))?;
             let runs = store.sweep_runs(id, true)?;
-            let points = sweep::summarise(&sweep, &runs);
+            let twins = store.sweep_twins(id, true)?;
+            let mut points = sweep::summarise(&sweep, &runs);
+            sweep::twin::attach(&mut points, &twins);
             let spec = &sweep.spec;
             Ok(json!({
                 "schema": linkperf::report::SCHEMA,
@@ -504,6 +508,7 @@ fn export_json(store: &mut Store, id: i64) -> Result<Value, Fail> {
                     "stats": p.stats_json(),
                 })).collect::<Vec<_>>(),
                 "runs": runs.iter().map(run_json).collect::<Vec<_>>(),
+                "twins": twins.iter().map(run_json).collect::<Vec<_>>(),
             }))
         }
         Some(EntryKind::Run(_)) => {
@@ -519,6 +524,14 @@ fn export_json(store: &mut Store, id: i64) -> Result<Value, Fail> {
                 }
                 return Ok(doc);
             }
+            let twins = match run.slot {
+                Some(slot) => store
+                    .sweep_twins(slot.sweep_id, true)?
+                    .into_iter()
+                    .filter(|t| t.slot.map(|s| s.point) == Some(slot.point) && t.id != id)
+                    .collect(),
+                None => vec![],
+            };
             Ok(json!({
                 "schema": linkperf::report::SCHEMA,
                 "kind": "run",
@@ -526,6 +539,7 @@ fn export_json(store: &mut Store, id: i64) -> Result<Value, Fail> {
                 "sweep": null,
                 "points": [],
                 "runs": [run_json(&run)],
+                "twins": twins.iter().map(run_json).collect::<Vec<_>>(),
             }))
         }
     }
@@ -629,6 +643,9 @@ fn export_csv(store: &mut Store, id: i64) -> Result<String, Fail> {
                             .collect()
                     })
                     .unwrap_or_default();
+                // The points' ns-3 twins (`--simulate`) last, at repetition -1.
+                let mut runs = runs;
+                runs.extend(store.sweep_twins(id, false)?);
                 (runs, names, sweep.points)
             }
             Some(EntryKind::Run(_)) => {

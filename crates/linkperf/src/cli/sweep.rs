@@ -54,6 +54,10 @@ pub struct SweepArgs {
     /// With --testbed: the host that runs the server (default: the second host).
     #[arg(long, value_name = "HOST", requires = "testbed")]
     pub server_host: Option<String>,
+    /// With --testbed: run each point's ns-3 twin (`linkperf simulate`) after
+    /// its first measured run and show it beside the measurement.
+    #[arg(long)]
+    pub simulate: bool,
     /// Finish sweep ID from the archive (only --db and -J may be given with it).
     #[arg(long, value_name = "ID")]
     pub resume: Option<i64>,
@@ -82,6 +86,7 @@ impl SweepArgs {
             testbed: self.testbed.clone(),
             client_host: self.client_host.clone(),
             server_host: self.server_host.clone(),
+            simulate: self.simulate,
         }
     }
 
@@ -340,7 +345,9 @@ fn print_results(store: &mut Store, id: i64, json_out: Printed) -> Result<(), St
         .map_err(|e| e.to_string())?
         .ok_or_else(|| format!("sweep {id} vanished from the archive"))?;
     let runs = store.sweep_runs(id, true).map_err(|e| e.to_string())?;
-    let points = sweep::summarise(&sweep, &runs);
+    let twins = store.sweep_twins(id, false).map_err(|e| e.to_string())?;
+    let mut points = sweep::summarise(&sweep, &runs);
+    sweep::twin::attach(&mut points, &twins);
     if json_out.json {
         say!(
             "{}",

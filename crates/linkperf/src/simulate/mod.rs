@@ -10,6 +10,7 @@ pub mod ns3;
 pub mod path;
 pub mod result;
 pub mod spec;
+pub mod twin;
 
 pub use spec::{SimError, SimSpec};
 
@@ -72,8 +73,17 @@ fn check(spec: &SimSpec) -> Result<(), SimError> {
 pub fn run(spec: &SimSpec) -> Result<serde_json::Value, SimError> {
     check(spec)?;
     let congestion = spec.congestion.clone().unwrap_or_else(host_congestion);
-    let model = ns3_congestion(&congestion)?;
+    ns3_congestion(&congestion)?;
     let route = path::from_file(&spec.testbed, spec.ends.as_ref(), spec.reverse)?;
+    run_route(spec, &route)
+}
+
+/// Runs the simulation of `spec` along `route` (a path already taken from a
+/// topology, e.g. one with a sweep point's link values: see [`twin`]).
+pub fn run_route(spec: &SimSpec, route: &path::Route) -> Result<serde_json::Value, SimError> {
+    check(spec)?;
+    let congestion = spec.congestion.clone().unwrap_or_else(host_congestion);
+    let model = ns3_congestion(&congestion)?;
     let install = ns3::Install::find()?;
     let program = install.scenario()?;
     let (rcvbuf, sndbuf) = path::buffers(spec);
@@ -94,7 +104,7 @@ pub fn run(spec: &SimSpec) -> Result<serde_json::Value, SimError> {
         &result::Context {
             spec,
             congestion: &congestion,
-            route: &route,
+            route,
             source: format!("ns-3 {}", install.version),
             rcvbuf,
         },

@@ -8,6 +8,7 @@ pub mod network;
 pub mod plan;
 pub mod run;
 pub mod stats;
+pub mod twin;
 
 use linkperf_store::{RunRow, SweepRow};
 use linkperf_units::ReportUnit;
@@ -70,6 +71,10 @@ pub struct PointSummary {
     /// run's `summary.prediction`, present when the sweep ran in a testbed
     /// or with `--path`. Needs the runs' reports loaded.
     pub predicted: Option<f64>,
+    /// The ns-3 twin's received throughput (bit/s) and its run id, with
+    /// `--simulate` (see [`twin::attach`]).
+    pub simulated: Option<f64>,
+    pub simulated_run: Option<i64>,
 }
 
 impl PointSummary {
@@ -92,7 +97,15 @@ impl PointSummary {
             "cpu_local_percent": self.cpu_local,
             "cpu_remote_percent": self.cpu_remote,
             "predicted_bits_per_second": self.predicted,
+            "simulated_bits_per_second": self.simulated,
+            "simulated_run": self.simulated_run,
         })
+    }
+
+    /// Mean received over the simulated twin's received.
+    pub fn measured_over_simulated(&self) -> Option<f64> {
+        let measured = self.received.as_ref()?.mean;
+        self.simulated.filter(|s| *s > 0.0).map(|s| measured / s)
     }
 
     /// Mean received over predicted.
@@ -151,6 +164,8 @@ pub fn summarise(sweep: &SweepRow, runs: &[RunRow]) -> Vec<PointSummary> {
                 cpu_remote: col(|r| r.metrics.cpu_remote_percent),
                 confidence_reached,
                 predicted: col(predicted_of).map(|s| s.mean),
+                simulated: None,
+                simulated_run: None,
             }
         })
         .collect()
@@ -182,6 +197,9 @@ pub fn sweep_json(sweep: &SweepRow, points: &[PointSummary]) -> Value {
             "confidence_reached": p.confidence_reached,
             "predicted_bits_per_second": p.predicted,
             "measured_over_predicted": p.measured_over_predicted(),
+            "simulated_bits_per_second": p.simulated,
+            "simulated_run": p.simulated_run,
+            "measured_over_simulated": p.measured_over_simulated(),
         })).collect::<Vec<_>>(),
     })
 }
@@ -232,6 +250,10 @@ pub fn sweep_table_in(sweep: &SweepRow, points: &[PointSummary], unit: ReportUni
     if predicted {
         header.extend(["predicted".to_string(), "meas/pred".to_string()]);
     }
+    let simulated = points.iter().any(|p| p.simulated.is_some());
+    if simulated {
+        header.extend(["simulated".to_string(), "meas/sim".to_string()]);
+    }
     let mut rows = vec![header];
     for p in points {
         let mut row: Vec<String> = names
@@ -262,6 +284,13 @@ pub fn sweep_table_in(sweep: &SweepRow, points: &[PointSummary], unit: ReportUni
             row.push(rate(p.predicted, unit));
             row.push(
                 p.measured_over_predicted()
+                    .map_or_else(|| "-".into(), |r| format!("{r:.3}")),
+            );
+        }
+        if simulated {
+            row.push(rate(p.simulated, unit));
+            row.push(
+                p.measured_over_simulated()
                     .map_or_else(|| "-".into(), |r| format!("{r:.3}")),
             );
         }

@@ -47,6 +47,8 @@ pub struct SweepOptions {
     /// Testbed hosts of the client and the server (default: its first two).
     pub client_host: Option<String>,
     pub server_host: Option<String>,
+    /// Simulate every point's ns-3 twin after its first measured run.
+    pub simulate: bool,
 }
 
 /// A sweep ready to run: the base test and every point.
@@ -61,6 +63,8 @@ pub struct Plan {
     pub confidence: Option<(Confidence, u32)>,
     /// The testbed the runs cross, when the sweep has one.
     pub network: Option<Network>,
+    /// `--simulate`: each point's ns-3 twin is stored beside its runs.
+    pub simulate: bool,
 }
 
 /// Why a sweep stopped before its end.
@@ -144,12 +148,21 @@ impl Plan {
             pause: options.pause,
             confidence,
             network,
+            simulate: options.simulate,
         };
         for p in &plan.points {
             plan.point(p)?
                 .config()
                 .validate()
                 .map_err(|e| format!("point {}: {e}", plan::label(p)))?;
+        }
+        if plan.simulate {
+            let tests = plan
+                .points
+                .iter()
+                .map(|p| plan.point(p).map(|t| (p, t)))
+                .collect::<Result<Vec<_>, _>>()?;
+            super::twin::check(plan.network.as_ref(), &tests)?;
         }
         Ok(plan)
     }
@@ -179,6 +192,7 @@ impl Plan {
             })),
             "base_options": self.base.config(),
             "testbed": self.network.as_ref().map(Network::describe),
+            "simulate": self.simulate,
         });
         NewSweep {
             host: self.base.host.clone(),
@@ -251,6 +265,17 @@ pub fn execute(
         Err(e) => return (0, Err(Stop::StoreFailed(e.to_string()))),
     };
     let n = plan.points.len();
+    let mut twinned = vec![false; n];
+    if plan.simulate {
+        match store.sweep_twins(id, false) {
+            Ok(twins) => twins
+                .iter()
+                .filter_map(|t| t.slot)
+                .filter(|s| (s.point as usize) < n)
+                .for_each(|s| twinned[s.point as usize] = true),
+            Err(e) => return (0, Err(Stop::StoreFailed(e.to_string()))),
+        }
+    }
     let mut runner = Runner {
         store,
         plan,
@@ -261,6 +286,7 @@ pub fn execute(
         ran_here: 0,
         received: vec![Vec::new(); n],
         next_rep: vec![0i64; n],
+        twinned,
     };
     let mut done = HashSet::new();
     for r in &existing {
@@ -313,6 +339,8 @@ struct Runner<'a> {
     /// Received bits/s of each point's stored runs.
     received: Vec<Vec<f64>>,
     next_rep: Vec<i64>,
+    /// Whether each point's ns-3 twin is stored (`--simulate`).
+    twinned: Vec<bool>,
 }
 
 impl Runner<'_> {
@@ -396,6 +424,36 @@ impl Runner<'_> {
         self.next_rep[point] = self.next_rep[point].max(repetition + 1);
         self.ran_here += 1;
         self.observer.run_stored();
+        self.simulate(point)
+    }
+
+    /// With `--simulate`, the point's ns-3 twin once it has a measured run:
+    /// after the measurement, never beside it (the simulation takes a CPU).
+    fn simulate(&mut self, point: usize) -> Result<(), Stop> {
+        if !self.plan.simulate || self.twinned[point] || self.received[point].is_empty() {
+            return Ok(());
+        }
+        let label = plan::label(&self.plan.points[point]);
+        self.observer.run_started(&format!("{label} (ns-3 twin)"));
+        let params = &self.plan.points[point];
+        let test = self.plan.point(params).map_err(Stop::RunFailed)?;
+        let Some(network) = &self.plan.network else {
+            return Err(Stop::RunFailed("--simulate needs --testbed".into()));
+        };
+        let twin = super::twin::simulate_point(network, params, &test, self.sweep_id, point);
+        let run = match twin {
+            Ok(run) => run,
+            Err(_) if self.interrupted() => return Err(Stop::Interrupted),
+            Err(e) => {
+                return Err(Stop::RunFailed(format!(
+                    "the ns-3 twin of {label} failed: {e}"
+                )))
+            }
+        };
+        self.store
+            .insert_run(&run)
+            .map_err(|e| Stop::StoreFailed(e.to_string()))?;
+        self.twinned[point] = true;
         Ok(())
     }
 
@@ -417,6 +475,10 @@ impl Runner<'_> {
                     self.run_one(p, rep)?;
                 }
             }
+        }
+        // Twins a resumed sweep still misses (its runs were all stored).
+        for p in 0..self.plan.points.len() {
+            self.simulate(p)?;
         }
         Ok(())
     }

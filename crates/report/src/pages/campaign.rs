@@ -167,6 +167,7 @@ pub(super) fn phase_section(k: usize, name: &str, phases: &[&Phase]) -> (Section
         sec.push(&ft.render());
         shorts
     };
+    super::twin::campaign_phase(name, phases, &mut sec);
     hosts_table(phases, &mut sec);
     let worst = session_means
         .iter()

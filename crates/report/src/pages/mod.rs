@@ -16,6 +16,7 @@ mod samples;
 mod sections;
 mod shared;
 mod sweep;
+mod twin;
 
 use crate::export::{Export, Kind, RunData};
 use crate::html;

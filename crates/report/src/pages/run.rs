@@ -49,6 +49,7 @@ pub(super) fn run_page(ex: &Export) -> (String, String, Vec<Section>) {
     for r in ex.runs.iter().take(DETAILED_RUNS) {
         sections.push(run_section(r, ex.runs.len() > 1));
     }
+    sections.extend(super::twin::run_section(ex));
     let detailed: Vec<&RunData> = ex.runs.iter().take(DETAILED_RUNS).collect();
     if let Some(s) = super::samples::samples_section(&detailed) {
         sections.push(s);

@@ -71,6 +71,10 @@ pub(super) fn sweep_page(ex: &Export) -> (String, String, Vec<Section>) {
     }
     results.heading("All points");
     results.push(&points_table(ex, &axes, cells).render());
+    if let Some(table) = super::twin::sweep_table(ex) {
+        results.heading("Measured and simulated");
+        results.push(&table);
+    }
 
     let mut sections = vec![results];
     // The runs' --sample series overlaid: the first ones, as many as stay legible.
@@ -151,14 +155,24 @@ pub(super) fn one_param(ex: &Export, pa: &ParamAxis, bars: ErrorBars, out: &mut 
     if modelled {
         plot.series.push(model);
     }
+    let twins = super::twin::sweep_series(&points, pa, ex);
+    let simulated = !twins.points.is_empty();
+    if simulated {
+        plot.series.push(twins);
+    }
     if plot.series.iter().any(|s| s.right) {
         plot.y2 = Some(Axis::new("CPU", Quantity::Percent).zero().at_least(100.0));
     }
     let caption = format!(
-        "Mean throughput at each {}: received (solid line, filled circles) and sent (pale band, open squares), left axis; mean CPU use of each end (dashed and dotted, right axis).{} {} Click a point for its row in the table of points and its runs.",
+        "Mean throughput at each {}: received (solid line, filled circles) and sent (pale band, open squares), left axis; mean CPU use of each end (dashed and dotted, right axis).{}{} {} Click a point for its row in the table of points and its runs.",
         pa.name,
         if modelled {
             " The grey dashed line with open diamonds is the model's prediction for each point (docs/model.md): the bound the path, window and loss set."
+        } else {
+            ""
+        },
+        if simulated {
+            " The orange dashed line with open squares is each point's ns-3 twin (sweep --simulate): the same path and test, simulated."
         } else {
             ""
         },

@@ -13,7 +13,8 @@ pub(super) fn show(store: &mut Store, id: i64, json_out: bool) -> Result<(), Fai
         None => Err(not_found(store, id)),
         Some(EntryKind::Sweep) => {
             let (sweep, runs) = load_sweep(store, id)?;
-            let points = sweep::summarise(&sweep, &runs);
+            let mut points = sweep::summarise(&sweep, &runs);
+            sweep::twin::attach(&mut points, &store.sweep_twins(id, false)?);
             if json_out {
                 say!(
                     "{}",
