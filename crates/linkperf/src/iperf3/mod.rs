@@ -4,6 +4,7 @@
 //! layout ([`json`]). The wire codec is `linkperf_proto::iperf3`; the data
 //! plane is linkperf's engine (with iperf3's UDP header where it differs).
 
+pub mod auth;
 pub mod client;
 pub mod json;
 pub mod listener;
