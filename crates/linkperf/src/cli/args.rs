@@ -206,6 +206,8 @@ pub struct ServerArgs {
     pub auth: crate::auth_args::ServerAuthArgs,
     #[command(flatten)]
     pub tls: crate::tls_args::ServerTlsArgs,
+    #[command(flatten)]
+    pub iperf3_auth: crate::iperf3_auth_args::ServerIperf3AuthArgs,
 
     // iperf3's everyday flags (issue 21).
     /// Run as a daemon: detach once listening (errors before that are printed).
@@ -242,6 +244,8 @@ pub struct ClientArgs {
     pub auth: crate::auth_args::ClientAuthArgs,
     #[command(flatten)]
     pub tls: crate::tls_args::ClientTlsArgs,
+    #[command(flatten)]
+    pub iperf3_auth: crate::iperf3_auth_args::ClientIperf3AuthArgs,
     /// Server port.
     #[arg(short = 'p', long, default_value_t = linkperf_proto::DEFAULT_PORT)]
     pub port: u16,

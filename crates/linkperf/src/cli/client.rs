@@ -34,7 +34,19 @@ fn usage(message: impl std::fmt::Display) -> ExitCode {
 }
 
 pub fn run(args: ClientArgs) -> ExitCode {
-    if let Err(e) = args.auth.install().and_then(|()| args.tls.install()) {
+    // --username with --rsa-public-key-path names the iperf3 user, not a
+    // linkperf user with a key.
+    let iperf3_token = args
+        .iperf3_auth
+        .resolve(args.auth.username.as_deref(), args.iperf3_mode());
+    let installed = iperf3_token.and_then(|token| {
+        if token.is_none() {
+            args.auth.install()?;
+        }
+        linkperf::iperf3::auth::set_client_token(token);
+        args.tls.install()
+    });
+    if let Err(e) = installed {
         return usage(e);
     }
     let spec = match args.spec().and_then(|s| s.validate().map(|()| s)) {

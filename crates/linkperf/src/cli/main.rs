@@ -28,6 +28,7 @@ mod client;
 mod config;
 mod demo;
 mod doctor;
+mod iperf3_auth_args;
 mod manual;
 mod model;
 mod monitor;
@@ -125,6 +126,33 @@ fn dispatch(command: Command) -> ExitCode {
     }
 }
 
+/// The server's options from its flags (users, TLS, iperf3's RSA keys
+/// read and checked); `Err` is a usage error.
+fn server_options(args: &args::ServerArgs) -> Result<server::ServerOptions, String> {
+    let (users, auth_required, third_party) = args.auth.resolve()?;
+    Ok(server::ServerOptions {
+        port: args.port,
+        bind: args.bind,
+        once: args.once,
+        allow_third_party: args.allow_third_party,
+        verbose: !args.quiet,
+        iperf3_port: args.iperf3_port,
+        exclusive: args.exclusive,
+        data_ports: args.data_ports.clone(),
+        limits: args.limits.limits(),
+        log_format: args.limits.log_format(),
+        logfile: args.limits.logfile.clone(),
+        users,
+        auth_required,
+        third_party,
+        mptcp: args.mptcp,
+        tls: args.tls.resolve()?,
+        target_credentials: args.auth.target_credentials()?,
+        target_tls: args.tls.target_tls()?,
+        iperf3_rsa: args.iperf3_auth.resolve()?,
+    })
+}
+
 fn run_server(args: args::ServerArgs) -> ExitCode {
     if let Some(name) = &args.auth.gen_key {
         return match linkperf::guard::auth::generate_user_line(name) {
@@ -138,13 +166,6 @@ fn run_server(args: args::ServerArgs) -> ExitCode {
             }
         };
     }
-    let (users, auth_required, third_party) = match args.auth.resolve() {
-        Ok(resolved) => resolved,
-        Err(e) => {
-            eprintln!("linkperf: {e}");
-            return ExitCode::from(2);
-        }
-    };
     if let Some(dir) = &args.tls.tls_gen_cert {
         return match linkperf::tls::generate_self_signed(dir, &args.tls.tls_name) {
             Ok(pin) => {
@@ -161,38 +182,14 @@ fn run_server(args: args::ServerArgs) -> ExitCode {
             }
         };
     }
-    let resolved = args
-        .tls
-        .resolve()
-        .and_then(|tls| Ok((tls, args.tls.target_tls()?, args.auth.target_credentials()?)));
-    let (tls, target_tls, target_credentials) = match resolved {
-        Ok(resolved) => resolved,
+    let options = match server_options(&args) {
+        Ok(options) => options,
         Err(e) => {
             eprintln!("linkperf: {e}");
             return ExitCode::from(2);
         }
     };
-    let pin = tls.as_ref().map(|t| t.pin.clone());
-    let options = server::ServerOptions {
-        port: args.port,
-        bind: args.bind,
-        once: args.once,
-        allow_third_party: args.allow_third_party,
-        verbose: !args.quiet,
-        iperf3_port: args.iperf3_port,
-        exclusive: args.exclusive,
-        data_ports: args.data_ports.clone(),
-        limits: args.limits.limits(),
-        log_format: args.limits.log_format(),
-        logfile: args.limits.logfile.clone(),
-        users,
-        auth_required,
-        third_party,
-        mptcp: args.mptcp,
-        tls,
-        target_credentials,
-        target_tls,
-    };
+    let pin = options.tls.as_ref().map(|t| t.pin.clone());
     let s = match server::Server::bind(options) {
         Ok(s) => s,
         Err(e) => {

@@ -30,6 +30,8 @@ pub struct RrArgs {
     pub port: u16,
     #[command(flatten)]
     pub auth: crate::auth_args::ClientAuthArgs,
+    #[command(flatten)]
+    pub tls: crate::tls_args::ClientTlsArgs,
     /// UDP instead of TCP (a lost transaction times out and counts as lost).
     #[arg(short = 'u', long)]
     pub udp: bool,
@@ -163,7 +165,7 @@ impl RrArgs {
 
 /// `linkperf rr`: runs the plan and prints the report.
 pub fn main(args: RrArgs) -> ExitCode {
-    if let Err(e) = args.auth.install() {
+    if let Err(e) = args.auth.install().and_then(|()| args.tls.install()) {
         eprintln!("linkperf: {e}");
         return ExitCode::from(2);
     }

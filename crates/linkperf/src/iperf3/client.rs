@@ -223,7 +223,10 @@ fn open_control(options: &ClientOptions, server: SocketAddr) -> Result<Control, 
         .map_err(|e| fail(format!("iperf3 control connection: {e}")))?;
     let mut decoder = Decoder::new(Peer::Server, false);
     expect_state(&mut control, &mut decoder, State::ParamExchange, server)?;
-    let params = params_from_config(config, false);
+    let mut params = params_from_config(config, false);
+    if let Some(credentials) = super::auth::client_token() {
+        params.authtoken = Some(credentials.token().map_err(usage)?);
+    }
     control
         .write_all(&iperf3::encode_json(&params.to_json()))
         .map_err(|e| fail(format!("iperf3 control connection: {e}")))?;

@@ -4,6 +4,7 @@
 //! layout ([`json`]). The wire codec is `linkperf_proto::iperf3`; the data
 //! plane is linkperf's engine (with iperf3's UDP header where it differs).
 
+pub mod auth;
 pub mod client;
 pub mod json;
 pub mod listener;
@@ -342,7 +343,12 @@ pub fn read_items(
         let _ = stream.set_read_timeout(Some(left));
         let want = decoder.wanted().min(buf.len());
         match stream.read(&mut buf[..want]) {
-            Ok(0) => return Err("the iperf3 peer closed the control connection".into()),
+            Ok(0) => {
+                return match decoder.at_close() {
+                    Some(item) => Ok(vec![item]),
+                    None => Err("the iperf3 peer closed the control connection".into()),
+                }
+            }
             Ok(n) => {
                 let items = decoder.feed(&buf[..n]).map_err(|e| e.to_string())?;
                 if !items.is_empty() {

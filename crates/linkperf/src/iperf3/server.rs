@@ -2,10 +2,15 @@
 //! cookie is either a new control connection or a data connection of a
 //! session waiting for its streams (found by cookie). Sessions run side by
 //! side like linkperf's own; `--exclusive` refuses a second one as iperf3 does.
+//! With iperf3's RSA authentication configured, a client's parameters must
+//! carry a valid token ([`super::auth`]), else it gets iperf3's
+//! "test authorization failed".
 
+use super::auth::RsaAuth;
 use super::listener::{self, Handshake};
 use super::{config_from_params, iperf3_bytes, iperf3_rate, results_from_side, Extras};
 use crate::data::{self, canonical_ip as canonical};
+use crate::guard::auth::Gate;
 use crate::guard::{self, Guard, Level};
 use linkperf_engine::{
     sockopt, DataSocket, EventSink, LocalSide, SideEvent, StreamPlan, UdpFormat,
@@ -70,15 +75,24 @@ impl Drop for WaitingGuard {
     }
 }
 
+/// What an iperf3 client must satisfy beyond the server's limits.
+#[derive(Clone, Copy, Default)]
+pub struct Admission<'a> {
+    /// One test at a time (`--exclusive`): a second client is busy-refused.
+    pub exclusive: bool,
+    /// iperf3's RSA authentication, and the per-address failure limit it
+    /// shares with linkperf's own authentication.
+    pub rsa: Option<(&'a RsaAuth, &'a Gate)>,
+}
+
 /// Serves a connection whose first four bytes (`first`) were already read
 /// and are not linkperf's; `accepted` is its [`accept_ticket`]. Returns true
 /// when an iperf3 test session ran.
 pub fn serve(
     mut stream: TcpStream,
     peer: SocketAddr,
-    first: [u8; 4],
-    accepted: u64,
-    exclusive: bool,
+    (first, accepted): ([u8; 4], u64),
+    admission: Admission<'_>,
     guard: &Arc<Guard>,
     deadline: Instant,
 ) -> bool {
@@ -110,13 +124,13 @@ pub fn serve(
     }
     let previous = hub().active.fetch_add(1, Ordering::AcqRel);
     let _active = ActiveGuard;
-    if exclusive && previous > 0 {
+    if admission.exclusive && previous > 0 {
         // iperf3's answer to a second client: busy, try later.
         let _ = stream.write_all(&[State::AccessDenied.byte()]);
         guard.refused(peer, "iperf3: a test is running (--exclusive)");
         return false;
     }
-    match Session::run(stream, cookie, guard) {
+    match Session::run(stream, cookie, guard, admission.rsa) {
         Ok((line, warnings)) => {
             guard.log.event(Level::Info, peer, "test-done", &line);
             for w in warnings {
@@ -173,6 +187,7 @@ impl Session {
         mut control: TcpStream,
         cookie: [u8; COOKIE_LEN],
         guard: &Arc<Guard>,
+        rsa: Option<(&RsaAuth, &Gate)>,
     ) -> Result<(String, Vec<String>), String> {
         sockopt::apply_liveness(&socket2::SockRef::from(&control));
         control.set_nodelay(true).ok();
@@ -185,7 +200,7 @@ impl Session {
         decoder.set_json_limit(MAX_PARAMS_JSON);
         let step = guard.limits.handshake_timeout;
         let items = super::read_items(&mut control, &mut decoder, step)?;
-        let params = match items.first() {
+        let mut params = match items.first() {
             Some(Item::Json(v)) => Params::from_json(v).map_err(|e| e.to_string())?,
             _ => return Err("expected the iperf3 parameters".into()),
         };
@@ -197,6 +212,13 @@ impl Session {
             events,
             tx,
             max_duration_s: guard.limits.max_duration_s,
+        };
+        let user = match rsa {
+            Some(rsa) => match super::auth::authorize(&mut params, rsa, guard, peer) {
+                Ok(user) => Some(user),
+                Err(why) => return session.refuse(iperf3::errno::AUTH_TEST, why),
+            },
+            None => None,
         };
         let (config, extras) = match config_from_params(&params) {
             Ok(c) => c,
@@ -210,7 +232,18 @@ impl Session {
             Ok(permit) => permit,
             Err(why) => return session.refuse(iperf3::errno::ACCESS_DENIED, why),
         };
-        session.test(config, extras, params, cookie, decoder, peer, local)
+        let (line, warnings) =
+            session.test(config, extras, params, cookie, decoder, peer, local)?;
+        Ok(match user {
+            Some(user) => (
+                format!(
+                    "{line} (iperf3 user '{}')",
+                    crate::guard::auth::printable(&user)
+                ),
+                warnings,
+            ),
+            None => (line, warnings),
+        })
     }
 
     /// From CREATE_STREAMS to the client's IPERF_DONE: the test's log line

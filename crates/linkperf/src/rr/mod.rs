@@ -98,6 +98,9 @@ pub struct Plan {
     /// (`--username`/`--key-file`, LINKPERF_USER/LINKPERF_KEY). An agent
     /// running a third party's order sets its own user here.
     pub credentials: Option<crate::client::Credentials>,
+    /// TLS on the session's control connection; `None`: plain. Data
+    /// connections and UDP flows stay plain.
+    pub tls: Option<std::sync::Arc<crate::tls::ClientTls>>,
 }
 
 /// Default request and response size.
@@ -247,6 +250,7 @@ impl RrSpec {
             mode,
             clock_sync: self.clock_sync,
             credentials: None,
+            tls: crate::client::default_tls(),
         })
     }
 

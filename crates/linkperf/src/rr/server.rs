@@ -2,11 +2,14 @@
 //! the `LPR1` preamble. A session (Hello) owns a cookie, counters and, for
 //! UDP, a socket answered by its own thread; TCP data connections (Join) find
 //! their session by cookie and answer requests until the client closes. A
-//! client that vanishes ends only its own session.
+//! client that vanishes ends only its own session. A session's control
+//! connection may be TLS (`linkperf rr --tls`); data connections and UDP
+//! flows stay plain, joined by their cookie.
 
 use crate::data;
 use crate::guard::auth::{Answer, Gate, Users};
 use crate::guard::{self, Guard, Level};
+use crate::tls::Channel;
 use linkperf_proto::auth;
 use linkperf_proto::rr::{
     self, RrClientMessage, RrServerMessage, RrServerSession, RR_VERSION, UDP_HEADER_LEN,
@@ -40,21 +43,22 @@ const SETUP_TIMEOUT: Duration = Duration::from_secs(15);
 pub struct Admission<'a> {
     /// Every session must answer a challenge with a user's key.
     pub users: Option<(&'a Users, &'a Gate)>,
-    /// Sessions are refused: the server requires TLS, which rr lacks.
+    /// Plain sessions are refused: the server requires TLS.
     pub tls_required: bool,
 }
 
-/// Serves one rr connection (the preamble is already read); its first
-/// message must be complete by `deadline`. Returns true when it was a
-/// session that ran to its end (for `linkperf server --once`).
+/// Serves one rr connection (the preamble is already read, inside TLS when
+/// the channel is TLS); its first message must be complete by `deadline`.
+/// Returns true when it was a session that ran to its end (for `linkperf
+/// server --once`).
 pub fn handle(
-    mut stream: TcpStream,
+    mut stream: Channel,
     peer: SocketAddr,
     guard: &Arc<Guard>,
     deadline: Instant,
     admission: Admission<'_>,
 ) -> bool {
-    let _ = stream.set_nodelay(true);
+    let _ = stream.tcp().set_nodelay(true);
     let mut session = RrServerSession::new();
     let first = match read_message(&mut stream, &mut session, Some(deadline)) {
         Ok(m) => m,
@@ -80,9 +84,18 @@ pub fn handle(
             request,
             response,
         } => {
+            // Data connections stay plain (their cookie joins them).
+            let plain = (!stream.is_tls())
+                .then(|| stream.tcp().try_clone().ok())
+                .flatten();
+            drop(stream);
+            let Some(plain) = plain else {
+                guard.refused(peer, "rr data connection inside TLS (they stay plain)");
+                return false;
+            };
             if guard.cookie_guessing_blocked(peer.ip()) {
                 guard.refused(peer, "rr data connection closed: too many wrong cookies");
-            } else if !serve_tcp(stream, cookie, request, response) {
+            } else if !serve_tcp(plain, cookie, request, response) {
                 guard.wrong_cookie(peer, "rr data connection");
             }
             false
@@ -133,16 +146,16 @@ pub fn handle(
 /// A session's admission: refused when the server requires TLS; when it
 /// requires users, a challenge and the client's answer. `Err`: the refusal.
 fn admit(
-    stream: &mut TcpStream,
+    stream: &mut Channel,
     session: &mut RrServerSession,
     peer: SocketAddr,
     guard: &Guard,
     deadline: Instant,
     admission: Admission<'_>,
 ) -> Result<(), String> {
-    if admission.tls_required {
+    if admission.tls_required && !stream.is_tls() {
         return Err(
-            "this server requires TLS (--tls-required) and rr sessions cannot use TLS yet".into(),
+            "this server requires TLS on the control connection (--tls-required): add --tls with --tls-ca FILE or --tls-pin SHA256".into(),
         );
     }
     let Some((users, gate)) = admission.users else {
@@ -174,7 +187,7 @@ fn admit(
             answer: &answer,
             nonce: &nonce,
             purpose: &auth::purpose_rr(),
-            binding: None,
+            binding: stream.binding().as_ref().map(|b| &b[..]),
         },
     )
 }
@@ -182,7 +195,7 @@ fn admit(
 /// Reads exactly one frame (never bytes past it: raw requests may follow).
 /// With a `deadline`, the whole frame must have arrived by then.
 fn read_message(
-    stream: &mut TcpStream,
+    stream: &mut Channel,
     session: &mut RrServerSession,
     deadline: Option<Instant>,
 ) -> Result<RrClientMessage, String> {
@@ -193,7 +206,7 @@ fn read_message(
             if left.is_zero() {
                 return Err("the client went silent".into());
             }
-            let _ = stream.set_read_timeout(Some(left));
+            let _ = stream.tcp().set_read_timeout(Some(left));
         }
         let want = session.wanted().min(buf.len());
         let n = match stream.read(&mut buf[..want]) {
@@ -214,7 +227,7 @@ fn read_message(
     }
 }
 
-fn send(stream: &mut TcpStream, session: &mut RrServerSession, m: &RrServerMessage) -> bool {
+fn send(stream: &mut Channel, session: &mut RrServerSession, m: &RrServerMessage) -> bool {
     match session.send(m) {
         Ok(bytes) => stream.write_all(&bytes).is_ok(),
         Err(_) => false,
@@ -255,13 +268,13 @@ impl Drop for SessionGuard {
 }
 
 fn run_session(
-    mut stream: TcpStream,
+    mut stream: Channel,
     mut session: RrServerSession,
     protocol: Protocol,
 ) -> Result<String, String> {
-    linkperf_engine::sockopt::apply_liveness(&socket2::SockRef::from(&stream));
-    let local = stream.local_addr().map_err(|e| e.to_string())?;
-    let peer = stream.peer_addr().map_err(|e| e.to_string())?.ip();
+    linkperf_engine::sockopt::apply_liveness(&socket2::SockRef::from(stream.tcp()));
+    let local = stream.tcp().local_addr().map_err(|e| e.to_string())?;
+    let peer = stream.tcp().peer_addr().map_err(|e| e.to_string())?.ip();
     let cookie = guard::session_cookie()?;
     let counters = Arc::new(Counters::default());
     if let Ok(mut s) = sessions().lock() {
@@ -309,7 +322,7 @@ fn run_session(
     }
     // The test may idle for long (--cold --idle): no read timeout; keepalive
     // notices a vanished client.
-    let _ = stream.set_read_timeout(None);
+    let _ = stream.tcp().set_read_timeout(None);
     match read_message(&mut stream, &mut session, None)? {
         RrClientMessage::Finish => {}
         _ => return Err("expected finish".into()),

@@ -1,6 +1,7 @@
 //! The server's side of authentication and third-party admission: the
 //! nonce in the Welcome, checking a session's answer (with the failure rate
-//! limit), refusing iperf3 clients when every test needs a user, and
+//! limit), refusing iperf3 clients when every test needs a user (unless they
+//! bring iperf3's RSA token, checked in `iperf3::server`), and
 //! the checks before a third-party test (controller, target, quota, and a
 //! linkperf greeting from the target). The rules live in `guard::auth`.
 
@@ -27,6 +28,8 @@ pub(super) struct Access {
     pub gate: Gate,
     /// TLS towards third-party targets.
     pub target_tls: Option<Arc<crate::tls::ClientTls>>,
+    /// iperf3 clients authenticate with iperf3's RSA scheme instead.
+    pub iperf3_rsa: Option<Arc<crate::iperf3::auth::RsaAuth>>,
 }
 
 /// A fresh nonce when the server knows users.
@@ -39,8 +42,9 @@ pub(super) fn nonce(access: &Access) -> Result<Option<Vec<u8>>, String> {
     Ok(Some(nonce))
 }
 
-/// True when `preamble`'s protocol cannot authenticate (iperf3) but the
-/// server requires it of every test: the client gets its protocol's refusal.
+/// True when `preamble`'s protocol cannot authenticate (iperf3 without
+/// `--rsa-private-key-path`) but the server requires it of every test: the
+/// client gets its protocol's refusal.
 pub(super) fn refuse_unauthenticated(
     stream: &mut TcpStream,
     peer: SocketAddr,
@@ -49,6 +53,10 @@ pub(super) fn refuse_unauthenticated(
     deadline: Instant,
 ) -> bool {
     if access.users.is_none() || access.required != Required::All {
+        return false;
+    }
+    if preamble.is_none() && access.iperf3_rsa.is_some() {
+        // iperf3 clients answer with their RSA token in the parameters.
         return false;
     }
     let why = "this server requires authentication of every test (--auth-required-for all)";

@@ -70,6 +70,9 @@ pub struct ServerOptions {
     /// Third-party mode: TLS towards targets (`--third-party-tls-ca`,
     /// `--third-party-tls-pin`).
     pub target_tls: Option<Arc<tls::ClientTls>>,
+    /// iperf3's RSA authentication of iperf3 clients (`--rsa-private-key-path`,
+    /// `--authorized-users-path`): every iperf3 test then needs a valid token.
+    pub iperf3_rsa: Option<Arc<crate::iperf3::auth::RsaAuth>>,
 }
 
 impl Default for ServerOptions {
@@ -93,6 +96,7 @@ impl Default for ServerOptions {
             tls: None,
             target_credentials: None,
             target_tls: None,
+            iperf3_rsa: None,
         }
     }
 }
@@ -175,6 +179,7 @@ impl Server {
                 policy: self.options.third_party.clone(),
                 gate: Gate::default(),
                 target_tls: self.options.target_tls.clone(),
+                iperf3_rsa: self.options.iperf3_rsa.clone(),
             },
             options: self.options,
             guard: self.guard,
@@ -319,7 +324,8 @@ fn handle_connection(
     let tls = ctx.options.tls.as_ref();
     if tls::is_client_hello(&preamble) {
         return match secure::accept(stream, peer, &preamble, tls, guard) {
-            Some(channel) => serve_control(channel, peer, ctx),
+            Some((channel, Preamble::Rr)) => serve_rr(channel, peer, ctx, deadline),
+            Some((channel, _)) => serve_control(channel, peer, ctx),
             None => false,
         };
     }
@@ -362,28 +368,38 @@ fn handle_connection(
             }
             false
         }
-        Some(Preamble::Rr) => {
-            let access = &ctx.access;
-            let admission = crate::rr::server::Admission {
-                users: access
-                    .users
-                    .as_deref()
-                    .filter(|_| access.required == Required::All)
-                    .map(|u| (u, &access.gate)),
-                tls_required: ctx.options.tls.as_ref().is_some_and(|t| t.required),
-            };
-            crate::rr::server::handle(stream, peer, guard, deadline, admission)
-        }
+        Some(Preamble::Rr) => serve_rr(Channel::plain(stream), peer, ctx, deadline),
         None => crate::iperf3::server::serve(
             stream,
             peer,
-            preamble,
-            accepted,
-            ctx.options.exclusive,
+            (preamble, accepted),
+            crate::iperf3::server::Admission {
+                exclusive: ctx.options.exclusive,
+                rsa: ctx
+                    .access
+                    .iperf3_rsa
+                    .as_deref()
+                    .map(|r| (r, &ctx.access.gate)),
+            },
             guard,
             deadline,
         ),
     }
+}
+
+/// Serves an rr connection (a session's control connection, plain or TLS,
+/// or a plain data connection); true when a session ran (for `--once`).
+fn serve_rr(channel: Channel, peer: SocketAddr, ctx: &Context, deadline: Instant) -> bool {
+    let access = &ctx.access;
+    let admission = crate::rr::server::Admission {
+        users: access
+            .users
+            .as_deref()
+            .filter(|_| access.required == Required::All)
+            .map(|u| (u, &access.gate)),
+        tls_required: ctx.options.tls.as_ref().is_some_and(|t| t.required),
+    };
+    crate::rr::server::handle(channel, peer, &ctx.guard, deadline, admission)
 }
 
 /// Runs a control session (plain or TLS) and logs how it ended; true (for
@@ -509,6 +525,7 @@ impl ControlSession {
                     // The agent's own identity towards the target, never the controller's.
                     Ok(plan) => crate::rr::Plan {
                         credentials: server.target_credentials.clone(),
+                        tls: server.target_tls.clone(),
                         ..plan
                     },
                     Err(why) => return self.refuse(format!("the rr measurement ordered: {why}")),

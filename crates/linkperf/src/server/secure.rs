@@ -1,8 +1,9 @@
 //! The server's side of TLS on control connections: a connection that
 //! opens with a TLS ClientHello is handshaken (`--tls-cert`, `--tls-key`)
 //! and must then carry a control session; with `--tls-required` plain
-//! control sessions and iperf3 clients are refused with one line. Data
-//! connections stay plain whatever the control connection was.
+//! control sessions, rr sessions and iperf3 clients are refused with one
+//! line. Data connections (rr's too) stay plain whatever the control
+//! connection was.
 
 use crate::guard::Guard;
 use crate::tls::{self, Channel, ServerTls};
@@ -17,14 +18,15 @@ pub(super) const TLS_REQUIRED: &str =
     "this server requires TLS on the control connection (--tls-required): add --tls with --tls-ca FILE or --tls-pin SHA256";
 
 /// Accepts a connection whose first bytes (`first`) began a TLS handshake:
-/// the channel of a control connection, or `None` after refusing.
+/// the channel of a control connection or an rr session, with its inner
+/// preamble, or `None` after refusing.
 pub(super) fn accept(
     stream: TcpStream,
     peer: SocketAddr,
     first: &[u8],
     tls: Option<&ServerTls>,
     guard: &Guard,
-) -> Option<Channel> {
+) -> Option<(Channel, Preamble)> {
     let deadline = Instant::now() + guard.limits.handshake_timeout;
     let Some(config) = tls else {
         // The client waits for a ServerHello; closing tells it at once.
@@ -47,11 +49,11 @@ pub(super) fn accept(
         return None;
     }
     match Preamble::parse(&inner) {
-        Some(Preamble::Control) => Some(channel),
+        Some(kind @ (Preamble::Control | Preamble::Rr)) => Some((channel, kind)),
         _ => {
             guard.refused(
                 peer,
-                "TLS carries control connections only (data connections and rr stay plain)",
+                "TLS carries control connections and rr sessions only (data connections stay plain)",
             );
             channel.shutdown();
             None

@@ -6,7 +6,8 @@
 use crate::codec::encode;
 use crate::config::{Protocol, TestConfig};
 use crate::iperf3::{
-    encode_json, make_cookie, server_error, write_udp_header, Params, Results, State, StreamResults,
+    encode_json, make_cookie, server_error, token_text, write_udp_header, Params, Results, State,
+    StreamResults,
 };
 use crate::messages::{ClientMessage, ServerMessage, StreamEndpoint};
 use crate::results::{HostFacts, SideResult};
@@ -23,7 +24,27 @@ pub fn seeds() -> Vec<Seed> {
     out.extend(session_seeds());
     out.extend(rr_seeds());
     out.extend(iperf3_seeds());
+    out.extend(authtoken_seeds());
     out
+}
+
+/// A token's text as iperf3 3.12 writes it, one read as `sscanf` allows,
+/// and a users file (iperf3's manual's example user, a comment, a blank).
+fn authtoken_seeds() -> Vec<Seed> {
+    let users = "# user,sha256 of {user}password\n\nmario,bf7a49a846d44b454a5d11e7acfaf13d138bbe0b7483aa3e050879700572709b\r\n";
+    vec![
+        (
+            "iperf3_authtoken",
+            "token",
+            cat(&[&[0], token_text("mario", "rossi", 1_764_000_000).as_bytes()]),
+        ),
+        (
+            "iperf3_authtoken",
+            "token_loose",
+            cat(&[&[0], b"user:a\tpwd: b\r\nts: -12xyz\0tail"]),
+        ),
+        ("iperf3_authtoken", "users", cat(&[&[1], users.as_bytes()])),
+    ]
 }
 
 fn cat(parts: &[&[u8]]) -> Vec<u8> {

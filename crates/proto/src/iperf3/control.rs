@@ -102,6 +102,20 @@ impl Decoder {
         need.saturating_sub(self.buf.len()).max(1)
     }
 
+    /// What the peer's close completes, if anything: iperf3's server (3.12
+    /// and later) answers a failed authorization with SERVER_ERROR and the
+    /// error number alone, then closes; its own client takes the missing
+    /// system errno as 0, and so does this.
+    pub fn at_close(&self) -> Option<Item> {
+        match (&self.next, self.buf.get(..4)) {
+            (Next::ErrorNumbers, Some(n)) => Some(Item::ServerError {
+                i_errno: i32::from_be_bytes([n[0], n[1], n[2], n[3]]),
+                os_errno: 0,
+            }),
+            _ => None,
+        }
+    }
+
     pub fn feed(&mut self, bytes: &[u8]) -> Result<Vec<Item>, DecodeError> {
         self.buf.extend_from_slice(bytes);
         let mut out = Vec::new();
@@ -194,6 +208,25 @@ mod tests {
                 os_errno: 111
             }]
         );
+    }
+
+    #[test]
+    fn a_close_after_the_error_number_completes_a_server_error() {
+        let mut d = Decoder::new(Peer::Server, false);
+        assert!(d
+            .feed(&server_error(errno::AUTH_TEST, 0)[..5])
+            .unwrap()
+            .is_empty());
+        assert_eq!(
+            d.at_close(),
+            Some(Item::ServerError {
+                i_errno: 142,
+                os_errno: 0
+            })
+        );
+        let mut d = Decoder::new(Peer::Server, false);
+        d.feed(&server_error(errno::AUTH_TEST, 0)[..3]).unwrap();
+        assert_eq!(d.at_close(), None);
     }
 
     #[test]

@@ -10,10 +10,11 @@
 //! or 64 bits, counted from 1). Stream ids are 1, 3, 4, 5, ... in creation order.
 //!
 //! One module per part of the protocol: the cookie, the control states and
-//! error numbers, the control framing and decoder, the parameters, the
-//! results, and the data streams (ids, UDP handshake and header). This file
-//! only re-exports them, so callers write `linkperf_proto::iperf3::X`.
+//! error numbers, the RSA authentication token's text, the control framing
+//! and decoder, the parameters, the results, and the data streams (ids, UDP
+//! handshake and header). This file only re-exports them, so callers write `linkperf_proto::iperf3::X`.
 
+mod authtoken;
 mod control;
 mod cookie;
 mod error;
@@ -23,6 +24,7 @@ mod state;
 mod streams;
 mod values;
 
+pub use authtoken::{parse_users_line, password_hash, token_text, TokenText};
 pub use control::{encode_json, Decoder, Item, Peer, MAX_JSON};
 pub use cookie::{could_be_cookie, is_cookie, make_cookie, COOKIE_LEN};
 pub use error::DecodeError;

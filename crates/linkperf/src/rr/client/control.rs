@@ -1,10 +1,12 @@
 //! The control connection of an rr session: the TCP connect (data
-//! connections use it too), the greeting, the final count from the server,
-//! and the client's error. It runs no transactions and measures nothing.
+//! connections use it too), TLS when the plan asks for it, the greeting,
+//! the final count from the server, and the client's error. It runs no
+//! transactions and measures nothing.
 
 use crate::client::ClientError;
 use crate::rr::report::ServerCounts;
 use crate::rr::Plan;
+use crate::tls::Channel;
 use linkperf_proto::auth;
 use linkperf_proto::rr::{RrClientMessage, RrClientSession, RrServerMessage, RR_VERSION};
 use linkperf_proto::Preamble;
@@ -31,7 +33,7 @@ pub(super) struct Welcome {
 
 /// The session's control connection.
 pub(super) struct Control {
-    stream: TcpStream,
+    stream: Channel,
     session: RrClientSession,
 }
 
@@ -78,9 +80,15 @@ impl Control {
         server: SocketAddr,
         plan: &Plan,
     ) -> Result<(Control, Welcome, SocketAddr), ClientError> {
-        let mut stream = tcp_connect(server, plan.bind, HANDSHAKE_TIMEOUT)?;
-        linkperf_engine::sockopt::apply_liveness(&socket2::SockRef::from(&stream));
-        let local = stream.local_addr().map_err(|e| fail(e.to_string()))?;
+        let tcp = tcp_connect(server, plan.bind, HANDSHAKE_TIMEOUT)?;
+        linkperf_engine::sockopt::apply_liveness(&socket2::SockRef::from(&tcp));
+        let local = tcp.local_addr().map_err(|e| fail(e.to_string()))?;
+        let mut stream = match &plan.tls {
+            Some(tls) => {
+                crate::tls::connect(tcp, tls, &plan.host, HANDSHAKE_TIMEOUT).map_err(fail)?
+            }
+            None => Channel::plain(tcp),
+        };
         let mut session = RrClientSession::new();
         let mut hello = Preamble::Rr.bytes().to_vec();
         hello.extend(
@@ -95,7 +103,7 @@ impl Control {
         stream
             .write_all(&hello)
             .map_err(|e| fail(format!("control connection to {server}: {e}")))?;
-        stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT)).ok();
+        stream.tcp().set_read_timeout(Some(HANDSHAKE_TIMEOUT)).ok();
         let mut control = Control { stream, session };
         let mut greeting = control.read(server, "greeting")?;
         if let RrServerMessage::Challenge { nonce } = greeting {
@@ -123,7 +131,7 @@ impl Control {
             }
         };
         // Idle gaps may be long; keepalive watches the connection meanwhile.
-        control.stream.set_read_timeout(None).ok();
+        control.stream.tcp().set_read_timeout(None).ok();
         Ok((control, welcome, local))
     }
 
@@ -146,7 +154,14 @@ impl Control {
             .session
             .send(&RrClientMessage::Auth {
                 user: c.user.clone(),
-                answer: auth::answer(&c.key, &nonce, &c.user, &auth::purpose_rr()),
+                // Over TLS the answer holds for this TLS session only.
+                answer: auth::answer_bound(
+                    &c.key,
+                    &nonce,
+                    &c.user,
+                    &auth::purpose_rr(),
+                    self.stream.binding().as_ref().map(|b| &b[..]),
+                ),
             })
             .map_err(|e| fail(e.to_string()))?;
         self.stream
@@ -194,7 +209,10 @@ impl Control {
         self.stream
             .write_all(&bytes)
             .map_err(|e| fail(format!("control connection to {server}: {e}")))?;
-        self.stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT)).ok();
+        self.stream
+            .tcp()
+            .set_read_timeout(Some(HANDSHAKE_TIMEOUT))
+            .ok();
         match self.read(server, "final count")? {
             RrServerMessage::Done {
                 requests,
