@@ -125,13 +125,15 @@ pub fn route(topology: &Topology, from: &str, to: &str) -> Result<Route, SimErro
     route_links(topology, from, to).map(|(route, _)| route)
 }
 
-/// The route and, per hop, the topology link's index and whether the data
-/// crosses it a -> b.
+/// Per hop, the topology link's index and whether the data crosses it a -> b.
+pub type Crossed = Vec<(usize, bool)>;
+
+/// The route and the links it crosses.
 pub fn route_links(
     topology: &Topology,
     from: &str,
     to: &str,
-) -> Result<(Route, Vec<(usize, bool)>), SimError> {
+) -> Result<(Route, Crossed), SimError> {
     let name = &topology.name;
     for h in [from, to] {
         if topology.host(h).is_none() {
@@ -200,7 +202,7 @@ pub fn load(
     file: &std::path::Path,
     ends: Option<&(String, String)>,
     reverse: bool,
-) -> Result<(Topology, Route, Vec<(usize, bool)>), SimError> {
+) -> Result<(Topology, Route, Crossed), SimError> {
     let topology = Topology::from_file(file).map_err(|e| SimError::usage(e.to_string()))?;
     let (from, to) = match (ends, topology.hosts.as_slice()) {
         (Some((f, t)), _) => (f.clone(), t.clone()),
