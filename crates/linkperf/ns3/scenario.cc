@@ -2,7 +2,9 @@
 // point-to-point links from the sender node to the receiver node, one bulk TCP
 // flow per stream, and every result printed as one JSON object per line.
 // Every parameter comes from the command line; linkperf builds this file once
-// into its cache and runs the binary (crates/linkperf/src/simulate/).
+// into its cache and runs the binary (crates/linkperf/src/simulate/). Link
+// schedule steps (--steps) change a direction's rate, queue and loss and a
+// hop's delay at their times while the flows run.
 #include "ns3/applications-module.h"
 #include "ns3/core-module.h"
 #include "ns3/internet-module.h"
@@ -51,6 +53,67 @@ static std::vector<Hop> ParseHops(const std::string &s) {
   }
   return hops;
 }
+
+// One change of a schedule step: direction `side` (0: a -> b) of hop `hop`.
+struct Step {
+  double at_s, loss_at_s;  // the loss changes when the packets it hits arrive
+  uint32_t hop, side;
+  double rate, loss, delay_s;
+  uint32_t queue;
+};
+
+// "at:loss_at:hop:side:rate:queue:loss:delay_s,..."
+static std::vector<Step> ParseSteps(const std::string &s) {
+  std::vector<Step> steps;
+  for (const auto &h : Split(s, ',')) {
+    auto f = Split(h, ':');
+    if (f.size() != 8) {
+      std::fprintf(stderr, "bad step '%s'\n", h.c_str());
+      std::exit(2);
+    }
+    steps.push_back({std::stod(f[0]), std::stod(f[1]), (uint32_t)std::stoul(f[2]),
+                     (uint32_t)std::stoul(f[3]), std::stod(f[4]), std::stod(f[6]),
+                     std::stod(f[7]), (uint32_t)std::stoul(f[5])});
+  }
+  return steps;
+}
+
+// What a schedule step reaches on one hop: its devices (dev[0] sends a -> b),
+// its channel, and the error model hitting what dev[k] sends (on the other end).
+struct Link {
+  Ptr<PointToPointNetDevice> dev[2];
+  Ptr<PointToPointChannel> channel;
+  Ptr<RateErrorModel> loss[2];
+};
+static std::vector<Link> links;
+
+static DataRate RateOf(double bps) {
+  // No rate: a very fast line (the emulator's unlimited direction).
+  return DataRate(bps > 0 ? (uint64_t)bps : 100000000000ULL);
+}
+
+// A drop-tail limit; one below the content drops the excess from the tail, as
+// the emulator does (ns-3 refuses a limit below the current size).
+static void SetQueueLimit(Ptr<Queue<Packet>> q, uint32_t packets) {
+  QueueSize size(QueueSizeUnit::PACKETS, packets);
+  if (q->GetNPackets() <= packets) {
+    q->SetMaxSize(size);
+    return;
+  }
+  std::vector<Ptr<Packet>> held;
+  while (Ptr<Packet> p = q->Dequeue()) held.push_back(p);
+  q->SetMaxSize(size);
+  for (auto &p : held) q->Enqueue(p);
+}
+
+static void ApplyLink(uint32_t hop, uint32_t side, double rate, uint32_t queue, double delay) {
+  Link &l = links[hop];
+  l.dev[side]->SetDataRate(RateOf(rate));
+  SetQueueLimit(l.dev[side]->GetQueue(), queue);
+  l.channel->SetAttribute("Delay", TimeValue(Seconds(delay)));
+}
+
+static void ApplyLoss(uint32_t hop, uint32_t side, double loss) { links[hop].loss[side]->SetRate(loss); }
 
 // What one flow's sender did, kept by trace sinks.
 struct FlowState {
@@ -146,13 +209,14 @@ static void Interval(double start, double length, double end) {
 }
 
 int main(int argc, char *argv[]) {
-  std::string hopSpec, cc = "ns3::TcpCubic";
+  std::string hopSpec, stepSpec, cc = "ns3::TcpCubic";
   uint32_t streams = 1;
   double duration = 10, interval = 1, sample = 0.01;
   uint64_t rcvbuf = 3 << 20, sndbuf = 4 << 20;
   uint32_t seed = 1;
   CommandLine cmd;
   cmd.AddValue("hops", "links from sender to receiver", hopSpec);
+  cmd.AddValue("steps", "schedule steps", stepSpec);
   cmd.AddValue("cc", "congestion control TypeId", cc);
   cmd.AddValue("streams", "parallel flows", streams);
   cmd.AddValue("duration", "seconds of sending", duration);
@@ -191,19 +255,22 @@ int main(int argc, char *argv[]) {
     NetDeviceContainer d = p2p.Install(nodes.Get(i), nodes.Get(i + 1));
     double rates[2] = {h.rate_ab, h.rate_ba};
     uint32_t queues[2] = {h.queue_ab, h.queue_ba};
-    double lossTo[2] = {h.loss_ba, h.loss_ab};  // a device receives the other direction
+    double lossOf[2] = {h.loss_ab, h.loss_ba};
+    Link link;
+    link.channel = DynamicCast<PointToPointChannel>(d.Get(0)->GetChannel());
     for (int k = 0; k < 2; k++) {
       auto dev = DynamicCast<PointToPointNetDevice>(d.Get(k));
-      // No rate: a very fast line (the emulator's unlimited direction).
-      dev->SetDataRate(DataRate(rates[k] > 0 ? (uint64_t)rates[k] : 100000000000ULL));
+      link.dev[k] = dev;
+      dev->SetDataRate(RateOf(rates[k]));
       dev->GetQueue()->SetMaxSize(QueueSize(QueueSizeUnit::PACKETS, queues[k]));
-      if (lossTo[k] > 0) {
-        Ptr<RateErrorModel> em = CreateObject<RateErrorModel>();
-        em->SetAttribute("ErrorUnit", StringValue("ERROR_UNIT_PACKET"));
-        em->SetAttribute("ErrorRate", DoubleValue(lossTo[k]));
-        dev->SetReceiveErrorModel(em);
-      }
+      // What device k sends is lost on receipt at the other end.
+      Ptr<RateErrorModel> em = CreateObject<RateErrorModel>();
+      em->SetAttribute("ErrorUnit", StringValue("ERROR_UNIT_PACKET"));
+      em->SetAttribute("ErrorRate", DoubleValue(lossOf[k]));
+      DynamicCast<PointToPointNetDevice>(d.Get(1 - k))->SetReceiveErrorModel(em);
+      link.loss[k] = em;
     }
+    links.push_back(link);
     std::ostringstream net;
     net << "10." << (i / 250) << "." << (i % 250) << ".0";
     addr.SetBase(net.str().c_str(), "255.255.255.0");
@@ -214,6 +281,15 @@ int main(int argc, char *argv[]) {
     tch.Uninstall(d);
   }
   Ipv4GlobalRoutingHelper::PopulateRoutingTables();
+  for (const Step &st : ParseSteps(stepSpec)) {
+    if (st.hop >= links.size() || st.side > 1) {
+      std::fprintf(stderr, "step on hop %u side %u: no such link\n", st.hop, st.side);
+      return 2;
+    }
+    Simulator::Schedule(Seconds(st.at_s), &ApplyLink, st.hop, st.side, st.rate, st.queue,
+                        st.delay_s);
+    Simulator::Schedule(Seconds(st.loss_at_s), &ApplyLoss, st.hop, st.side, st.loss);
+  }
 
   flows.resize(streams);
   for (uint32_t i = 0; i < streams; i++) {

@@ -1,5 +1,6 @@
 //! `linkperf simulate`'s refusals: a topology element the ns-3 scenario does
-//! not model, a congestion control without an ns-3 model, a link schedule, and
+//! not model, a congestion control without an ns-3 model, a link schedule step
+//! the scenario cannot apply while running, a bad schedule file, and
 //! ns-3 missing each give one line naming what is wrong and what is accepted,
 //! and exit 2. And a stored simulation is marked as ns-3's in the archive.
 
@@ -67,14 +68,33 @@ fn unmodelled_element_is_named() {
 }
 
 #[test]
-fn link_schedule_is_refused() {
+fn schedule_step_ns3_cannot_apply_is_named() {
+    // Loss at a time is simulated; jitter switched on at a time is not.
     let file = topology(
         "schedule",
-        "name = \"l\"\nrate = \"10M\"\ndelay = \"5ms\"\n[schedule]\n[[schedule.step]]\nat = \"1s\"\nlink = \"l\"\nloss = \"100%\"",
+        "name = \"l\"\nrate = \"10M\"\ndelay = \"5ms\"\n[schedule]\n[[schedule.step]]\nat = \"0.5s\"\nlink = \"l\"\nloss = \"100%\"\n[[schedule.step]]\nat = \"0.6s\"\nlink = \"l\"\njitter = \"2ms\"",
     );
     let (code, err) = simulate(&file, &["-C", "cubic"], &[]);
     assert_eq!(code, 2, "{err}");
-    one_line(&err, &["schedule"]);
+    one_line(&err, &["step 2", "sets jitter", "on link l", "loss"]);
+}
+
+#[test]
+fn unreadable_schedule_file_is_one_line() {
+    let file = topology("schedfile", "name = \"l\"\nrate = \"10M\"\ndelay = \"5ms\"");
+    let bad = file.with_file_name("steps.toml");
+    std::fs::write(
+        &bad,
+        "[[step]]\nat = \"1s\"\nlink = \"nosuch\"\nloss = \"1%\"\n",
+    )
+    .unwrap();
+    let (code, err) = simulate(
+        &file,
+        &["-C", "cubic", "--schedule", bad.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(code, 2, "{err}");
+    one_line(&err, &["nosuch"]);
 }
 
 #[test]

@@ -17,6 +17,10 @@ pub struct SimulateArgs {
     /// The receiving host (with --from).
     #[arg(long, value_name = "HOST", requires = "from")]
     pub to: Option<String>,
+    /// A link schedule file (as `testbed set --schedule`), in place of the
+    /// topology's [schedule]; its times count from the test's start.
+    #[arg(long, value_name = "FILE")]
+    pub schedule: Option<std::path::PathBuf>,
     /// Seconds of sending.
     #[arg(short = 't', long, value_name = "SECONDS", default_value_t = 10.0)]
     pub time: f64,
@@ -74,7 +78,7 @@ pub fn run(args: SimulateArgs) -> ExitCode {
         window: args.window,
         window_clamp: args.window_clamp,
     };
-    let doc = match simulate::run(&spec) {
+    let doc = match simulate::run_with_schedule(&spec, args.schedule.as_deref()) {
         Ok(doc) => doc,
         Err(e) => {
             eprintln!("linkperf: simulate: {e}");

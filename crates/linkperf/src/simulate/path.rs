@@ -84,7 +84,7 @@ impl Route {
 }
 
 /// The first element of a direction the scenario does not model.
-fn unmodelled(d: &DirectionParams) -> Option<&'static str> {
+pub(super) fn unmodelled(d: &DirectionParams) -> Option<&'static str> {
     [
         (d.trace.is_some(), "trace"),
         (d.gilbert.is_some(), "gilbert"),
@@ -98,7 +98,7 @@ fn unmodelled(d: &DirectionParams) -> Option<&'static str> {
     .map(|(_, name)| name)
 }
 
-fn direction(d: &DirectionParams, mtu: u32) -> Direction {
+pub(super) fn direction(d: &DirectionParams, mtu: u32) -> Direction {
     let ip = u64::from(mtu);
     let wire = d.framing.wire_bytes(ip) as f64;
     let frame = ip + 14;
@@ -119,8 +119,21 @@ fn direction(d: &DirectionParams, mtu: u32) -> Direction {
     }
 }
 
-/// The route from `from` to `to` through `topology`.
+/// The route from `from` to `to` through `topology` (its link schedule is
+/// [`super::schedule`]'s business).
 pub fn route(topology: &Topology, from: &str, to: &str) -> Result<Route, SimError> {
+    route_links(topology, from, to).map(|(route, _)| route)
+}
+
+/// Per hop, the topology link's index and whether the data crosses it a -> b.
+pub type Crossed = Vec<(usize, bool)>;
+
+/// The route and the links it crosses.
+pub fn route_links(
+    topology: &Topology,
+    from: &str,
+    to: &str,
+) -> Result<(Route, Crossed), SimError> {
     let name = &topology.name;
     for h in [from, to] {
         if topology.host(h).is_none() {
@@ -130,11 +143,6 @@ pub fn route(topology: &Topology, from: &str, to: &str) -> Result<Route, SimErro
                 hosts.join(", ")
             )));
         }
-    }
-    if topology.schedule.is_some() {
-        return Err(SimError::usage(format!(
-            "testbed {name}: link schedules are not simulated (the scenario models rate, delay, queue, loss, ber, mtu and framing); remove the [schedule]"
-        )));
     }
     // To the destination's first address (its first link), as the testbed routes it.
     let last = topology
@@ -146,6 +154,7 @@ pub fn route(topology: &Topology, from: &str, to: &str) -> Result<Route, SimErro
         .filter(|l| !l.is_empty())
         .ok_or_else(|| SimError::usage(format!("testbed {name}: no path from {from} to {to}")))?;
     let mut hops = Vec::new();
+    let mut crossed = Vec::new();
     for (index, entered) in links {
         let link = &topology.links[index];
         let forward = link.ends[1] == entered;
@@ -160,6 +169,7 @@ pub fn route(topology: &Topology, from: &str, to: &str) -> Result<Route, SimErro
                 link.label()
             )));
         }
+        crossed.push((index, forward));
         hops.push(Hop {
             link: link.label(),
             forward: direction(data, link.mtu),
@@ -168,12 +178,13 @@ pub fn route(topology: &Topology, from: &str, to: &str) -> Result<Route, SimErro
             mtu: link.mtu,
         });
     }
-    Ok(Route {
+    let route = Route {
         testbed: name.clone(),
         from: from.into(),
         to: to.into(),
         hops,
-    })
+    };
+    Ok((route, crossed))
 }
 
 /// Reads the topology file and takes the path the spec names.
@@ -182,6 +193,16 @@ pub fn from_file(
     ends: Option<&(String, String)>,
     reverse: bool,
 ) -> Result<Route, SimError> {
+    load(file, ends, reverse).map(|(_, route, _)| route)
+}
+
+/// The topology file, the path the spec names and its links as
+/// [`route_links`] gives them.
+pub fn load(
+    file: &std::path::Path,
+    ends: Option<&(String, String)>,
+    reverse: bool,
+) -> Result<(Topology, Route, Crossed), SimError> {
     let topology = Topology::from_file(file).map_err(|e| SimError::usage(e.to_string()))?;
     let (from, to) = match (ends, topology.hosts.as_slice()) {
         (Some((f, t)), _) => (f.clone(), t.clone()),
@@ -194,11 +215,9 @@ pub fn from_file(
             )))
         }
     };
-    if reverse {
-        route(&topology, &to, &from)
-    } else {
-        route(&topology, &from, &to)
-    }
+    let (from, to) = if reverse { (to, from) } else { (from, to) };
+    let (route, links) = route_links(&topology, &from, &to)?;
+    Ok((topology, route, links))
 }
 
 /// The kernel's largest socket buffer of a tcp_rmem/tcp_wmem file.

@@ -4,6 +4,7 @@
 //! [`crate::dynamics`], marked with the simulator in `source`.
 
 use super::path::Route;
+use super::schedule::LinkStep;
 use super::spec::{SimError, SimSpec};
 use crate::dynamics::{self, StreamSeries};
 use linkperf_proto::results::Sample;
@@ -228,6 +229,19 @@ pub fn document(ctx: &Context, flows: &[Flow]) -> Value {
             "dynamics": dynamics},
         "warnings": [], "errors": [], "interrupted": false
     })
+}
+
+/// The schedule's changes as the scenario applied them, for `simulation.schedule`.
+pub fn steps_json(steps: &[LinkStep]) -> Value {
+    steps
+        .iter()
+        .map(|s| {
+            json!({"at_s": s.at_s, "link": s.link,
+                "direction": if s.backward { "acks" } else { "data" },
+                "rate_bps": s.direction.rate_bps, "queue_packets": s.direction.queue_packets,
+                "loss": s.direction.loss, "loss_at_s": s.loss_at_s, "delay_s": s.delay_s})
+        })
+        .collect()
 }
 
 fn now_ms() -> u64 {
