@@ -177,7 +177,7 @@ impl TestSpec {
             sample_s: self.sample,
             mptcp: self.mptcp,
             skip_rx_copy: self.skip_rx_copy,
-            doctor: self.doctor,
+            doctor: self.doctor.map(Box::new),
         }
     }
 

@@ -108,7 +108,7 @@ pub struct TestConfig {
     /// `Ready::doctor`. Absent from older peers' configs; a server that does
     /// not know it ignores it and answers nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub doctor: Option<DoctorRequest>,
+    pub doctor: Option<Box<DoctorRequest>>,
 }
 
 /// The target path of a doctor examination: its rate, its loaded round-trip

@@ -96,7 +96,7 @@ pub(super) fn report(options: &ClientOptions, setup: Setup, outcome: Outcome) ->
         }),
         extra_data: None,
         // `client --doctor` adds this host's examination beside the server's.
-        doctor: config.doctor.map(|_| match setup.server_doctor {
+        doctor: config.doctor.as_ref().map(|_| match setup.server_doctor {
             Some(answer) => serde_json::json!({ "server": answer }),
             None => serde_json::json!({ "server": null }),
         }),

@@ -141,7 +141,7 @@ impl ControlSession {
             // `client --doctor`: this host against the client's path (never applied).
             doctor: config
                 .doctor
-                .as_ref()
+                .as_deref()
                 .and_then(crate::doctor::remote::answer),
         })?;
         Ok(Announced {
