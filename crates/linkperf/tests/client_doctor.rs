@@ -72,24 +72,11 @@ fn finding<'a>(exam: &'a Value, item: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {item} in {exam}"))
 }
 
-/// The server's host, set apart from the client's in a testbed: a 100,000-byte
-/// tcp_rmem max and a 500-packet txqueuelen on its interface. The doctor
-/// output names those values, for the server, with the commands to paste there;
-/// the client's own namespace keeps the kernel's defaults.
-#[test]
-fn the_servers_host_is_examined_beside_this_one() {
-    let Some(_turn) = common::testbed_turn() else {
-        return;
-    };
-    // 40 Mbit/s, 10 ms each way: BDP 40e6 x 0.020 / 8 = 100,000 bytes.
-    let topology = two_hosts(
-        "lpdoc",
-        "10.81.0.1",
-        "10.81.0.2",
-        "rate = \"40M\"\ndelay = \"10ms\"",
-    );
-    let mut bed = CliBed::up(common::bin(), &std::env::temp_dir(), "lpdoc", &topology);
-    let server_rmem = "4096 131072 100000";
+/// The testbed with the server's namespace set apart (`rmem` as its tcp_rmem,
+/// txqueuelen 500) and a server in it on port 5311; returns it with the
+/// server's interface.
+fn server_bed(topology: &str, server_rmem: &str) -> (CliBed, String) {
+    let mut bed = CliBed::up(common::bin(), &std::env::temp_dir(), "lpdoc", topology);
     let set = bed
         .in_netns("b", "sysctl")
         .args(["-w", &format!("net.ipv4.tcp_rmem={server_rmem}")])
@@ -118,6 +105,27 @@ fn the_servers_host_is_examined_beside_this_one() {
     let mut server = bed.exec("b", common::bin());
     bed.serve("b", server.args(["server", "-q", "-p", "5311"]), 5311);
 
+    (bed, dev)
+}
+
+/// The server's host, set apart from the client's in a testbed: a 100,000-byte
+/// tcp_rmem max and a 500-packet txqueuelen on its interface. The doctor
+/// output names those values, for the server, with the commands to paste there;
+/// the client's own namespace keeps the kernel's defaults.
+#[test]
+fn the_servers_host_is_examined_beside_this_one() {
+    let Some(_turn) = common::testbed_turn() else {
+        return;
+    };
+    // 40 Mbit/s, 10 ms each way: BDP 40e6 x 0.020 / 8 = 100,000 bytes.
+    let topology = two_hosts(
+        "lpdoc",
+        "10.81.0.1",
+        "10.81.0.2",
+        "rate = \"40M\"\ndelay = \"10ms\"",
+    );
+    let server_rmem = "4096 131072 100000";
+    let (bed, dev) = server_bed(&topology, server_rmem);
     let args = [
         "client",
         "10.81.0.2",
