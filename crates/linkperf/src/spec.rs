@@ -91,6 +91,9 @@ pub struct TestSpec {
     /// `--path`: the path described for a prediction beside the result
     /// (docs/model.md), keys over the testbed's when it runs in one.
     pub path: Option<String>,
+    /// `client --doctor`: the path the server examines its host against
+    /// before the test (its answer comes back in the result's `doctor`).
+    pub doctor: Option<linkperf_proto::config::DoctorRequest>,
 }
 
 impl TestSpec {
@@ -135,6 +138,7 @@ impl TestSpec {
             extra_data: None,
             sample: None,
             path: None,
+            doctor: None,
         }
     }
 
@@ -173,6 +177,7 @@ impl TestSpec {
             sample_s: self.sample,
             mptcp: self.mptcp,
             skip_rx_copy: self.skip_rx_copy,
+            doctor: self.doctor.map(Box::new),
         }
     }
 

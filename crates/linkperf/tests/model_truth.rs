@@ -223,3 +223,46 @@ fn buffer_limited_tcp() {
         check(&doc, "rcvbuf 32K", window * 8.0 / rtt, "window", 0.10);
     });
 }
+
+#[test]
+fn random_loss_reno_tcp() {
+    linkperf_testsupport::stall::retry_when_stalled(|| {
+        let Some(_turn) = common::testbed_turn() else {
+            return;
+        };
+        // 2 % random loss, 20 ms each way: about 190 packets/s, so a 12 s run
+        // loses about 45 and three runs about 135 (p x packets), each loss a
+        // halving; the median run is checked.
+        let bed = Bed::up(
+            "lpmreno",
+            "rate = \"20M\"\ndelay = \"20ms\"\nqueue = \"1M\"\n[link.a_to_b]\nloss = \"2%\"",
+        );
+        let mut runs: Vec<Value> = (0..3)
+            .map(|_| bed.client(&["-t", "13", "-O", "1", "-C", "reno"]))
+            .collect();
+        runs.sort_by(|x, y| {
+            let rate = |d: &Value| f64_at(d, "/summary/received/bits_per_second");
+            rate(x).total_cmp(&rate(y))
+        });
+        // The sawtooth with SACK (docs/model.md): a cycle carries 1/p = 50
+        // packets, 3W²/8 while the window grows from W/2 to W and W/2 in the
+        // round trip of recovery, in W/2 + 1 round trips; no timeouts.
+        let p: f64 = 0.02;
+        let w = (-0.5 + (0.25 + 1.5 / p).sqrt()) / 0.75;
+        let rtt = 0.040 + 2.0 * ETH_WIRE * 8.0 / 20e6;
+        let expected = (1.0 / p) / (w / 2.0 + 1.0) * MSS * 8.0 / rtt;
+        for doc in &runs {
+            eprintln!(
+                "  run: {:.3} Mbit/s",
+                f64_at(doc, "/summary/received/bits_per_second") / 1e6
+            );
+        }
+        check(
+            &runs[1],
+            "reno 2% loss (median of 3)",
+            expected,
+            "loss_reno",
+            0.10,
+        );
+    });
+}

@@ -103,6 +103,41 @@ pub struct TestConfig {
     /// discards the payload instead of copying it (iperf3 3.19's option).
     #[serde(default)]
     pub skip_rx_copy: bool,
+    /// `client --doctor`: the path the server examines its own host against
+    /// before the test (the same checks `linkperf doctor` makes), answered in
+    /// `Ready::doctor`. Absent from older peers' configs; a server that does
+    /// not know it ignores it and answers nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub doctor: Option<Box<DoctorRequest>>,
+}
+
+/// The target path of a doctor examination: its rate, its loaded round-trip
+/// time and, when known, its MTU.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct DoctorRequest {
+    pub rate_bits_per_second: f64,
+    pub rtt_seconds: f64,
+    #[serde(default)]
+    pub mtu: Option<u64>,
+}
+
+impl DoctorRequest {
+    /// The bounds `linkperf doctor` accepts (a wire config may hold anything).
+    pub fn validate(&self) -> Result<(), String> {
+        if !(self.rate_bits_per_second.is_finite()
+            && self.rate_bits_per_second > 0.0
+            && self.rate_bits_per_second <= 1e15)
+        {
+            return Err("--doctor: the path's rate must be above 0 and at most 1 Pbit/s".into());
+        }
+        if !(self.rtt_seconds.is_finite() && self.rtt_seconds > 0.0 && self.rtt_seconds <= 3600.0) {
+            return Err("--doctor: the path's RTT must be above 0 and at most an hour".into());
+        }
+        if self.mtu.is_some_and(|m| !(576..=65_535).contains(&m)) {
+            return Err("--doctor: the path's MTU must be 576 to 65535 bytes".into());
+        }
+        Ok(())
+    }
 }
 
 impl Default for TestConfig {
@@ -132,6 +167,7 @@ impl Default for TestConfig {
             sample_s: None,
             mptcp: false,
             skip_rx_copy: false,
+            doctor: None,
         }
     }
 }
@@ -231,6 +267,9 @@ impl TestConfig {
                     return Err(format!("{name} must be between 1 byte and 1G, got {v}"));
                 }
             }
+        }
+        if let Some(d) = &self.doctor {
+            d.validate()?;
         }
         self.check_traffic()?;
         self.check_sample()?;

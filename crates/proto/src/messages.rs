@@ -4,6 +4,11 @@ use crate::config::{Protocol, TestConfig};
 use crate::results::{HostFacts, SideResult, StreamInterval};
 use serde::{Deserialize, Serialize};
 
+/// The largest doctor examination a server sends in `Ready` (JSON bytes): a
+/// host with many interfaces sends its first findings and says how many it left
+/// out, so one answer stays a small part of a control frame.
+pub const MAX_DOCTOR_BYTES: usize = 64 * 1024;
+
 /// Where the client must send a stream's data.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StreamEndpoint {
@@ -117,6 +122,11 @@ pub enum ServerMessage {
         /// before `listen`, so the accepted connections carry them from the SYN.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         data_port: Option<u16>,
+        /// The server's host examined against `TestConfig::doctor`'s path
+        /// (`linkperf doctor -J`'s document), when the client asked; at most
+        /// [`MAX_DOCTOR_BYTES`] of JSON. Absent from older servers.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        doctor: Option<serde_json::Value>,
     },
     /// The server's streams have started.
     Started {

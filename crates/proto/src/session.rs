@@ -335,6 +335,7 @@ mod tests {
                 streams: vec![],
                 warnings: vec![],
                 data_port: None,
+                doctor: None,
             },
         );
         to_server(
@@ -388,6 +389,7 @@ mod tests {
                 streams: vec![],
                 warnings: vec![],
                 data_port: None,
+                doctor: None,
             })
             .is_err());
     }
@@ -405,6 +407,7 @@ mod tests {
             streams: vec![],
             warnings: vec![],
             data_port: Some(40_000),
+            doctor: None,
         }))
         .unwrap();
         c.receive(&encode(&ServerMessage::Started { start_unix_ms: 0 }))

@@ -571,6 +571,7 @@ address = "[fd00::3]:5400"
             sample_s: Some(0.02),
             mptcp: false,
             skip_rx_copy: false,
+            doctor: None,
         };
         assert_eq!(tcp.config(), want);
         let u = udp.config();

@@ -339,7 +339,7 @@ pub struct ClientArgs {
     /// Before the test, examine this host against the test's path (--path or
     /// the testbed's; the rate from -b when the path has none) with `linkperf
     /// doctor`'s rules: printed before the results, `doctor` in the JSON.
-    /// The server's host is not examined (docs/doctor.md).
+    /// The server examines its own host the same way (docs/doctor.md).
     #[arg(long)]
     pub doctor: bool,
     /// Sample every stream at this period (at least 1ms): a TCP sender's

@@ -67,7 +67,7 @@ pub fn run(args: ClientArgs) -> ExitCode {
     code
 }
 
-fn run_spec(args: &ClientArgs, spec: TestSpec) -> ExitCode {
+fn run_spec(args: &ClientArgs, mut spec: TestSpec) -> ExitCode {
     if !args.no_store && args.from.is_none() {
         // A result that could not be stored where --db says: refused before the test.
         if let Err(e) = linkperf_store::check_writable(args.db.as_deref()) {
@@ -85,13 +85,17 @@ fn run_spec(args: &ClientArgs, spec: TestSpec) -> ExitCode {
     let format = Format::of(args);
     let doctor = match args.doctor.then(|| linkperf::runner::doctor_target(&spec)) {
         None => None,
-        Some(Ok(target)) => Some(linkperf::doctor::examine(&target)),
+        Some(Ok(target)) => {
+            // The server examines its own host against the same path (Ready).
+            spec.doctor = Some(linkperf::doctor::remote::request(&target));
+            Some(linkperf::doctor::examine(&target))
+        }
         Some(Err(e)) => return usage(e),
     };
     if let Some(exam) = doctor.as_ref().filter(|_| matches!(format, Format::Text)) {
         say_raw!(
             "doctor (this host, before the test):\n{}\n",
-            linkperf::doctor::render(exam, None)
+            linkperf::doctor::render_for(exam, "this host")
         );
     }
     let mut intervals = Intervals::new(&spec, format, args.units);
@@ -102,7 +106,14 @@ fn run_spec(args: &ClientArgs, spec: TestSpec) -> ExitCode {
     );
     match outcome {
         Ok(mut report) => {
-            report.doctor = doctor.map(|exam| serde_json::json!({ "local": exam }));
+            if let Some(local) = &doctor {
+                let server = report.doctor.as_ref().and_then(|d| d.get("server"));
+                let server = linkperf::doctor::remote::read_answer(server.filter(|s| !s.is_null()));
+                if matches!(format, Format::Text) {
+                    print_server_doctor(&server, &spec.host);
+                }
+                report.doctor = Some(linkperf::doctor::remote::document(local, &server));
+            }
             // Stored before printing, so a slow archive cannot cut the output
             // short on Ctrl-C; a failure to store is only a warning.
             let stored = (!args.no_store)
@@ -116,6 +127,18 @@ fn run_spec(args: &ClientArgs, spec: TestSpec) -> ExitCode {
             }
         }
         Err(e) => print_error(&e, format),
+    }
+}
+
+/// The server's examination (`client --doctor`): it comes back with the
+/// result, so it is printed after the intervals, before the summary.
+fn print_server_doctor(server: &Result<linkperf::doctor::Examination, String>, host: &str) {
+    match server {
+        Ok(exam) => say_raw!(
+            "doctor (server {host}, examined before the test):\n{}\n",
+            linkperf::doctor::render_for(exam, "server")
+        ),
+        Err(why) => say!("doctor: server: not reported ({why})"),
     }
 }
 

@@ -30,6 +30,8 @@ pub(super) struct Ready {
     pub endpoints: Vec<StreamEndpoint>,
     pub warnings: Vec<String>,
     pub data_port: Option<u16>,
+    /// The server's doctor examination, when asked and answered.
+    pub doctor: Option<serde_json::Value>,
 }
 
 pub(super) fn wait_message(
@@ -147,11 +149,13 @@ pub(super) fn set_up(
             streams,
             warnings,
             data_port,
+            doctor,
         } => Ok(Ready {
             cookie,
             endpoints: streams,
             warnings,
             data_port,
+            doctor,
         }),
         other => Err(unexpected(other)),
     }

@@ -140,6 +140,7 @@ fn drive(
         local_sockets,
         warnings,
         control_local: local,
+        server_doctor: ready.doctor.take(),
     };
     Ok(result::report(options, setup, outcome))
 }

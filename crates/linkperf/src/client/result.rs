@@ -24,6 +24,8 @@ pub(super) struct Setup {
     pub warnings: Vec<String>,
     /// The control connection's local address (the server's view of us).
     pub control_local: std::net::SocketAddr,
+    /// The server's answer to `config.doctor` (None: not asked or not answered).
+    pub server_doctor: Option<serde_json::Value>,
 }
 
 pub(super) fn report(options: &ClientOptions, setup: Setup, outcome: Outcome) -> Report {
@@ -93,6 +95,10 @@ pub(super) fn report(options: &ClientOptions, setup: Setup, outcome: Outcome) ->
             side: remote,
         }),
         extra_data: None,
-        doctor: None,
+        // `client --doctor` adds this host's examination beside the server's.
+        doctor: config.doctor.as_ref().map(|_| match setup.server_doctor {
+            Some(answer) => serde_json::json!({ "server": answer }),
+            None => serde_json::json!({ "server": null }),
+        }),
     }
 }

@@ -5,11 +5,12 @@
 //! command that undoes each change. Rules and their sources: docs/doctor.md.
 
 pub mod host;
+pub mod remote;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The path the host must serve.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct Target {
     pub rate_bits_per_second: f64,
     /// The loaded round-trip time (seed 003: the idle RTT undersizes the buffers).
@@ -53,7 +54,7 @@ impl Target {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     /// Enough for the target.
@@ -67,7 +68,7 @@ pub enum Status {
 }
 
 /// One change the doctor can make, with what was there before.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Fix {
     Sysctl {
@@ -140,7 +141,7 @@ impl Fix {
 }
 
 /// One line of the examination.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Finding {
     pub item: String,
     pub status: Status,
@@ -149,11 +150,11 @@ pub struct Finding {
     /// What the target needs.
     pub needed: String,
     pub why: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fix: Option<Fix>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Examination {
     pub target: Target,
     pub bdp_bytes: u64,
@@ -464,6 +465,26 @@ pub fn apply(exam: &Examination) -> Vec<Applied> {
 
 /// The examination as text: one line per finding, then the commands to paste.
 pub fn render(exam: &Examination, applied: Option<&[Applied]>) -> String {
+    render_lines(exam, applied, None)
+}
+
+/// [`render`] for one end of a test (`client --doctor`): every finding line
+/// starts with `host` ("this host", "server"), and the commands are headed
+/// with the host they are for.
+pub fn render_for(exam: &Examination, host: &str) -> String {
+    render_lines(exam, None, Some(host))
+}
+
+fn status_word(status: Status) -> &'static str {
+    match status {
+        Status::Ok => "ok",
+        Status::Change => "CHANGE",
+        Status::Unknown => "unknown",
+        Status::Note => "note",
+    }
+}
+
+fn render_lines(exam: &Examination, applied: Option<&[Applied]>, host: Option<&str>) -> String {
     let t = &exam.target;
     let mut out = format!(
         "target: {} over a {:.1} ms loaded RTT: {} in flight (rate x RTT)\n\n",
@@ -471,19 +492,18 @@ pub fn render(exam: &Examination, applied: Option<&[Applied]>) -> String {
         t.rtt_seconds * 1e3,
         linkperf_units::format_bytes(exam.bdp_bytes as f64)
     );
+    let prefix = host.map(|h| format!("{h}: ")).unwrap_or_default();
+    let indent = " ".repeat(prefix.len());
     for f in &exam.findings {
-        let status = match f.status {
-            Status::Ok => "ok",
-            Status::Change => "CHANGE",
-            Status::Unknown => "unknown",
-            Status::Note => "note",
-        };
         out.push_str(&format!(
-            "{status:<8} {:<34} {:<28} needs {}\n",
-            f.item, f.current, f.needed
+            "{prefix}{:<8} {:<34} {:<28} needs {}\n",
+            status_word(f.status),
+            f.item,
+            f.current,
+            f.needed
         ));
         if f.status != Status::Ok && !f.why.is_empty() {
-            out.push_str(&format!("         {}\n", f.why));
+            out.push_str(&format!("{indent}         {}\n", f.why));
         }
     }
     let fixes: Vec<&Fix> = exam
@@ -491,10 +511,18 @@ pub fn render(exam: &Examination, applied: Option<&[Applied]>) -> String {
         .iter()
         .filter_map(|f| f.fix.as_ref())
         .collect();
+    let on = host.map(|h| format!(" on {h}")).unwrap_or_default();
     match applied {
-        None if fixes.is_empty() => out.push_str("\nnothing to change for this target\n"),
+        None if fixes.is_empty() => {
+            out.push_str(&format!("\nnothing to change{on} for this target\n"))
+        }
         None => {
-            out.push_str("\nto change (nothing was changed; `--apply` runs these):\n");
+            out.push_str(&match host {
+                None => "\nto change (nothing was changed; `--apply` runs these):\n".to_string(),
+                Some(h) => format!(
+                    "\nto change on {h} (nothing was changed; run these there, or `linkperf doctor --apply` there):\n"
+                ),
+            });
             for fix in fixes {
                 out.push_str(&format!("  {}\n", fix.command()));
             }

@@ -290,7 +290,13 @@ fn tcp(path: &Path, flow: &Flow, kernel: &Kernel) -> Prediction {
         reference.insert("loss_mathis".into(), mathis);
         match flow.congestion {
             Congestion::Reno => {
-                bounds.insert("loss_padhye".into(), padhye);
+                // Linux repairs losses with SACK and RACK-TLP, not timeouts:
+                // Padhye's timeout term is listed, the SACK sawtooth binds.
+                reference.insert("loss_padhye".into(), padhye);
+                bounds.insert(
+                    "loss_reno".into(),
+                    ms * formulas::reno_sack(m, rtt, p, wmax),
+                );
             }
             Congestion::Cubic => {
                 let cubic = ms * formulas::cubic_window_response(m, rtt, p);

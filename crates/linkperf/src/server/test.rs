@@ -138,6 +138,11 @@ impl ControlSession {
             streams: endpoints,
             warnings: vec![],
             data_port,
+            // `client --doctor`: this host against the client's path (never applied).
+            doctor: config
+                .doctor
+                .as_deref()
+                .and_then(crate::doctor::remote::answer),
         })?;
         Ok(Announced {
             cookie,

@@ -306,6 +306,7 @@ fn server_menu(input: &mut Input) -> ServerMessage {
             }],
             warnings: vec![],
             data_port: Some(5212),
+            doctor: None,
         },
         3 => ServerMessage::Started {
             start_unix_ms: u64::from(input.u32()),

@@ -173,6 +173,7 @@ fn server_messages() -> Vec<u8> {
             }],
             warnings: vec!["sndbuf capped".into()],
             data_port: None,
+            doctor: None,
         },
         ServerMessage::Started {
             start_unix_ms: 1_763_900_000_000,
