@@ -5,9 +5,11 @@
 //! and a first look), stores the sweep, and pairs every point's measured
 //! throughput with the seed's figure and with the physics the experiment
 //! follows; an experiment with a `[cold]` table measures first-packet
-//! probes per site instead ([`cold`]). It prints nothing; [`table`] renders
+//! probes per site instead ([`cold`]), one with a `campaign` file runs many
+//! host pairs at once ([`campaign`]). It prints nothing; [`table`] renders
 //! the comparison.
 
+pub mod campaign;
 pub mod cold;
 
 use crate::spec::TestSpec;
@@ -52,6 +54,13 @@ pub struct Experiment {
     pub vary: Vec<String>,
     /// First-packet probes per site instead of a sweep.
     pub cold: Option<cold::Cold>,
+    /// A campaign file (relative to the directory) instead of a sweep: its
+    /// agents are the testbed's hosts; the reduced run is one session with
+    /// every phase `reduced_time` long.
+    pub campaign: Option<String>,
+    /// linkperf's rates are the seed's times this (rates scaled to what this
+    /// machine emulates); the table shows the seed's figures scaled too.
+    pub seed_scale: Option<f64>,
     pub repeat: Option<u32>,
     pub model: Option<Model>,
     /// The seed's figures, by point label (`clamp=512`).
@@ -161,11 +170,27 @@ pub fn list(root: &Path) -> Vec<String> {
 impl Experiment {
     /// Checks the experiment as far as it can without running it.
     pub fn check(&self, reduced: bool, repeat: Option<u32>) -> Result<(), String> {
-        match &self.cold {
-            Some(c) => (self.network())
+        match (&self.cold, &self.campaign) {
+            (Some(_), Some(_)) => Err(format!(
+                "{}: an experiment has a [cold] table or a campaign, not both",
+                self.name
+            )),
+            (Some(c), None) => (self.network())
                 .and_then(|network| c.check(&network, reduced))
                 .map_err(|e| format!("{}: {e}", self.name)),
-            None => self.plan(reduced, repeat).map(|_| ()),
+            (None, Some(file)) => self.campaign_setup(file).check().map(|_| ()),
+            (None, None) => self.plan(reduced, repeat).map(|_| ()),
+        }
+    }
+
+    /// The campaign an experiment with a `campaign` file runs.
+    pub fn campaign_setup(&self, file: &str) -> campaign::Setup {
+        campaign::Setup {
+            name: self.name.clone(),
+            file: self.dir.join(file),
+            topology: self.dir.join(&self.topology),
+            client_host: self.client_host.clone(),
+            reduced_time: self.reduced_time.clone(),
         }
     }
 
@@ -179,9 +204,9 @@ impl Experiment {
 
     /// The sweep plan: the base test, the points, the testbed.
     pub fn plan(&self, reduced: bool, repeat: Option<u32>) -> Result<Plan, String> {
-        if self.cold.is_some() || self.vary.is_empty() {
+        if self.cold.is_some() || self.campaign.is_some() || self.vary.is_empty() {
             return Err(format!(
-                "{}: a sweep experiment needs `vary` (and no [cold] table)",
+                "{}: a sweep experiment needs `vary` (and no [cold] table or campaign)",
                 self.name
             ));
         }
@@ -215,8 +240,15 @@ impl Experiment {
 pub struct Row {
     pub point: String,
     pub seed_mbps: Option<f64>,
-    /// Median received rate over the point's runs.
+    /// The seed's figure times the experiment's `seed_scale`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed_scaled_mbps: Option<f64>,
+    /// Median received rate over the point's runs (a campaign: the mean
+    /// over its sessions).
     pub linkperf_mbps: Option<f64>,
+    /// A campaign's sent rate (the flow's sender, or the phase's senders).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sent_mbps: Option<f64>,
     pub model_mbps: Option<f64>,
     /// The window the receiver advertised (the sender's tcp_info), median.
     pub advertised_window_bytes: Option<u64>,
@@ -234,6 +266,9 @@ pub struct Reproduction {
     /// The stored sweep (`linkperf report sweep ID` draws it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sweep_id: Option<i64>,
+    /// The stored campaign (`linkperf report ID` draws it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub campaign_id: Option<i64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub rows: Vec<Row>,
     /// A `[cold]` experiment's sites.
@@ -261,12 +296,25 @@ pub fn run(
         source: experiment.source.clone(),
         reduced,
         sweep_id: None,
+        campaign_id: None,
         rows: Vec::new(),
         sites: Vec::new(),
         stopped: None,
     };
     if let Some(cold) = &experiment.cold {
         (r.sites, r.stopped) = cold.run(&experiment.network()?, reduced, store, interrupt)?;
+        return Ok(r);
+    }
+    if let Some(file) = &experiment.campaign {
+        let m = experiment
+            .campaign_setup(file)
+            .run(reduced, store, interrupt)?;
+        r.rows = m
+            .rows
+            .into_iter()
+            .map(|x| campaign_row(experiment, x))
+            .collect();
+        (r.campaign_id, r.stopped) = (m.campaign_id, m.stopped);
         return Ok(r);
     }
     let plan = experiment.plan(reduced, repeat)?;
@@ -290,6 +338,21 @@ pub fn run(
     r.rows = points.iter().map(|p| row(experiment, p, &runs)).collect();
     r.stopped = stopped;
     Ok(r)
+}
+
+/// A campaign's row beside the seed's figure (scaled as the experiment says).
+fn campaign_row(experiment: &Experiment, m: campaign::Measure) -> Row {
+    let seed = experiment.row.iter().find(|r| r.point == m.point);
+    Row {
+        seed_mbps: seed.map(|r| r.mbps),
+        seed_scaled_mbps: seed.and_then(|r| experiment.seed_scale.map(|s| r.mbps * s)),
+        linkperf_mbps: m.received_mbps,
+        sent_mbps: m.sent_mbps,
+        model_mbps: m.model_mbps,
+        advertised_window_bytes: None,
+        runs: m.sessions,
+        point: m.point,
+    }
 }
 
 fn row(experiment: &Experiment, point: &PointSummary, runs: &[RunRow]) -> Row {
@@ -317,6 +380,8 @@ fn row(experiment: &Experiment, point: &PointSummary, runs: &[RunRow]) -> Row {
             .iter()
             .find(|r| r.point == label)
             .map(|r| r.mbps),
+        seed_scaled_mbps: None,
+        sent_mbps: None,
         linkperf_mbps: point.received.as_ref().map(|s| s.median / 1e6),
         model_mbps: experiment.model.as_ref().and_then(|m| m.predict(&params)),
         advertised_window_bytes: windows.get(windows.len() / 2).copied(),
@@ -336,15 +401,48 @@ pub fn table(r: &Reproduction) -> String {
     if !r.sites.is_empty() {
         return title + &cold::table(&r.sites);
     }
+    if r.rows.iter().any(|x| x.sent_mbps.is_some()) {
+        return title + &campaign_table(r);
+    }
     title + &sweep_table(r)
 }
 
-fn sweep_table(r: &Reproduction) -> String {
-    let mbps = |v: Option<f64>| match v {
+fn mbps(v: Option<f64>) -> String {
+    match v {
         Some(x) if x < 10.0 => format!("{x:.2}"),
         Some(x) => format!("{x:.1}"),
         None => "-".into(),
-    };
+    }
+}
+
+/// A campaign's comparison: per phase aggregate and flow, sent and received.
+fn campaign_table(r: &Reproduction) -> String {
+    let scaled = r.rows.iter().any(|x| x.seed_scaled_mbps.is_some());
+    let width = r.rows.iter().map(|x| x.point.len()).max().unwrap_or(5);
+    let mut out = format!("{:<width$}  {:>10}", "point", "seed Mb/s");
+    if scaled {
+        out.push_str(&format!("  {:>12}", "seed scaled"));
+    }
+    out.push_str(&format!(
+        "  {:>14}  {:>14}  {:>10}\n",
+        "linkperf sent", "linkperf recv", "model Mb/s"
+    ));
+    for x in &r.rows {
+        out.push_str(&format!("{:<width$}  {:>10}", x.point, mbps(x.seed_mbps)));
+        if scaled {
+            out.push_str(&format!("  {:>12}", mbps(x.seed_scaled_mbps)));
+        }
+        out.push_str(&format!(
+            "  {:>14}  {:>14}  {:>10}\n",
+            mbps(x.sent_mbps),
+            mbps(x.linkperf_mbps),
+            mbps(x.model_mbps)
+        ));
+    }
+    out
+}
+
+fn sweep_table(r: &Reproduction) -> String {
     let width = r
         .rows
         .iter()
@@ -399,6 +497,18 @@ mod tests {
         for name in names {
             let e = find(&root, &name).unwrap();
             e.check(true, None).unwrap_or_else(|err| panic!("{err}"));
+            if let Some(file) = &e.campaign {
+                let points =
+                    (e.campaign_setup(file).planned_points()).unwrap_or_else(|err| panic!("{err}"));
+                for row in &e.row {
+                    assert!(
+                        points.contains(&row.point),
+                        "{name}: seed row '{}' matches no row of {points:?}",
+                        row.point
+                    );
+                }
+                continue;
+            }
             if e.cold.is_some() {
                 continue;
             }

@@ -101,6 +101,9 @@ pub fn run(args: ReproduceArgs) -> ExitCode {
         if let (false, Some(id)) = (args.no_store, r.sweep_id) {
             say!("stored as sweep {id}: linkperf report sweep {id}");
         }
+        if let (false, Some(id)) = (args.no_store, r.campaign_id) {
+            say!("stored as campaign {id}: linkperf report {id} -o FILE.html");
+        }
         let runs: Vec<String> = r
             .sites
             .iter()

@@ -122,7 +122,10 @@ pub fn link_change(topology: &Topology, name: &str, value: &str) -> Result<LinkC
 }
 
 /// Runs `f` on a new thread inside namespace `netns`; the thread ends with it.
-fn in_namespace<T: Send>(netns: &str, f: impl FnOnce() -> T + Send) -> Result<T, String> {
+pub(crate) fn in_namespace<T: Send>(
+    netns: &str,
+    f: impl FnOnce() -> T + Send,
+) -> Result<T, String> {
     std::thread::scope(|s| {
         s.spawn(|| {
             linkperf_testbed::netns::enter_netns(netns).map_err(|e| e.to_string())?;
@@ -174,7 +177,12 @@ impl Session {
                 ..network.clone()
             };
             running.check(varies)?;
-            start_server(&server_netns, port)?;
+            let options = ServerOptions {
+                port,
+                verbose: false,
+                ..Default::default()
+            };
+            start_server(&server_netns, options)?;
             Ok(client_netns)
         })();
         match started {
@@ -266,8 +274,9 @@ impl Session {
 
 /// A linkperf server in namespace `netns`, on its own thread for the rest of
 /// the process (its connections' threads inherit the namespace). A server
-/// already listening on `port` there is used as it is.
-fn start_server(netns: &str, port: u16) -> Result<(), String> {
+/// already listening on its port there is used as it is.
+pub(crate) fn start_server(netns: &str, options: ServerOptions) -> Result<(), String> {
+    let port = options.port;
     let listening = in_namespace(netns, || {
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
         TcpStream::connect_timeout(&addr, Duration::from_millis(500)).is_ok()
@@ -282,13 +291,7 @@ fn start_server(netns: &str, port: u16) -> Result<(), String> {
         .spawn(move || {
             let bound = linkperf_testbed::netns::enter_netns(&netns)
                 .map_err(|e| e.to_string())
-                .and_then(|()| {
-                    Server::bind(ServerOptions {
-                        port,
-                        verbose: false,
-                        ..Default::default()
-                    })
-                });
+                .and_then(|()| Server::bind(options));
             match bound {
                 Ok(server) => {
                     let _ = tx.send(Ok(()));
