@@ -266,16 +266,23 @@ fn check_three_vps() {
     }
 }
 
-#[test]
-fn every_seed_experiment_shows_its_seeds_shape() {
+/// Runs `check` on the testbed's turn; a failure while the machine stalled runs
+/// that experiment again (not the whole set).
+fn on_the_testbed(check: impl Fn()) {
     linkperf_testsupport::stall::retry_when_stalled(|| {
         let Some(_turn) = common::testbed_turn() else {
             return;
         };
-        let oc3c = aal5_payload(149.76);
+        check();
+    });
+}
 
-        // Seed 004, Experiment 1: throughput = window / 8.8 ms up to the link. The
-        // points at 4K and above (windows the kernel offers in whole segments).
+/// Seed 004, Experiment 1: throughput = window / 8.8 ms up to the link. The
+/// points at 4K and above (windows the kernel offers in whole segments).
+#[test]
+fn seed_004_window_table() {
+    on_the_testbed(|| {
+        let oc3c = aal5_payload(149.76);
         let rows = reproduce("004-window-table");
         let big: Vec<_> = rows
             .iter()
@@ -293,9 +300,14 @@ fn every_seed_experiment_shows_its_seeds_shape() {
             let got = at(&rows, point);
             assert!(got <= 1.03 * w * 8.0 / 8.8e-3 / 1e6, "{point}: {got}");
         }
+    });
+}
 
-        // Seed 004, Experiment 2: whatever the pacing, no more than the TAXI
-        // link's payload rate.
+/// Seed 004, Experiment 2: whatever the pacing, no more than the TAXI link's
+/// payload rate (whole-packet queue); with the cell-level switch, pacing holds.
+#[test]
+fn seed_004_pacing() {
+    on_the_testbed(|| {
         let rows = reproduce("004-pacing-taxi");
         for (point, got) in &rows {
             assert!(
@@ -303,19 +315,29 @@ fn every_seed_experiment_shows_its_seeds_shape() {
                 "{point}: {got}"
             );
         }
-
         check_atm_pacing(&reproduce("004-atm-pacing"));
+    });
+}
 
-        // Seed 000: one connection and four share the OC-3c payload rate; more
-        // connections do not lose the aggregate.
+/// Seed 000: one connection and four share the OC-3c payload rate; more
+/// connections do not lose the aggregate.
+#[test]
+fn seed_000_oc3c_ceiling() {
+    on_the_testbed(|| {
+        let oc3c = aal5_payload(149.76);
         let rows = reproduce("000-oc3c-ceiling");
         for (point, got) in &rows {
             assert!(*got <= 1.01 * oc3c, "{point}: {got} above {oc3c}");
         }
         assert!(at(&rows, "parallel=4") >= 0.85 * oc3c, "{rows:?}");
+    });
+}
 
-        // Seed 000, JAMES: window / 50 ms up to 23.8 Mbit/s, and parallel 64 KiB
-        // windows add up until the PVC is full.
+/// Seed 000, JAMES: window / 50 ms up to 23.8 Mbit/s, and parallel 64 KiB
+/// windows add up until the PVC is full.
+#[test]
+fn seed_000_james() {
+    on_the_testbed(|| {
         let james = aal5_payload(26.5);
         let rows = reproduce("000-james-window");
         check_window_sweep("000-james-window", &rows, 50e-3, james);
@@ -333,21 +355,39 @@ fn every_seed_experiment_shows_its_seeds_shape() {
                 "{point}: {got} outside {low}-{high}"
             );
         }
+    });
+}
 
-        // Seed 000, radio link: TCP loses throughput as the bit error rate grows.
+/// Seed 000, radio link: TCP loses throughput as the bit error rate grows.
+#[test]
+fn seed_000_radio_ber() {
+    on_the_testbed(|| {
         let rows = reproduce("000-radio-ber");
         let radio = aal5_payload(33.92);
         let clean = at(&rows, "link.radio.ber=1e-8");
         assert!(clean >= 0.9 * radio && clean <= 1.01 * radio, "{rows:?}");
         assert!(at(&rows, "link.radio.ber=2e-6") < 0.8 * clean, "{rows:?}");
         assert!(at(&rows, "link.radio.ber=5e-6") < 0.5 * clean, "{rows:?}");
+    });
+}
 
-        check_router_datagrams(&reproduce("002-router-datagrams"));
-        check_svc_setup();
+#[test]
+fn seed_002_router_datagrams() {
+    on_the_testbed(|| check_router_datagrams(&reproduce("002-router-datagrams")));
+}
 
-        // Seed 000, buffers and TCP_NODELAY on OC-3c: every point runs and stays
-        // under the payload rate (the seed's collapses at 10000 and 16383 bytes
-        // were its hosts' TCP; docs/reproductions.md).
+#[test]
+fn seed_000_svc_setup() {
+    on_the_testbed(check_svc_setup);
+}
+
+/// Seed 000, buffers and TCP_NODELAY on OC-3c: every point runs and stays
+/// under the payload rate (the seed's collapses at 10000 and 16383 bytes were
+/// its hosts' TCP; docs/reproductions.md).
+#[test]
+fn seed_000_buffers_and_nodelay() {
+    on_the_testbed(|| {
+        let oc3c = aal5_payload(149.76);
         for name in ["000-buffer-table", "000-asymmetric-nodelay"] {
             for (point, got) in reproduce(name) {
                 assert!(got > 0.0 && got <= 1.01 * oc3c, "{name} {point}: {got}");
@@ -356,16 +396,17 @@ fn every_seed_experiment_shows_its_seeds_shape() {
     });
 }
 
-/// The campaign experiments (many pairs at once): apart, so that a stall in
-/// one of them reruns these 30 s, not the sweeps' five minutes.
 #[test]
-fn every_campaign_experiment_shows_its_seeds_shape() {
-    linkperf_testsupport::stall::retry_when_stalled(|| {
-        let Some(_turn) = common::testbed_turn() else {
-            return;
-        };
-        check_eight_pairs();
-        check_netspec_pairs();
-        check_three_vps();
-    });
+fn seed_001_eight_pairs() {
+    on_the_testbed(check_eight_pairs);
+}
+
+#[test]
+fn seed_004_netspec_pairs() {
+    on_the_testbed(check_netspec_pairs);
+}
+
+#[test]
+fn seed_000_three_vps() {
+    on_the_testbed(check_three_vps);
 }
