@@ -21,62 +21,18 @@ Options: --points N, --block N, --sets N, --baseline [NAME=]BINARY (repeatable),
 """
 
 import argparse
-import atexit
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 
-HOST = "127.0.0.1"
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CHILDREN = []
+from benchlib import CHILDREN, HOST, REPO, free_port, log, loadavg, wait_port
+
 FIRST_LENGTH = 1024
 
-
-def log(msg):
-    print(msg, file=sys.stderr, flush=True)
-
-
-def stop_children():
-    for proc in reversed(CHILDREN):
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-    CHILDREN.clear()
-
-
-atexit.register(stop_children)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
-
-def wait_port(port, timeout=10):
-    end = time.time() + timeout
-    while time.time() < end:
-        try:
-            socket.create_connection((HOST, port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit(f"nothing listens on {HOST}:{port}")
-
-
-def loadavg():
-    with open("/proc/loadavg") as f:
-        return float(f.read().split()[0])
 
 
 def start(cmd):

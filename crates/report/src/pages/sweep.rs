@@ -202,8 +202,22 @@ fn predicted_series(
     series.marker = Some(crate::svg::Marker::Diamond);
     series.hollow = true;
     series.width = 1.6;
+    add_reference_points(&mut series, points, pa, "predicted", |p| p.stats.predicted);
+    series
+}
+
+/// Adds to `series` (named `label`) the value `value_of` gives at each point that has
+/// one, with a tip comparing the measured mean (`measured/{what}`).
+pub(super) fn add_reference_points(
+    series: &mut Series,
+    points: &[&PointData],
+    pa: &ParamAxis,
+    what: &str,
+    value_of: impl Fn(&PointData) -> Option<f64>,
+) {
+    let label = series.label.clone();
     for p in points {
-        let Some(value) = p.stats.predicted else {
+        let Some(value) = value_of(p) else {
             continue;
         };
         let at = p.param(&pa.name).unwrap_or("");
@@ -213,7 +227,7 @@ fn predicted_series(
             .received
             .as_ref()
             .and_then(|s| s.mean)
-            .map(|m| format!(", measured/predicted {:.3}", m / value))
+            .map(|m| format!(", measured/{what} {:.3}", m / value))
             .unwrap_or_default();
         pt.tip = Some(format!(
             "{} = {at}, {label}: {}{ratio}",
@@ -223,7 +237,6 @@ fn predicted_series(
         pt.href = Some(point_anchor(p));
         series.points.push(pt);
     }
-    series
 }
 
 /// The combinations of all parameters but the first, in sweep order.

@@ -204,27 +204,9 @@ pub(super) fn sweep_series(points: &[&PointData], pa: &ParamAxis, ex: &Export) -
         .unwrap_or_else(|| "ns-3".into());
     let label = format!("simulated ({source})");
     let mut series = sim_series(&label);
-    for p in points {
-        let Some(value) = p.stats.simulated else {
-            continue;
-        };
-        let at = p.param(&pa.name).unwrap_or("");
-        let mut pt = Point::new(pa.x(at), value);
-        let ratio = p
-            .stats
-            .received
-            .as_ref()
-            .and_then(|s| s.mean)
-            .map(|m| format!(", measured/simulated {:.3}", m / value))
-            .unwrap_or_default();
-        pt.tip = Some(format!(
-            "{} = {at}, {label}: {}{ratio}",
-            pa.name,
-            format::rate(value)
-        ));
-        pt.href = Some(point_anchor(p));
-        series.points.push(pt);
-    }
+    super::sweep::add_reference_points(&mut series, points, pa, "simulated", |p| {
+        p.stats.simulated
+    });
     series
 }
 
