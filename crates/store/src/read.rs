@@ -112,22 +112,28 @@ impl Store {
     /// The measured runs of a sweep, by point then repetition (not the
     /// simulated twins: [`Store::sweep_twins`]).
     pub fn sweep_runs(&mut self, id: i64, with_reports: bool) -> Result<Vec<RunRow>, StoreError> {
-        let sql = run_select(
-            "WHERE r.sweep_id = $1 AND r.repetition >= 0 ORDER BY r.point, r.repetition",
+        self.sweep_rows(
+            id,
+            "r.repetition >= 0 ORDER BY r.point, r.repetition",
             with_reports,
-        );
-        self.conn
-            .query(&sql, &[id.into()])?
-            .iter()
-            .map(|r| run_row(r, with_reports))
-            .collect()
+        )
     }
 
     /// The simulated twins of a sweep's points (stored at repetition
     /// [`TWIN_REPETITION`](crate::TWIN_REPETITION)), by point.
     pub fn sweep_twins(&mut self, id: i64, with_reports: bool) -> Result<Vec<RunRow>, StoreError> {
+        self.sweep_rows(id, "r.repetition < 0 ORDER BY r.point", with_reports)
+    }
+
+    /// The runs of sweep `id` that `condition` (an SQL condition and order) selects.
+    fn sweep_rows(
+        &mut self,
+        id: i64,
+        condition: &str,
+        with_reports: bool,
+    ) -> Result<Vec<RunRow>, StoreError> {
         let sql = run_select(
-            "WHERE r.sweep_id = $1 AND r.repetition < 0 ORDER BY r.point",
+            &format!("WHERE r.sweep_id = $1 AND {condition}"),
             with_reports,
         );
         self.conn
