@@ -154,14 +154,7 @@ pub(super) fn throughput_series(
             continue;
         };
         let v = f(sumv, "/bits_per_second").unwrap_or(f64::NAN);
-        let mut p = Point::over(start, end, v);
-        p.tip = Some(format!(
-            "{} – {} s: {}",
-            format::trim(start, 2),
-            format::trim(end, 2),
-            format::rate(v)
-        ));
-        sum.points.push(p);
+        sum.points.push(interval_point(start, end, v));
         if let Some(sv) = f(sumv, "/sent_bits_per_second") {
             sent.points.push(Point::over(start, end, sv));
         }
@@ -272,4 +265,16 @@ pub(super) fn tcp_series(
         plot.series.push(s);
     }
     plot
+}
+
+/// A throughput of `v` bits/s over the interval `start`-`end` s, with its tip.
+pub(super) fn interval_point(start: f64, end: f64, v: f64) -> Point {
+    let mut p = Point::over(start, end, v);
+    p.tip = Some(format!(
+        "{} – {} s: {}",
+        format::trim(start, 2),
+        format::trim(end, 2),
+        format::rate(v)
+    ));
+    p
 }

@@ -84,14 +84,7 @@ fn interval_points(rep: &Value) -> Vec<Point> {
             let end = iv.get("end")?.as_f64()?;
             let start = iv.get("start").and_then(Value::as_f64).unwrap_or(end);
             let v = iv.pointer("/sum/bits_per_second")?.as_f64()?;
-            let mut p = Point::over(start, end, v);
-            p.tip = Some(format!(
-                "{} – {} s: {}",
-                format::trim(start, 2),
-                format::trim(end, 2),
-                format::rate(v)
-            ));
-            Some(p)
+            Some(super::run_plots::interval_point(start, end, v))
         })
         .collect()
 }
