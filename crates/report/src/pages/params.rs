@@ -3,9 +3,9 @@
 //! table cells, and which error bars a point's statistics give. It knows no
 //! page layout.
 
-use crate::export::{Stat, Vary};
+use crate::export::{PointData, Stat, Vary};
 use crate::format;
-use crate::plots::{Axis, Quantity};
+use crate::plots::{Axis, Point, Quantity, Series};
 
 /// How a swept parameter's values are read and named.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -275,6 +275,39 @@ pub(super) fn tip(label: &str, s: &Stat, q: Quantity) -> String {
         t.push_str(&format!(", n = {n}"));
     }
     t
+}
+
+/// Adds to `series` (named `label`) the value `value_of` gives at each point that has
+/// one, with a tip comparing the measured mean (`measured/{what}`).
+pub(super) fn add_reference_points(
+    series: &mut Series,
+    points: &[&PointData],
+    pa: &ParamAxis,
+    what: &str,
+    value_of: impl Fn(&PointData) -> Option<f64>,
+) {
+    let label = series.label.clone();
+    for p in points {
+        let Some(value) = value_of(p) else {
+            continue;
+        };
+        let at = p.param(&pa.name).unwrap_or("");
+        let mut pt = Point::new(pa.x(at), value);
+        let ratio = p
+            .stats
+            .received
+            .as_ref()
+            .and_then(|s| s.mean)
+            .map(|m| format!(", measured/{what} {:.3}", m / value))
+            .unwrap_or_default();
+        pt.tip = Some(format!(
+            "{} = {at}, {label}: {}{ratio}",
+            pa.name,
+            format::rate(value)
+        ));
+        pt.href = Some(super::shared::point_anchor(p));
+        series.points.push(pt);
+    }
 }
 
 #[cfg(test)]

@@ -202,41 +202,10 @@ fn predicted_series(
     series.marker = Some(crate::svg::Marker::Diamond);
     series.hollow = true;
     series.width = 1.6;
-    add_reference_points(&mut series, points, pa, "predicted", |p| p.stats.predicted);
+    super::params::add_reference_points(&mut series, points, pa, "predicted", |p| {
+        p.stats.predicted
+    });
     series
-}
-
-/// Adds to `series` (named `label`) the value `value_of` gives at each point that has
-/// one, with a tip comparing the measured mean (`measured/{what}`).
-pub(super) fn add_reference_points(
-    series: &mut Series,
-    points: &[&PointData],
-    pa: &ParamAxis,
-    what: &str,
-    value_of: impl Fn(&PointData) -> Option<f64>,
-) {
-    let label = series.label.clone();
-    for p in points {
-        let Some(value) = value_of(p) else {
-            continue;
-        };
-        let at = p.param(&pa.name).unwrap_or("");
-        let mut pt = Point::new(pa.x(at), value);
-        let ratio = p
-            .stats
-            .received
-            .as_ref()
-            .and_then(|s| s.mean)
-            .map(|m| format!(", measured/{what} {:.3}", m / value))
-            .unwrap_or_default();
-        pt.tip = Some(format!(
-            "{} = {at}, {label}: {}{ratio}",
-            pa.name,
-            format::rate(value)
-        ));
-        pt.href = Some(point_anchor(p));
-        series.points.push(pt);
-    }
 }
 
 /// The combinations of all parameters but the first, in sweep order.

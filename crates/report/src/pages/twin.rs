@@ -197,7 +197,9 @@ pub(super) fn sweep_series(points: &[&PointData], pa: &ParamAxis, ex: &Export) -
         .unwrap_or_else(|| "ns-3".into());
     let label = format!("simulated ({source})");
     let mut series = sim_series(&label);
-    super::sweep::add_reference_points(&mut series, points, pa, "simulated", |p| p.stats.simulated);
+    super::params::add_reference_points(&mut series, points, pa, "simulated", |p| {
+        p.stats.simulated
+    });
     series
 }
 
