@@ -172,7 +172,7 @@ pub(super) fn one_param(ex: &Export, pa: &ParamAxis, bars: ErrorBars, out: &mut 
             ""
         },
         if simulated {
-            " The orange dashed line with open squares is each point's ns-3 twin (sweep --simulate): the same path and test, simulated."
+            " The purple dashed line with open downward triangles is each point's ns-3 twin (sweep --simulate): the same path and test, simulated."
         } else {
             ""
         },

@@ -16,8 +16,9 @@ use crate::svg::Marker;
 use serde_json::Value;
 
 /// The simulated series' look: apart from the measured (black, solid),
-/// the streams' palette and the model's grey.
-pub(super) const SIM_COLOR: &str = "#c2410c";
+/// the streams' palette (whose orange and open squares draw what was sent)
+/// and the model's grey: dark purple, dashed, open downward triangles.
+pub(super) const SIM_COLOR: &str = "#6a3d9a";
 const SIM_DASH: &str = "5 3";
 
 /// One row of the table: what was measured and what ns-3 predicted.
@@ -93,7 +94,7 @@ fn interval_points(rep: &Value) -> Vec<Point> {
 pub(super) fn sim_series(label: impl Into<String>) -> Series {
     let mut s = Series::new(label, SIM_COLOR);
     s.dash = Some(SIM_DASH);
-    s.marker = Some(Marker::Square);
+    s.marker = Some(Marker::TriangleDown);
     s.hollow = true;
     s.width = 2.0;
     s
@@ -153,7 +154,7 @@ pub(super) fn run_section(ex: &Export) -> Option<Section> {
     if plot.has_data() {
         sec.figure(
             &plot.render(),
-            &format!("Received throughput per interval: measured (black, solid, filled circles) and simulated by {source} (orange, dashed, open squares)."),
+            &format!("Received throughput per interval: measured (black, solid, filled circles) and simulated by {source} (purple, dashed, open downward triangles)."),
         );
     }
     Some(sec)
@@ -270,7 +271,7 @@ pub(super) fn campaign_phase(name: &str, phases: &[&Phase], sec: &mut Section) {
     if plot.has_data() {
         sec.figure(
             &plot.render(),
-            "Aggregate received throughput per interval: the first session as measured (black, solid, filled circles) and the flows' ns-3 twins summed (orange, dashed, open squares); each twin simulates its flow's path alone.",
+            "Aggregate received throughput per interval: the first session as measured (black, solid, filled circles) and the flows' ns-3 twins summed (purple, dashed, open downward triangles); each twin simulates its flow's path alone.",
         );
     }
 }
