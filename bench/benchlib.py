@@ -53,3 +53,12 @@ def wait_port(port, timeout=10):
 def loadavg():
     with open("/proc/loadavg") as f:
         return float(f.read().split()[0])
+
+
+def build_linkperf(target_dir, no_build):
+    """The release linkperf binary in `target_dir`, built first unless `no_build`."""
+    if not no_build:
+        log("building linkperf (release)...")
+        subprocess.run(["cargo", "build", "--release", "-p", "linkperf"], cwd=REPO, check=True,
+                       env={**os.environ, "CARGO_TARGET_DIR": target_dir})
+    return os.path.join(target_dir, "release", "linkperf")

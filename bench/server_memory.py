@@ -29,7 +29,7 @@ import tempfile
 import threading
 import time
 
-from benchlib import CHILDREN, HOST, REPO, free_port, log, loadavg, wait_port
+from benchlib import CHILDREN, HOST, REPO, build_linkperf, free_port, log, loadavg, wait_port
 
 
 def start(cmd):
@@ -123,11 +123,7 @@ def main():
     a = ap.parse_args()
     if not shutil.which("iperf3"):
         raise SystemExit("iperf3 is not installed (apt-get install iperf3)")
-    if not a.no_build:
-        log("building linkperf (release)...")
-        subprocess.run(["cargo", "build", "--release", "-p", "linkperf"], cwd=REPO, check=True,
-                       env={**os.environ, "CARGO_TARGET_DIR": a.target_dir})
-    lp = os.path.join(a.target_dir, "release", "linkperf")
+    lp = build_linkperf(a.target_dir, a.no_build)
     out = tempfile.mkdtemp(prefix="linkperf-server-memory-")
     lp_port, ip_port = free_port(), free_port()
     limit = str(max(a.concurrent, 32))

@@ -20,56 +20,16 @@ archive on PostgreSQL), --out DIR.
 """
 
 import argparse
-import atexit
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-HOST = "127.0.0.1"
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CHILDREN = []
-
-
-def log(msg):
-    print(msg, file=sys.stderr, flush=True)
-
-
-def stop_children():
-    for proc in reversed(CHILDREN):
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-    CHILDREN.clear()
-
-
-atexit.register(stop_children)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
-
-def wait_port(port, timeout=10):
-    end = time.time() + timeout
-    while time.time() < end:
-        try:
-            socket.create_connection((HOST, port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit(f"nothing listens on {HOST}:{port}")
+from benchlib import CHILDREN, HOST, REPO, free_port, log, wait_port
 
 
 def target_dir():

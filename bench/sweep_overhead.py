@@ -29,7 +29,7 @@ import subprocess
 import tempfile
 import time
 
-from benchlib import CHILDREN, HOST, REPO, free_port, log, loadavg, wait_port
+from benchlib import CHILDREN, HOST, REPO, build_linkperf, free_port, log, loadavg, wait_port
 
 FIRST_LENGTH = 1024
 
@@ -91,11 +91,7 @@ def main():
         raise SystemExit("--points must be a multiple of --block")
     if not shutil.which("iperf3"):
         raise SystemExit("iperf3 is not installed (apt-get install iperf3)")
-    if not a.no_build:
-        log("building linkperf (release)...")
-        subprocess.run(["cargo", "build", "--release", "-p", "linkperf"], cwd=REPO, check=True,
-                       env={**os.environ, "CARGO_TARGET_DIR": a.target_dir})
-    lp = os.path.join(a.target_dir, "release", "linkperf")
+    lp = build_linkperf(a.target_dir, a.no_build)
     out = a.out or tempfile.mkdtemp(prefix="linkperf-sweep-overhead-")
     os.makedirs(out, exist_ok=True)
     tools = [("linkperf", lp)]
