@@ -11,8 +11,6 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
-const IPERF3: &str = "/usr/bin/iperf3";
-
 /// The tests run side by side, each comparing counts within its own run;
 /// the one comparing rates between runs takes the machine alone.
 static TURNS: RwLock<()> = RwLock::new(());
@@ -501,34 +499,6 @@ fn iperf3_client_window_limits_the_rate_as_with_iperf3s_server() {
 /// Starts `iperf3 -s -1 -J -p PORT`; returns the child and the port.
 fn iperf3_server() -> (std::process::Child, u16) {
     iperf3_server_with(&["-1", "-J"])
-}
-
-/// Starts `iperf3 -s -p PORT ARGS...` and waits until it listens.
-fn iperf3_server_with(args: &[&str]) -> (std::process::Child, u16) {
-    let port = free_port();
-    let child = spawn_piped(
-        Command::new(IPERF3)
-            .args(["-s", "-p", &port.to_string()])
-            .args(args),
-    );
-    // Wait until it listens, without connecting: with -1 any connection is its one test.
-    let hex = format!(":{port:04X} ");
-    for _ in 0..250 {
-        let listening = ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
-            std::fs::read_to_string(f)
-                .unwrap_or_default()
-                .lines()
-                .any(|l| {
-                    let cols: Vec<&str> = l.split_whitespace().collect();
-                    cols.len() > 3 && format!("{} ", cols[1]).ends_with(&hex) && cols[3] == "0A"
-                })
-        });
-        if listening {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    (child, port)
 }
 
 fn against_iperf3(args: &[&str]) -> (Value, Value) {

@@ -15,7 +15,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-const IPERF3: &str = "/usr/bin/iperf3";
 /// iperf3's error number for "test authorization failed" (IEAUTHTEST).
 const IEAUTHTEST: i32 = 142;
 
@@ -343,29 +342,9 @@ fn bad_key_and_users_files_are_one_line_usage_errors() {
 
 /// Starts `iperf3 -s -1 -p PORT ARGS...` and waits until it listens.
 fn iperf3_server(args: &[String]) -> (std::process::Child, u16) {
-    let port = free_port();
-    let child = spawn_piped(
-        Command::new(IPERF3)
-            .args(["-s", "-1", "-p", &port.to_string()])
-            .args(args),
-    );
-    // Listening, seen without connecting (with -1 a connection is its test).
-    let hex = format!(":{port:04X} ");
-    poll(Duration::from_secs(5), Duration::from_millis(20), || {
-        ["/proc/net/tcp", "/proc/net/tcp6"]
-            .iter()
-            .any(|f| {
-                std::fs::read_to_string(f)
-                    .unwrap_or_default()
-                    .lines()
-                    .any(|l| {
-                        let cols: Vec<&str> = l.split_whitespace().collect();
-                        cols.len() > 3 && format!("{} ", cols[1]).ends_with(&hex) && cols[3] == "0A"
-                    })
-            })
-            .then_some(())
-    });
-    (child, port)
+    let mut all = vec!["-1"];
+    all.extend(args.iter().map(String::as_str));
+    iperf3_server_with(&all)
 }
 
 fn linkperf_client(port: u16, args: &[&str], password: &str) -> Run {

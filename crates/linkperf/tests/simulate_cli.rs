@@ -44,10 +44,6 @@ fn one_line(stderr: &str, wants: &[&str]) {
     }
 }
 
-fn ns3_installed() -> bool {
-    std::path::Path::new("/usr/include/ns3/core-module.h").is_file()
-}
-
 #[test]
 fn unknown_congestion_control_lists_the_models() {
     let file = topology("cc", "rate = \"10M\"\ndelay = \"5ms\"");
@@ -116,8 +112,7 @@ fn missing_ns3_says_how_to_install() {
 
 #[test]
 fn stored_simulation_is_marked_as_ns3() {
-    if !ns3_installed() {
-        linkperf_testsupport::skip("ns-3 is not installed (apt-get install libns3-dev g++)");
+    if !common::ns3_installed() {
         return;
     }
     let file = topology(

@@ -21,10 +21,6 @@ const MSS: f64 = 1448.0;
 const ETH_WIRE: f64 = 1538.0;
 const SECONDS: &str = "8";
 
-fn ns3_installed() -> bool {
-    std::path::Path::new("/usr/include/ns3/core-module.h").is_file()
-}
-
 fn json(out: std::process::Output, what: &str) -> Value {
     assert!(
         out.status.success(),
@@ -66,8 +62,7 @@ fn measure_and_simulate(name: &str, link: &str, cc: &str) -> (f64, f64) {
 }
 
 fn check(name: &str, link: &str, rate_bps: f64) {
-    if !ns3_installed() {
-        linkperf_testsupport::skip("ns-3 is not installed (apt-get install libns3-dev g++)");
+    if !common::ns3_installed() {
         return;
     }
     linkperf_testsupport::stall::retry_when_stalled(|| {

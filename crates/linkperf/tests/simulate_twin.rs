@@ -26,14 +26,6 @@ const ETH_WIRE: f64 = 1538.0;
 /// ns-3 against the measurement (issue 16's truth).
 const TOLERANCE: f64 = 0.15;
 
-fn ns3_installed() -> bool {
-    let there = Path::new("/usr/include/ns3/core-module.h").is_file();
-    if !there {
-        linkperf_testsupport::skip("ns-3 is not installed (apt-get install libns3-dev g++)");
-    }
-    there
-}
-
 fn linkperf(args: &[&str]) -> Output {
     Command::new(common::bin())
         .args(args)
@@ -88,7 +80,7 @@ fn sweep_topology(dir: &Path) -> std::path::PathBuf {
 
 #[test]
 fn sweep_simulate_pairs_every_point_and_the_report_shows_both() {
-    if !ns3_installed() {
+    if !common::ns3_installed() {
         return;
     }
     linkperf_testsupport::stall::retry_when_stalled(|| {
@@ -230,7 +222,7 @@ fn twins_table(page: &str) -> &str {
 
 #[test]
 fn campaign_simulate_puts_a_twin_on_each_flow() {
-    if !ns3_installed() {
+    if !common::ns3_installed() {
         return;
     }
     linkperf_testsupport::stall::retry_when_stalled(|| {

@@ -286,6 +286,15 @@ pub fn testbed_turn() -> Option<std::sync::MutexGuard<'static, ()>> {
     Some(ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
+/// Whether Debian's libns3-dev is installed; prints the skip with its reason when not.
+pub fn ns3_installed() -> bool {
+    let there = std::path::Path::new("/usr/include/ns3/core-module.h").is_file();
+    if !there {
+        linkperf_testsupport::skip("ns-3 is not installed (apt-get install libns3-dev g++)");
+    }
+    there
+}
+
 /// "ns-3 VERSION" of the installed package (Debian's ns3-core.pc, without
 /// the Debian revision).
 pub fn installed_ns3_source() -> String {
@@ -297,4 +306,35 @@ pub fn installed_ns3_source() -> String {
         .expect("Version line")
         .trim();
     format!("ns-3 {}", version.split('-').next().unwrap())
+}
+
+/// Debian's iperf3, the peer of the interoperability tests.
+pub const IPERF3: &str = "/usr/bin/iperf3";
+
+/// Starts `iperf3 -s -p PORT ARGS...` on a free port and waits (up to 5 s) until it
+/// listens, seen in /proc/net/tcp without connecting: with `-1` any connection is its
+/// one test.
+pub fn iperf3_server_with(args: &[&str]) -> (Child, u16) {
+    let port = free_port();
+    let child = spawn_piped(
+        Command::new(IPERF3)
+            .args(["-s", "-p", &port.to_string()])
+            .args(args),
+    );
+    let hex = format!(":{port:04X} ");
+    poll(Duration::from_secs(5), Duration::from_millis(20), || {
+        ["/proc/net/tcp", "/proc/net/tcp6"]
+            .iter()
+            .any(|f| {
+                std::fs::read_to_string(f)
+                    .unwrap_or_default()
+                    .lines()
+                    .any(|l| {
+                        let cols: Vec<&str> = l.split_whitespace().collect();
+                        cols.len() > 3 && format!("{} ", cols[1]).ends_with(&hex) && cols[3] == "0A"
+                    })
+            })
+            .then_some(())
+    });
+    (child, port)
 }
