@@ -336,6 +336,19 @@ fn bad_key_and_users_files_are_one_line_usage_errors() {
         let line = run.assert_one_line_failure(2);
         assert!(line.contains(&want), "{args:?}: wanted '{want}' in {line}");
     }
+    // A client's --username towards an iperf3 server names the RSA key it lacks.
+    let run = wait_child(
+        spawn_piped(Command::new(bin()).args([
+            "client",
+            "127.0.0.1",
+            "--iperf3",
+            "--username",
+            "mario",
+        ])),
+        Duration::from_secs(10),
+    );
+    let line = run.assert_one_line_failure(2);
+    assert!(line.contains("--rsa-public-key-path"), "{line}");
 }
 
 // ---------- linkperf client -> iperf3 server ----------

@@ -79,6 +79,11 @@ impl ClientIperf3AuthArgs {
         iperf3_mode: bool,
     ) -> Result<Option<auth::ClientToken>, String> {
         let Some(path) = &self.rsa_public_key_path else {
+            if let (true, Some(user)) = (iperf3_mode, username) {
+                return Err(format!(
+                    "--username {user} with --iperf3 is iperf3's authentication: add --rsa-public-key-path FILE (the password from IPERF3_PASSWORD)"
+                ));
+            }
             return Ok(None);
         };
         if !iperf3_mode {
