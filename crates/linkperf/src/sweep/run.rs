@@ -77,11 +77,12 @@ pub enum Stop {
 
 /// What a running sweep tells its caller.
 pub trait Observer {
-    /// `runs` runs are still to do (more may follow with a confidence target).
+    /// `runs` runs are still to do, ns-3 twins included (more may follow with a
+    /// confidence target).
     fn planned(&mut self, runs: usize);
     /// A run of the point `label` starts.
     fn run_started(&mut self, label: &str);
-    /// That run is stored.
+    /// That run (or twin) is stored.
     fn run_stored(&mut self);
 }
 
@@ -305,7 +306,13 @@ pub fn execute(
         .into_iter()
         .filter(|k| !done.contains(k))
         .collect();
-    runner.observer.planned(todo.len());
+    // With --simulate, every point still without a twin gets one: a run to count too.
+    let twins_to_make = if plan.simulate {
+        runner.twinned.iter().filter(|t| !**t).count()
+    } else {
+        0
+    };
+    runner.observer.planned(todo.len() + twins_to_make);
     let more_to_do = !todo.is_empty() || plan.confidence.is_some();
     if let (Some(network), true) = (&plan.network, more_to_do) {
         match Session::start(network, &plan.varies, plan.base.port) {
@@ -454,6 +461,7 @@ impl Runner<'_> {
             .insert_run(&run)
             .map_err(|e| Stop::StoreFailed(e.to_string()))?;
         self.twinned[point] = true;
+        self.observer.run_stored();
         Ok(())
     }
 
