@@ -6,6 +6,8 @@ Scenarios (each repeated --runs times, linkperf and iperf3 alternating):
   tcp8    TCP, -P 8
   udp64   UDP, -b 0 -l 64 (unlimited rate, 64-byte datagrams)
   udp1g   UDP, -b 1G -l 1460, paced, --pace-time seconds
+  bidir   TCP, --bidir: both directions at once; each direction's receiver rate
+          and the smaller over the larger (issue 19: within 20 %)
   skiprx  TCP, one stream, linkperf against itself: the receiver (the server)
           copying the payload, and with --skip-rx-copy (MSG_TRUNC), interleaved
 
@@ -120,6 +122,15 @@ def start_server(name, argv, port, logdir):
 # ---------------------------------------------------------------- parsing
 
 
+def add_reverse(r, fwd_bps, rev_bps, rev_bytes):
+    """A --bidir run: the two directions' receiver rates, their sum and balance."""
+    r["fwd_bps"], r["rev_bps"] = fwd_bps, rev_bps
+    r["rx_bps"] = fwd_bps + rev_bps
+    r["rx_bytes"] += rev_bytes
+    r["dir_balance"] = min(fwd_bps, rev_bps) / max(fwd_bps, rev_bps) if max(fwd_bps, rev_bps) > 0 else 0.0
+    return r
+
+
 def parse_linkperf(doc):
     if doc.get("errors"):
         raise RuntimeError(f"linkperf errors: {doc['errors']}")
@@ -138,6 +149,9 @@ def parse_linkperf(doc):
         r["tx_packets"] = tx.get("packets")
         r["lost"] = rx.get("lost_packets") or 0
         r["rx_pps"] = rx["packets"] / rx["seconds"]
+    back = doc.get("summary_reverse")
+    if back:
+        add_reverse(r, rx["bits_per_second"], back["received"]["bits_per_second"], back["received"]["bytes"])
     gaps = s.get("send_gaps")
     if gaps:
         for k in ("target_us", "p50_us", "p99_us", "max_us", "back_to_back_fraction"):
@@ -168,6 +182,9 @@ def parse_iperf3(doc, udp):
         r["tx_packets"] = end["sum_sent"]["packets"]
         r["lost"] = tot["lost_packets"]
         r["rx_pps"] = received / rx["seconds"]
+    back = end.get("sum_received_bidir_reverse")
+    if back:
+        add_reverse(r, rx["bits_per_second"], back["bits_per_second"], back["bytes"])
     return r
 
 
@@ -419,6 +436,11 @@ SKIPRX_ROWS = [
     ("receiver CPU per byte (s per GB), external (/proc)", "ext_rx_cpu_s_per_gb", "s/GB"),
     ("sender (client) CPU (% of one core)", "cpu_client", "%"),
 ]
+BIDIR_ROWS = [
+    ("client -> server, receiver", "fwd_bps", "bps"),
+    ("server -> client, receiver", "rev_bps", "bps"),
+    ("smaller direction / larger", "dir_balance", ""),
+]
 UDP_ROWS = [
     ("datagrams/s, receiver", "rx_pps", "pps"),
     ("datagrams received per run", "rx_packets", ""),
@@ -432,7 +454,7 @@ def main():
     ap.add_argument("-n", "--runs", type=int, default=5, help="repetitions per tool and scenario (default 5)")
     ap.add_argument("-t", "--time", type=float, default=5, help="seconds per run (default 5)")
     ap.add_argument("--pace-time", type=float, default=10, help="seconds per paced 1G UDP run (default 10)")
-    ap.add_argument("--scenarios", default="tcp1,tcp8,udp64,udp1g", help="comma list of tcp1,tcp8,udp64,udp1g,skiprx")
+    ap.add_argument("--scenarios", default="tcp1,tcp8,udp64,udp1g", help="comma list of tcp1,tcp8,bidir,udp64,udp1g,skiprx")
     ap.add_argument("--lp-port", type=int, default=5211)
     ap.add_argument("--ip-port", type=int, default=5201)
     ap.add_argument("--pause", type=float, default=1.0, help="seconds between runs (default 1)")
@@ -472,6 +494,8 @@ def main():
     scenarios = {
         "tcp1": {"title": "TCP, 1 stream", "args": [], "udp": False, "secs": cfg.time},
         "tcp8": {"title": "TCP, -P 8 (aggregate)", "args": ["-P", "8"], "udp": False, "secs": cfg.time},
+        "bidir": {"title": "TCP, --bidir (both directions summed)", "args": ["--bidir"], "udp": False,
+                  "secs": cfg.time},
         "udp64": {"title": "UDP, -b 0 -l 64 (unlimited, 64-byte datagrams)", "args": ["-u", "-b", "0", "-l", "64"],
                   "udp": True, "secs": cfg.time},
         "udp1g": {"title": "UDP paced, -b 1G -l 1460", "args": ["-u", "-b", "1G", "-l", "1460"], "udp": True,
@@ -542,6 +566,8 @@ def main():
         rows = list(COMMON_ROWS)
         if scen["udp"]:
             rows += UDP_ROWS
+        if name == "bidir":
+            rows += BIDIR_ROWS
         if name == "udp1g":
             rows += [
                 ("send gap target", "gap_target_us", "us"),
@@ -567,6 +593,11 @@ def main():
             cpb = ratio(median(lp, "ext_rx_cpu_s_per_gb"), median(ip, "ext_rx_cpu_s_per_gb"))
             verdicts.append(f"skiprx: --skip-rx-copy throughput {thr:.2f}x, receiver CPU per byte {cpb:.2f}x "
                             f"(external) of the copying receiver's")
+        elif name == "bidir":
+            bal = median(lp, "dir_balance")
+            verdicts.append(f"bidir: aggregate throughput ratio {thr:.2f} (target >= 1): {'MET' if thr >= 1 else 'NOT MET'}; "
+                            f"linkperf's smaller direction is {bal:.2f} of the larger (target >= 0.8): "
+                            f"{'MET' if bal >= 0.8 else 'NOT MET'}")
         elif name == "tcp8":
             verdicts.append(f"tcp8: aggregate throughput ratio {thr:.2f} (target >= 1): {'MET' if thr >= 1 else 'NOT MET'}")
         elif name == "udp64":
