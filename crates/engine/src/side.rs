@@ -394,8 +394,8 @@ impl LocalSide {
             seconds,
             warnings: std::mem::take(&mut self.warnings),
             udp_send_drops: drops.send_errors,
-            udp_egress: drops.egress,
-            udp_ingress: drops.ingress,
+            udp_egress: drops.egress.map(Box::new),
+            udp_ingress: drops.ingress.map(Box::new),
         }
     }
 

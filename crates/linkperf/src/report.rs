@@ -315,10 +315,10 @@ impl Sides<'_> {
                 retransmits,
                 packets: udp.then(|| sent.iter().filter_map(|s| s.packets).sum()),
                 queue_drops: sender.udp_send_drops,
-                egress: sender.udp_egress.clone(),
+                egress: sender.udp_egress.as_deref().cloned(),
             },
             received: ReceivedSummary {
-                ingress: receiver.udp_ingress.clone(),
+                ingress: receiver.udp_ingress.as_deref().cloned(),
                 ..received_summary(&received, udp)
             },
             tcp: (!udp).then(|| {

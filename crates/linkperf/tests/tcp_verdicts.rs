@@ -25,7 +25,7 @@ struct Bed {
 
 impl Bed {
     fn up(name: &str, link: &str) -> Bed {
-        let topology = two_hosts(name, "10.87.0.1", "10.87.0.2", link);
+        let topology = two_hosts(name, "10.89.0.1", "10.89.0.2", link);
         let mut bed = CliBed::up(common::bin(), &std::env::temp_dir(), name, &topology);
         let mut server = bed.exec("b", common::bin());
         bed.serve("b", server.args(["server", "-q"]), 5211);
@@ -38,7 +38,7 @@ impl Bed {
         let out = self
             .bed
             .exec("a", common::bin())
-            .args(["client", "10.87.0.2", "-i", "0", "-t", seconds, "-O", "1"])
+            .args(["client", "10.89.0.2", "-i", "0", "-t", seconds, "-O", "1"])
             .args(["-C", "cubic", "--no-store"])
             .args(extra)
             .output()

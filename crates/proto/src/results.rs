@@ -330,10 +330,10 @@ pub struct SideResult {
     /// UDP, an end that sent: drops on its way out over the test. None for TCP, an
     /// end that only received, or a peer that does not report it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub udp_egress: Option<EgressDrops>,
+    pub udp_egress: Option<Box<EgressDrops>>,
     /// UDP, an end that received: drops on its way in over the test.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub udp_ingress: Option<IngressDrops>,
+    pub udp_ingress: Option<Box<IngressDrops>>,
 }
 
 /// What the sending end's egress interface (the one its route to the peer uses)
