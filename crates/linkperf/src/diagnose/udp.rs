@@ -226,3 +226,53 @@ fn udp_loss(s: &DirectionSummary, receiver: &Busy) -> Option<Verdict> {
         .insert("receiver_busy_percent".into(), receiver.percent);
     Some(v)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counts(
+        socket: Option<u64>,
+        qdisc: Option<u64>,
+        nic_tx: Option<u64>,
+        nic_rx: Option<u64>,
+        send_errors: Option<u64>,
+    ) -> Counts {
+        Counts {
+            socket,
+            qdisc,
+            nic_tx,
+            nic_rx,
+            send_errors,
+        }
+    }
+
+    #[test]
+    fn the_place_that_counted_most_is_named_and_unknown_is_never_zero() {
+        let z = Some(0);
+        // A qdisc drop is also a UdpSndbufErrors count: the qdisc is the place.
+        assert_eq!(
+            counts(z, Some(9), z, z, Some(9)).place(),
+            Place::SenderQdisc
+        );
+        assert_eq!(counts(z, z, Some(3), z, Some(3)).place(), Place::SenderNic);
+        assert_eq!(
+            counts(Some(2), z, z, Some(40), z).place(),
+            Place::ReceiverNic
+        );
+        assert_eq!(
+            counts(Some(40), z, z, Some(2), z).place(),
+            Place::ReceiverSocket
+        );
+        assert_eq!(
+            counts(z, None, None, None, Some(5)).place(),
+            Place::SenderQueue
+        );
+        assert_eq!(counts(z, z, z, z, z).place(), Place::Path);
+        // The interface counts unread: the socket and the sending host still saw none.
+        assert_eq!(counts(z, None, None, None, z).place(), Place::Path);
+        // A peer that does not report its counts: not said.
+        assert_eq!(counts(None, z, z, z, z).place(), Place::Unknown);
+        assert_eq!(counts(z, z, z, z, None).place(), Place::Unknown);
+    }
+}
