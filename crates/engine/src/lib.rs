@@ -11,6 +11,7 @@ pub mod mmsg;
 pub mod modelsend;
 pub mod mptcp;
 pub mod pacer;
+pub mod rtnetlink;
 pub mod series;
 pub mod side;
 pub mod sockopt;

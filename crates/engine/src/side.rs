@@ -56,8 +56,8 @@ pub struct LocalSide {
     sampler: Option<JoinHandle<SamplerOutput>>,
     series: Option<crate::series::Series>,
     cpu_start: Option<CpuSnapshot>,
-    /// UdpSndbufErrors when a UDP side with senders started.
-    udp_send_errors_start: Option<u64>,
+    /// A UDP side's drop counters at its start.
+    drop_watch: Option<crate::kernel_drops::DropWatch>,
     /// The thread that called `start` and its CPU then: counted as this
     /// end's control thread if it also calls `finish`.
     control_cpu: Option<(std::thread::ThreadId, ThreadCpu)>,
@@ -134,7 +134,7 @@ impl LocalSide {
             sampler: None,
             series: None,
             cpu_start: None,
-            udp_send_errors_start: None,
+            drop_watch: None,
             control_cpu: None,
             same_clock,
             warnings,
@@ -168,11 +168,7 @@ impl LocalSide {
     /// Starts every stream at `at` (threads are created now so they start together).
     pub fn start(&mut self, at: Instant, sink: EventSink) {
         self.cpu_start = Some(CpuSnapshot::now());
-        let udp_sender = self.config.protocol == linkperf_proto::Protocol::Udp
-            && self.plans.iter().any(|p| p.role == Role::Sender);
-        self.udp_send_errors_start = udp_sender
-            .then(crate::kernel_drops::udp_send_errors)
-            .flatten();
+        self.drop_watch = self.watch_drops();
         self.control_cpu = Some((std::thread::current().id(), ThreadCpu::now()));
         let end = self
             .config
@@ -387,15 +383,35 @@ impl LocalSide {
             .cpu_start
             .map(|start| start.usage_until(&cpu_end, &own_cpu, moved))
             .unwrap_or_default();
+        let drops = self
+            .drop_watch
+            .as_ref()
+            .map(|w| w.finish())
+            .unwrap_or_default();
         SideResult {
             streams,
             cpu,
             seconds,
             warnings: std::mem::take(&mut self.warnings),
-            udp_send_drops: self.udp_send_errors_start.and_then(|before| {
-                crate::kernel_drops::udp_send_errors().map(|now| now.saturating_sub(before))
-            }),
+            udp_send_drops: drops.send_errors,
+            udp_egress: drops.egress.map(Box::new),
+            udp_ingress: drops.ingress.map(Box::new),
         }
+    }
+
+    /// A UDP side's drop counters now, on the way to and from its peer.
+    fn watch_drops(&self) -> Option<crate::kernel_drops::DropWatch> {
+        let udp = |p: &&StreamPlan| match &p.socket {
+            DataSocket::Udp(s) => Some(s.peer_addr().ok().map(|a| a.ip())),
+            DataSocket::Tcp(_) => None,
+        };
+        let peer = self.plans.iter().find_map(|p| udp(&p))?;
+        let has = |role| self.plans.iter().any(|p| p.role == role);
+        Some(crate::kernel_drops::DropWatch::start(
+            peer,
+            has(Role::Sender),
+            has(Role::Receiver),
+        ))
     }
 }
 

@@ -3,8 +3,8 @@
 //! human output. Built by the client from both ends' measurements.
 
 use linkperf_proto::results::{
-    CpuUsage, GapStats, HostFacts, Limited, Role, SideResult, SocketFacts, StreamInterval,
-    StreamResult, TcpStats,
+    CpuUsage, EgressDrops, GapStats, HostFacts, IngressDrops, Limited, Role, SideResult,
+    SocketFacts, StreamInterval, StreamResult, TcpStats,
 };
 use linkperf_proto::{Direction, Protocol, TestConfig};
 use serde::Serialize;
@@ -132,6 +132,9 @@ pub struct SentSummary {
     /// UDP: datagrams the sending host's interface queue refused (its kernel's count).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub queue_drops: Option<u64>,
+    /// UDP: what the sending end's egress interface dropped (its qdisc, its NIC).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub egress: Option<EgressDrops>,
 }
 
 #[derive(Debug, Clone, Serialize, Default)]
@@ -149,6 +152,9 @@ pub struct ReceivedSummary {
     /// UDP: datagrams the receiving sockets had no buffer room for (the kernel's count).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub socket_drops: Option<u64>,
+    /// UDP: what the receiving end's ingress interface and host backlog dropped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ingress: Option<IngressDrops>,
 }
 
 /// The senders' round-trip times in milliseconds.
@@ -282,6 +288,11 @@ impl Sides<'_> {
     /// the analysis (`diagnose::explain`).
     pub fn summarise(&self, client_sends: bool) -> DirectionSummary {
         let (sent, received) = self.ends(client_sends);
+        let (sender, receiver) = if client_sends {
+            (self.local, self.remote)
+        } else {
+            (self.remote, self.local)
+        };
         let udp = self.config.protocol == Protocol::Udp;
         let sent_bytes: u64 = sent.iter().map(|s| s.bytes).sum();
         let sent_secs = sent.iter().map(|s| s.seconds).fold(0.0, f64::max);
@@ -303,13 +314,13 @@ impl Sides<'_> {
                 seconds: sent_secs,
                 retransmits,
                 packets: udp.then(|| sent.iter().filter_map(|s| s.packets).sum()),
-                queue_drops: if client_sends {
-                    self.local.udp_send_drops
-                } else {
-                    self.remote.udp_send_drops
-                },
+                queue_drops: sender.udp_send_drops,
+                egress: sender.udp_egress.as_deref().cloned(),
             },
-            received: received_summary(&received, udp),
+            received: ReceivedSummary {
+                ingress: receiver.udp_ingress.as_deref().cloned(),
+                ..received_summary(&received, udp)
+            },
             tcp: (!udp).then(|| {
                 let receivers: Vec<&TcpStats> =
                     received.iter().filter_map(|s| s.tcp.as_ref()).collect();
@@ -408,6 +419,7 @@ fn received_summary(received: &[&StreamResult], udp: bool) -> ReceivedSummary {
             .map(|u| u.socket_drops)
             .sum::<Option<u64>>()
             .filter(|_| !udp_stats.is_empty()),
+        ingress: None,
     }
 }
 

@@ -41,6 +41,7 @@ pub fn run_test(
 /// path is described; a description the model refuses becomes a warning.
 fn predict_into(spec: &TestSpec, report: &mut Report) {
     let config = report.test.config.clone();
+    let (client, server) = (report.start.local.clone(), report.start.remote.clone());
     let mut one = |summary: &mut DirectionSummary, client_sends: bool| {
         let Some(path) = described_path(spec, client_sends) else {
             return;
@@ -53,7 +54,12 @@ fn predict_into(spec: &TestSpec, report: &mut Report) {
             Ok(p) => {
                 summary.measured_over_predicted = Some(summary.received.bits_per_second / p.value);
                 summary.prediction = Some(p);
-                crate::diagnose::against_prediction(summary);
+                let (sender, receiver) = if client_sends {
+                    (&client, &server)
+                } else {
+                    (&server, &client)
+                };
+                crate::diagnose::against_prediction(summary, sender, receiver);
             }
             // Only a path the user described is worth a warning; a testbed's
             // path may just not bound this flow (an unlimited link).

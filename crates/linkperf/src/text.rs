@@ -183,6 +183,15 @@ fn direction_block(out: &mut String, s: &DirectionSummary, udp: bool, unit: Repo
         "  limited   by {}: {}",
         s.verdict.limited_by, s.verdict.explanation
     );
+    if !s.verdict.evidence.is_empty() {
+        let figures: Vec<String> = s
+            .verdict
+            .evidence
+            .iter()
+            .map(|(k, v)| format!("{k} {}", figure(*v)))
+            .collect();
+        let _ = writeln!(out, "  evidence  {}", figures.join(", "));
+    }
     if let Some(a) = &s.verdict.advice {
         let _ = writeln!(out, "  advice    {a}");
     }
@@ -403,4 +412,14 @@ pub fn server_output(r: &Report, unit: ReportUnit) -> String {
         let _ = writeln!(out, "  warning: {w}");
     }
     out
+}
+
+/// An evidence figure as its magnitude needs: whole numbers without decimals,
+/// fractions with four significant digits.
+fn figure(v: f64) -> String {
+    if v.fract() == 0.0 || v.abs() >= 1000.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.4}")
+    }
 }

@@ -1,7 +1,8 @@
 //! Issue 15's loss location: in three provoked cases the verdict names where the UDP
 //! datagrams were lost, with the kernels' drop counts as its evidence: a receiving
 //! socket too small for the rate (loopback), a lossy emulated link (the path), and a
-//! sender whose own qdisc holds two packets (its interface queue).
+//! sender whose own tbf qdisc holds two packets (the qdisc, by kind, its drop count
+//! checked against `tc -s qdisc`'s and against the datagrams lost).
 
 mod common;
 
@@ -40,6 +41,11 @@ fn a_receiving_socket_too_small_for_the_rate_is_named() {
         // Each drop event loses at least one datagram.
         assert!(socket <= lost, "{socket} drops for {lost} lost");
         assert_eq!(queue, 0, "loopback has no queue to overflow");
+        // Both ends went through lo, whose root qdisc is noqueue: nothing to drop.
+        assert_eq!(d["sent"]["egress"]["interface"], "lo");
+        assert_eq!(d["sent"]["egress"]["qdisc"], "noqueue");
+        assert_eq!(u64_at(d, "/sent/egress/qdisc_drops"), 0);
+        assert_eq!(d["received"]["ingress"]["interface"], "lo");
         assert!(
             ["receiver socket buffer", "receiver CPU"]
                 .contains(&d["verdict"]["limited_by"].as_str().unwrap()),
@@ -70,54 +76,8 @@ fn loss_on_the_path_and_at_the_senders_queue_are_told_apart() {
         let mut server = bed.exec("b", bin());
         bed.serve("b", server.arg("server"), linkperf_proto::DEFAULT_PORT);
 
-        // The path: 5 % random loss, 20 Mbit/s well inside both ends and the link.
-        let v = udp_from_a(&bed, &["-b", "20M"]);
-        let d = direction(&v);
-        let (sent, lost, socket, queue) = counts(d);
-        println!(
-            "path: sent {sent}, lost {lost}, socket drops {socket}, queue drops {queue}: {}",
-            d["verdict"]
-        );
-        assert_eq!((socket, queue), (0, 0), "neither end dropped");
-        // Binomial: 5 % of `sent`, four standard deviations either side.
-        let (p, n) = (0.05, sent as f64);
-        let sigma = (n * p * (1.0 - p)).sqrt();
-        assert!(
-            (lost as f64 - n * p).abs() <= 4.0 * sigma,
-            "{lost} lost of {sent}"
-        );
-        assert_eq!(d["verdict"]["limited_by"], "loss");
-        assert!(d["verdict"]["advice"]
-            .as_str()
-            .unwrap()
-            .contains("neither end dropped"));
-
-        // The sender's own queue: a token bucket of 10 Mbit/s holding 3,000 bytes on its
-        // interface, offered 40 Mbit/s. The link now loses nothing.
-        output_ok(bed.in_netns("a", "tc").args([
-            "qdisc", "replace", "dev", "eth0", "root", "tbf", "rate", "10mbit", "burst", "5k",
-            "limit", "3000",
-        ]));
-        let run = linkperf_testbed_set(&bed, "loss=0");
-        assert_eq!(run.code(), Some(0), "{}", run.stderr);
-        let v = udp_from_a(&bed, &["-b", "40M", "-l", "1400"]);
-        let d = direction(&v);
-        let (sent, lost, socket, queue) = counts(d);
-        let received = f64_at(d, "/received/bits_per_second");
-        println!("queue: sent {sent}, lost {lost}, socket drops {socket}, queue drops {queue}, received {received:.0} bit/s: {}", d["verdict"]);
-        assert!(
-            queue > 0 && queue <= lost,
-            "{queue} queue drops for {lost} lost"
-        );
-        assert_eq!(socket, 0);
-        assert_eq!(d["verdict"]["limited_by"], "sender queue");
-        // What left the bucket is its rate: 10 Mbit/s of frames, of which 1400 of every
-        // 1442 bytes (UDP 8, IP 20, Ethernet 14) are payload.
-        let payload_rate = 10e6 * 1400.0 / 1442.0;
-        assert!(
-            (received / payload_rate - 1.0).abs() < 0.05,
-            "received {received:.0} vs {payload_rate:.0}"
-        );
+        the_path(&bed);
+        the_senders_qdisc(&bed);
     });
 }
 
@@ -133,4 +93,141 @@ fn linkperf_testbed_set(bed: &CliBed, setting: &str) -> Run {
     let mut cmd = std::process::Command::new(bin());
     cmd.args(["testbed", "set", "--testbed", bed.name(), "a-b", setting]);
     linkperf_testsupport::process::run(&mut cmd, std::time::Duration::from_secs(20))
+}
+
+/// The `dropped` count `tc -s qdisc show dev eth0` prints for host a's root tbf.
+fn tbf_dropped(bed: &CliBed) -> u64 {
+    let out = output_ok(
+        bed.in_netns("a", "tc")
+            .args(["-s", "qdisc", "show", "dev", "eth0"]),
+    );
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let after = text
+        .split("qdisc tbf")
+        .nth(1)
+        .and_then(|t| t.split("dropped ").nth(1))
+        .unwrap_or_else(|| panic!("no tbf drop count in:\n{text}"));
+    after
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no tbf drop count in:\n{text}"))
+}
+
+/// 5 % random loss on the link: the path, neither end, dropped what was lost.
+fn the_path(bed: &CliBed) {
+    // The path: 5 % random loss, 20 Mbit/s well inside both ends and the link.
+    let before = bed.counters(0, "a_to_b");
+    let v = udp_from_a(bed, &["-b", "20M"]);
+    let after = bed.counters(0, "a_to_b");
+    let d = direction(&v);
+    let (sent, lost, socket, queue) = counts(d);
+    println!(
+        "path: sent {sent}, lost {lost}, socket drops {socket}, queue drops {queue}: {}",
+        d["verdict"]
+    );
+    assert_eq!((socket, queue), (0, 0), "neither end dropped");
+    // Nor did either interface, nor the receiving host's backlog.
+    assert_eq!(d["sent"]["egress"]["interface"], "eth0");
+    assert_eq!(d["received"]["ingress"]["interface"], "eth0");
+    for pointer in [
+        "/sent/egress/qdisc_drops",
+        "/sent/egress/tx_dropped",
+        "/received/ingress/rx_dropped",
+        "/received/ingress/rx_missed_errors",
+        "/received/ingress/backlog_drops",
+    ] {
+        assert_eq!(u64_at(d, pointer), 0, "{pointer}");
+    }
+    // The emulator, the path, dropped every datagram lost: its own count is
+    // linkperf's plus at most the control connection's frames it carried. Its
+    // random loss is binomial, 5 % of the frames its queue admitted (four standard
+    // deviations either side); on a stalled machine its queue may drop more, and
+    // those are the path's too.
+    let delta = |key: &str| after[key].as_u64().unwrap() - before[key].as_u64().unwrap();
+    let emulator: u64 = [
+        "dropped_queue",
+        "dropped_loss",
+        "dropped_ber",
+        "dropped_oversize",
+        "dropped_resize",
+        "dropped_backlog",
+        "write_errors",
+    ]
+    .iter()
+    .map(|k| delta(k))
+    .sum();
+    let control = delta("packets_in") - sent;
+    println!("path: the emulator dropped {emulator} ({} by random loss) of {} frames, {control} of them control frames", delta("dropped_loss"), delta("packets_in"));
+    assert!(
+        lost <= emulator && emulator <= lost + control,
+        "linkperf lost {lost}, the emulator dropped {emulator} ({control} control frames)"
+    );
+    let admitted = delta("packets_in")
+        - delta("dropped_queue")
+        - delta("dropped_backlog")
+        - delta("dropped_oversize");
+    let (p, n) = (0.05, admitted as f64);
+    let sigma = (n * p * (1.0 - p)).sqrt();
+    assert!(
+        (delta("dropped_loss") as f64 - n * p).abs() <= 4.0 * sigma,
+        "{} lost at random of {admitted}",
+        delta("dropped_loss")
+    );
+    assert_eq!(d["verdict"]["limited_by"], "path loss");
+    assert!(d["verdict"]["advice"]
+        .as_str()
+        .unwrap()
+        .contains("neither end dropped"));
+}
+
+/// A tbf on the sender's own interface: its qdisc dropped what was lost.
+fn the_senders_qdisc(bed: &CliBed) {
+    // The sender's own queue: a token bucket of 10 Mbit/s holding 3,000 bytes on its
+    // interface, offered 40 Mbit/s. The link now loses nothing.
+    output_ok(bed.in_netns("a", "tc").args([
+        "qdisc", "replace", "dev", "eth0", "root", "tbf", "rate", "10mbit", "burst", "5k", "limit",
+        "3000",
+    ]));
+    let run = linkperf_testbed_set(bed, "loss=0");
+    assert_eq!(run.code(), Some(0), "{}", run.stderr);
+    let tc_before = tbf_dropped(bed);
+    let v = udp_from_a(bed, &["-b", "40M", "-l", "1400"]);
+    let tc_dropped = tbf_dropped(bed) - tc_before;
+    let d = direction(&v);
+    assert_valid(&v);
+    let (sent, lost, socket, queue) = counts(d);
+    let qdisc = u64_at(d, "/sent/egress/qdisc_drops");
+    let received = f64_at(d, "/received/bits_per_second");
+    println!("qdisc: sent {sent}, lost {lost}, socket drops {socket}, queue drops {queue}, qdisc drops {qdisc} (tc: {tc_dropped}), received {received:.0} bit/s: {}", d["verdict"]);
+    assert_eq!(d["sent"]["egress"]["qdisc"], "tbf");
+    // The qdisc's own count, as tc reads it around the whole run: the control
+    // connection's few packets cross the bucket too, before and after the test.
+    assert!(
+        qdisc <= tc_dropped && tc_dropped - qdisc <= 10,
+        "linkperf read {qdisc} tbf drops, tc {tc_dropped}"
+    );
+    // Nothing else drops here, so every datagram lost was a tbf drop (tbf cuts
+    // a GSO train into datagrams before it drops them, one count each).
+    assert!(
+        qdisc <= lost + 10 && qdisc as f64 >= 0.98 * lost as f64,
+        "{qdisc} qdisc drops for {lost} lost"
+    );
+    assert!(
+        queue > 0 && queue <= lost,
+        "{queue} queue drops for {lost} lost"
+    );
+    assert_eq!(socket, 0);
+    assert_eq!(d["verdict"]["limited_by"], "sender qdisc (tbf)");
+    assert_eq!(
+        f64_at(d, "/verdict/evidence/sender_qdisc_drops"),
+        qdisc as f64
+    );
+    // What left the bucket is its rate: 10 Mbit/s of frames, of which 1400 of every
+    // 1442 bytes (UDP 8, IP 20, Ethernet 14) are payload.
+    let payload_rate = 10e6 * 1400.0 / 1442.0;
+    assert!(
+        (received / payload_rate - 1.0).abs() < 0.05,
+        "received {received:.0} vs {payload_rate:.0}"
+    );
 }

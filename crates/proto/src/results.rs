@@ -327,6 +327,42 @@ pub struct SideResult {
     /// the socket already accepted). None for TCP, a receiving end, or unreadable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub udp_send_drops: Option<u64>,
+    /// UDP, an end that sent: drops on its way out over the test. None for TCP, an
+    /// end that only received, or a peer that does not report it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp_egress: Option<Box<EgressDrops>>,
+    /// UDP, an end that received: drops on its way in over the test.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp_ingress: Option<Box<IngressDrops>>,
+}
+
+/// What the sending end's egress interface (the one its route to the peer uses)
+/// dropped over a UDP test, in its own network namespace: counts are deltas from
+/// the start to the end of the test; None where a value could not be read (or the
+/// qdisc or route changed meanwhile), never 0 for unknown.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct EgressDrops {
+    pub interface: Option<String>,
+    /// The root qdisc's kind (`tbf`, `fq_codel`, `noqueue`...).
+    pub qdisc: Option<String>,
+    /// Packets the root qdisc dropped (`tc -s qdisc`'s `dropped`).
+    pub qdisc_drops: Option<u64>,
+    /// The interface's tx_dropped: packets its driver refused.
+    pub tx_dropped: Option<u64>,
+}
+
+/// What the receiving end's ingress interface (the one its route to the peer uses)
+/// and its host's backlog queues dropped over a UDP test; None where unreadable.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct IngressDrops {
+    pub interface: Option<String>,
+    /// The interface's rx_dropped.
+    pub rx_dropped: Option<u64>,
+    /// The interface's rx_missed_errors (the NIC's own ring overflowed).
+    pub rx_missed_errors: Option<u64>,
+    /// Packets the host's per-CPU backlog queues refused (netdev_max_backlog
+    /// overflows, the second column of /proc/net/softnet_stat): host-wide.
+    pub backlog_drops: Option<u64>,
 }
 
 impl SideResult {
