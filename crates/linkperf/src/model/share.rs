@@ -27,11 +27,14 @@ pub enum Limit<K> {
     Unbounded,
 }
 
+/// A resource's capacity and its users: (demand index, units per payload bit).
+type Users = (f64, Vec<(usize, f64)>);
+
 /// Each demand's max-min fair rate (payload bit/s) and what limits it, in order.
 pub fn max_min<K: Ord + Clone>(demands: &[Demand<K>]) -> Vec<(f64, Limit<K>)> {
     use std::collections::BTreeMap;
     // Per resource: its capacity (the smallest any flow states) and users.
-    let mut resources: BTreeMap<&K, (f64, Vec<(usize, f64)>)> = BTreeMap::new();
+    let mut resources: BTreeMap<&K, Users> = BTreeMap::new();
     for (i, d) in demands.iter().enumerate() {
         for (k, capacity, per_bit) in &d.uses {
             let r = resources.entry(k).or_insert((f64::INFINITY, Vec::new()));
@@ -67,9 +70,9 @@ pub fn max_min<K: Ord + Clone>(demands: &[Demand<K>]) -> Vec<(f64, Limit<K>)> {
             break;
         }
         let step = step.max(0.0);
-        for i in 0..demands.len() {
-            if active(i, &limit) {
-                rate[i] += step;
+        for (r, l) in rate.iter_mut().zip(&limit) {
+            if l.is_none() {
+                *r += step;
             }
         }
         let full = |c: f64, x: f64| c.is_finite() && c - x <= 1e-9 * c.abs().max(1e-12);
