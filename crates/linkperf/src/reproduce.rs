@@ -61,6 +61,10 @@ pub struct Experiment {
     /// linkperf's rates are the seed's times this (rates scaled to what this
     /// machine emulates); the table shows the seed's figures scaled too.
     pub seed_scale: Option<f64>,
+    /// ns-3 twins beside the measurement (docs/simulate.md): each sweep
+    /// point's, or each campaign flow's.
+    #[serde(default)]
+    pub simulate: bool,
     pub repeat: Option<u32>,
     pub model: Option<Model>,
     /// The seed's figures, by point label (`clamp=512`).
@@ -78,6 +82,8 @@ pub struct Experiment {
 pub struct SeedRow {
     pub point: String,
     pub mbps: f64,
+    /// The seed's simulated figure beside its measured one (seed 004).
+    pub simulated: Option<f64>,
 }
 
 /// The physics a point's throughput follows, for the "model" column.
@@ -191,6 +197,7 @@ impl Experiment {
             topology: self.dir.join(&self.topology),
             client_host: self.client_host.clone(),
             reduced_time: self.reduced_time.clone(),
+            simulate: self.simulate,
         }
     }
 
@@ -229,6 +236,7 @@ impl Experiment {
             testbed: Some(self.dir.join(&self.topology)),
             client_host: self.client_host.clone(),
             server_host: self.server_host.clone(),
+            simulate: self.simulate,
             ..SweepOptions::default()
         };
         Plan::new(spec, &options, None).map_err(|e| format!("{}: {e}", self.name))
@@ -250,6 +258,12 @@ pub struct Row {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sent_mbps: Option<f64>,
     pub model_mbps: Option<f64>,
+    /// The ns-3 twin's received rate (`simulate`), and the seed's own
+    /// simulated figure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub simulated_mbps: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed_simulated_mbps: Option<f64>,
     /// The window the receiver advertised (the sender's tcp_info), median.
     pub advertised_window_bytes: Option<u64>,
     pub runs: usize,
@@ -349,6 +363,8 @@ fn campaign_row(experiment: &Experiment, m: campaign::Measure) -> Row {
         linkperf_mbps: m.received_mbps,
         sent_mbps: m.sent_mbps,
         model_mbps: m.model_mbps,
+        simulated_mbps: m.simulated_mbps,
+        seed_simulated_mbps: seed.and_then(|r| r.simulated),
         advertised_window_bytes: None,
         runs: m.sessions,
         point: m.point,
@@ -374,14 +390,19 @@ fn row(experiment: &Experiment, point: &PointSummary, runs: &[RunRow]) -> Row {
         })
         .collect();
     windows.sort_unstable();
+    let seed = experiment.row.iter().find(|r| r.point == label);
+    // UDP's sender is shown beside its receiver (what the path dropped).
+    let udp = params
+        .get("udp")
+        .is_some_and(|v| matches!(v.as_str(), "on" | "true" | "1"));
     Row {
-        seed_mbps: experiment
-            .row
-            .iter()
-            .find(|r| r.point == label)
-            .map(|r| r.mbps),
+        seed_mbps: seed.map(|r| r.mbps),
         seed_scaled_mbps: None,
-        sent_mbps: None,
+        sent_mbps: (point.sent.as_ref())
+            .filter(|_| udp)
+            .map(|s| s.median / 1e6),
+        simulated_mbps: point.simulated.map(|b| b / 1e6),
+        seed_simulated_mbps: seed.and_then(|r| r.simulated),
         linkperf_mbps: point.received.as_ref().map(|s| s.median / 1e6),
         model_mbps: experiment.model.as_ref().and_then(|m| m.predict(&params)),
         advertised_window_bytes: windows.get(windows.len() / 2).copied(),
@@ -400,6 +421,9 @@ pub fn table(r: &Reproduction) -> String {
     );
     if !r.sites.is_empty() {
         return title + &cold::table(&r.sites);
+    }
+    if r.rows.iter().any(|x| x.simulated_mbps.is_some()) {
+        return title + &simulation_table(r);
     }
     if r.rows.iter().any(|x| x.sent_mbps.is_some()) {
         return title + &campaign_table(r);
@@ -437,6 +461,33 @@ fn campaign_table(r: &Reproduction) -> String {
             mbps(x.sent_mbps),
             mbps(x.linkperf_mbps),
             mbps(x.model_mbps)
+        ));
+    }
+    out
+}
+
+/// Seed 004's "Comparison of Experimental and Simulation Performance
+/// Predictions": per point the seed's experimental and simulated figures,
+/// linkperf's measured rate and its ns-3 twin's, and their ratio.
+fn simulation_table(r: &Reproduction) -> String {
+    let width = r.rows.iter().map(|x| x.point.len()).max().unwrap_or(5);
+    let mut out = format!(
+        "{:<width$}  {:>10}  {:>10}  {:>13}  {:>10}  {:>8}\n",
+        "connection", "seed exp.", "seed sim.", "linkperf exp.", "ns-3", "exp/sim"
+    );
+    for x in &r.rows {
+        let ratio = match (x.linkperf_mbps, x.simulated_mbps) {
+            (Some(m), Some(s)) if s > 0.0 => format!("{:.3}", m / s),
+            _ => "-".into(),
+        };
+        out.push_str(&format!(
+            "{:<width$}  {:>10}  {:>10}  {:>13}  {:>10}  {:>8}\n",
+            x.point,
+            mbps(x.seed_mbps),
+            mbps(x.seed_simulated_mbps),
+            mbps(x.linkperf_mbps),
+            mbps(x.simulated_mbps),
+            ratio
         ));
     }
     out

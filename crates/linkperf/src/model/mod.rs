@@ -8,6 +8,7 @@
 pub mod describe;
 pub mod formulas;
 pub mod host;
+pub mod share;
 pub mod testbed;
 
 use formulas::Framing;

@@ -34,11 +34,31 @@ fn framing(f: linkperf_testbed::framing::Framing) -> Framing {
 }
 
 /// The rate a direction serialises at (a trace's mean), None if unlimited.
-fn rate(d: &DirectionParams) -> Option<f64> {
+fn line_rate(d: &DirectionParams) -> Option<f64> {
     match &d.trace {
         Some(t) => Some(t.mean_rate_bps),
         None => (d.rate_bps > 0).then_some(d.rate_bps as f64),
     }
+}
+
+/// Bytes of one ATM cell on the wire.
+const ATM_CELL: u64 = 53;
+
+/// A cell-switched direction's peak cell rate per VC (`pcr`), cells/s: set
+/// only where the emulator switches cells (AAL5 framing and a rate).
+fn vc_cell_rate(d: &DirectionParams) -> Option<f64> {
+    let cells = d.pcr > 0
+        && d.trace.is_none()
+        && d.rate_bps > 0
+        && d.framing == linkperf_testbed::framing::Framing::AtmAal5;
+    cells.then_some(d.pcr as f64)
+}
+
+/// The rate one flow can have through a direction: the line's, or its VC's
+/// peak cell rate in wire bits when that is lower.
+fn rate(d: &DirectionParams) -> Option<f64> {
+    let line = line_rate(d)?;
+    Some(vc_cell_rate(d).map_or(line, |pcr| line.min(pcr * (ATM_CELL * 8) as f64)))
 }
 
 /// The bottleneck of `hops`: least payload per second for a full-size packet.
@@ -131,20 +151,103 @@ pub fn host_path(topology: &Topology, from: &str, to: &str) -> Result<Path, Mode
     Ok(path_of(&hops))
 }
 
-/// The link direction that bounds the path from `from` to `to`, as (link
-/// index, a_to_b): flows whose paths share it share its rate. None when no
-/// link on the path has a rate (or there is no path).
-pub fn host_bottleneck(topology: &Topology, from: &str, to: &str) -> Option<(usize, bool)> {
+/// Something on a path that serves a limited amount per second, which every
+/// flow crossing it shares: a link direction's line, one ATM VC's peak cell
+/// rate, a router's one processor, or the processing at a receiving end.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Resource {
+    /// A link direction's serialiser: (link index, a_to_b); units: wire bits.
+    Line(usize, bool),
+    /// One VC on a cell-switched link direction (`pcr`): the direction and
+    /// the frame's sending and receiving nodes (hosts or routers); units: cells.
+    Vc(usize, bool, String, String),
+    /// A router's processor, fed by all its links; units: seconds.
+    Router(String),
+    /// The processing at the receiving end of one link direction (a slow
+    /// host or switch); units: seconds.
+    Receiver(usize, bool),
+}
+
+/// One resource a flow uses: the units it serves per second and the units
+/// each payload bit of the flow takes (its framing, cells or processing).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Use {
+    pub resource: Resource,
+    pub capacity: f64,
+    pub per_bit: f64,
+}
+
+/// Every resource the path from `from` to `to` takes for a flow whose
+/// `payload` bytes travel as IP packets of the sizes in `packets` (a TCP
+/// segment, or a datagram's fragments). None when there is no path.
+pub fn host_uses(
+    topology: &Topology,
+    from: &str,
+    to: &str,
+    packets: &[u64],
+    payload: u64,
+) -> Option<Vec<Use>> {
     let mut hops = Vec::new();
-    if from == to || !walk(topology, from, to, None, &mut hops) {
+    if from == to || payload == 0 || !walk(topology, from, to, None, &mut hops) {
         return None;
     }
-    let (hop, _) = bottleneck(&hops)?;
-    let index = topology
-        .links
+    let bits = payload as f64 * 8.0;
+    // Node i is where hop i starts; the last is `to`. A frame's VC is between
+    // the hosts or routers at the ends of its segment (switches pass it on).
+    let nodes: Vec<&str> = hops
         .iter()
-        .position(|l| std::ptr::eq(l, hop.link))?;
-    Some((index, hop.forward))
+        .map(|h| h.link.ends[usize::from(!h.forward)].as_str())
+        .chain([to])
+        .collect();
+    let layer3 = |i: usize| !topology.is_switch(nodes[i]);
+    let mut uses = Vec::new();
+    for (i, hop) in hops.iter().enumerate() {
+        let d = hop.data();
+        let index = topology
+            .links
+            .iter()
+            .position(|l| std::ptr::eq(l, hop.link))?;
+        let f = framing(d.framing);
+        let wire: u64 = packets.iter().map(|&ip| f.wire_bytes(ip)).sum();
+        if let Some(r) = line_rate(d) {
+            uses.push(Use {
+                resource: Resource::Line(index, hop.forward),
+                capacity: r,
+                per_bit: wire as f64 * 8.0 / bits,
+            });
+        }
+        if let Some(pcr) = vc_cell_rate(d) {
+            let src = (0..=i).rev().find(|&j| layer3(j)).unwrap_or(0);
+            let dst = (i + 1..nodes.len()).find(|&j| layer3(j)).unwrap_or(i + 1);
+            uses.push(Use {
+                resource: Resource::Vc(
+                    index,
+                    hop.forward,
+                    nodes[src].to_string(),
+                    nodes[dst].to_string(),
+                ),
+                capacity: pcr,
+                per_bit: (wire / ATM_CELL) as f64 / bits,
+            });
+        }
+        let seconds: f64 = packets
+            .iter()
+            .map(|&ip| (d.per_packet_ns as f64 + d.per_byte_ns as f64 * (ip + 14) as f64) / 1e9)
+            .sum();
+        if seconds > 0.0 {
+            let at = nodes[i + 1];
+            let resource = match topology.router(at) {
+                Some(_) => Resource::Router(at.to_string()),
+                None => Resource::Receiver(index, hop.forward),
+            };
+            uses.push(Use {
+                resource,
+                capacity: 1.0,
+                per_bit: seconds / bits,
+            });
+        }
+    }
+    Some(uses)
 }
 
 /// Depth-first search on the tree of links; `hops` holds the path on success.

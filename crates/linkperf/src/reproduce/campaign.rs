@@ -25,6 +25,8 @@ pub struct Setup {
     pub topology: PathBuf,
     pub client_host: Option<String>,
     pub reduced_time: String,
+    /// Each flow's ns-3 twin beside it (`campaign run --simulate`).
+    pub simulate: bool,
 }
 
 /// A row measured: a phase's aggregate or one flow direction, means over
@@ -34,6 +36,8 @@ pub struct Measure {
     pub received_mbps: Option<f64>,
     pub sent_mbps: Option<f64>,
     pub model_mbps: Option<f64>,
+    /// The ns-3 twin's received rate (the phase's: the twins' sum).
+    pub simulated_mbps: Option<f64>,
     pub sessions: usize,
 }
 
@@ -189,6 +193,10 @@ impl Setup {
             start_server(&netns(&agent_host(topology, agent)?)?, options)
                 .map_err(|e| format!("agent '{}': {e}", agent.name))?;
         }
+        if self.simulate {
+            campaign::twin::check(&c)?;
+            c.simulate = true;
+        }
         let controller = match &self.client_host {
             Some(h) => h.clone(),
             None => agent_host(topology, c.agents.first().ok_or("no agents")?)?,
@@ -275,8 +283,8 @@ fn phase_label(p: &PhaseResult) -> String {
     }
 }
 
-/// (received, sent, model) bit/s of one row in one session.
-type Sample = (f64, f64, Option<f64>);
+/// (received, sent, model, ns-3 twin) bit/s of one row in one session.
+type Sample = (f64, f64, Option<f64>, Option<f64>);
 
 /// One row per phase aggregate and per flow direction, each the mean over
 /// the sessions: received, sent, and the campaign model's prediction.
@@ -294,6 +302,9 @@ fn rows(result: &CampaignResult) -> Vec<Measure> {
             .flat_map(|f| f.directions())
             .map(|d| d.predicted.as_ref().map(|x| x.bits_per_second))
             .sum();
+        let twin =
+            |f: &campaign::analysis::FlowResult| f.simulated.as_ref()?["bits_per_second"].as_f64();
+        let simulated: Option<f64> = p.flows.iter().map(twin).sum();
         let a = &p.aggregate;
         add(
             format!("{phase} aggregate"),
@@ -301,17 +312,22 @@ fn rows(result: &CampaignResult) -> Vec<Measure> {
                 a.received_bits_per_second,
                 a.sent_bits_per_second,
                 predicted,
+                simulated,
             ),
         );
-        for d in p.flows.iter().flat_map(|f| f.directions()) {
-            add(
-                format!("{phase} {}->{}", d.sender, d.receiver),
-                (
-                    d.received.bits_per_second,
-                    d.sent.bits_per_second,
-                    d.predicted.as_ref().map(|x| x.bits_per_second),
-                ),
-            );
+        for f in &p.flows {
+            for (i, d) in f.directions().enumerate() {
+                add(
+                    format!("{phase} {}->{}", d.sender, d.receiver),
+                    (
+                        d.received.bits_per_second,
+                        d.sent.bits_per_second,
+                        d.predicted.as_ref().map(|x| x.bits_per_second),
+                        // The twin simulates the flow's own direction.
+                        twin(f).filter(|_| i == 0),
+                    ),
+                );
+            }
         }
     }
     let mean = |v: &mut dyn Iterator<Item = f64>| {
@@ -323,6 +339,7 @@ fn rows(result: &CampaignResult) -> Vec<Measure> {
             received_mbps: mean(&mut values.iter().map(|v| v.0)),
             sent_mbps: mean(&mut values.iter().map(|v| v.1)),
             model_mbps: mean(&mut values.iter().filter_map(|v| v.2)),
+            simulated_mbps: mean(&mut values.iter().filter_map(|v| v.3)),
             sessions: values.len(),
             point,
         })
