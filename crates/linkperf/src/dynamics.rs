@@ -19,9 +19,11 @@ pub struct StreamSeries<'a> {
 pub struct Dynamics {
     /// Rates are means over windows of this many seconds.
     pub window_s: f64,
-    /// The rate "90 %" refers to, bits/s: the highest mean over any window
-    /// of the streams together ("max sustained").
+    /// The rate "90 %" refers to, bits/s: the bottleneck link's payload rate
+    /// when the caller knows it, else the highest mean over any window of the
+    /// streams together.
     pub reference_bps: f64,
+    /// Which: "link" or "max_sustained".
     pub reference: &'static str,
     /// From the start until the window ending then first averaged 90 % of
     /// the reference (RFC 5166 4.2's "time to reach" a share of the rate).
@@ -43,7 +45,9 @@ pub struct LossRecovery {
     /// Acknowledged rate over the window before the loss, bits/s.
     pub before_bps: f64,
     /// From the loss to the end of the first window, wholly after it, that
-    /// averaged 90 % of `before_bps`; None if none did before the test ended.
+    /// averaged 90 % of `before_bps` and after which every window ending
+    /// within one window length did too (up to the next loss step or the
+    /// series' end); None if none did before the test ended.
     pub recovery_s: Option<f64>,
 }
 
@@ -127,7 +131,9 @@ fn aggregate(streams: &[StreamSeries]) -> Vec<Sample> {
 }
 
 /// The metrics of one direction's streams; None without samples.
-pub fn analyse(streams: &[StreamSeries], period_s: f64) -> Option<Dynamics> {
+/// `link_bps`: the bottleneck link's payload rate when known (the reference
+/// of "90 %"), else the best window of the series is.
+pub fn analyse(streams: &[StreamSeries], period_s: f64, link_bps: Option<f64>) -> Option<Dynamics> {
     let total = aggregate(streams);
     if total.len() < 2 {
         return None;
@@ -136,12 +142,18 @@ pub fn analyse(streams: &[StreamSeries], period_s: f64) -> Option<Dynamics> {
     // receiver's read pattern.
     let window = (10.0 * period_s).max(0.1);
     let rates = window_rates(&cumulative(&total, |s| s.bytes), window);
-    let reference = rates.iter().map(|r| r.1).fold(0.0, f64::max);
+    let (reference, which) = match link_bps.filter(|r| *r > 0.0) {
+        Some(link) => (link, "link"),
+        None => (
+            rates.iter().map(|r| r.1).fold(0.0, f64::max),
+            "max_sustained",
+        ),
+    };
     let time_to_90 = rates.iter().find(|r| r.1 >= 0.9 * reference).map(|r| r.0);
     Some(Dynamics {
         window_s: window,
         reference_bps: reference,
-        reference: "max sustained",
+        reference: which,
         time_to_90_percent_s: time_to_90,
         losses: streams.iter().flat_map(|s| losses(s, window)).collect(),
         fairness: fairness(streams, window),
@@ -149,37 +161,80 @@ pub fn analyse(streams: &[StreamSeries], period_s: f64) -> Option<Dynamics> {
     })
 }
 
+/// The times (and new totals) where a sender's retransmit count stepped up.
+fn retransmit_steps(sender: &[Sample]) -> Vec<(f64, u64)> {
+    let mut last = None;
+    let mut out = Vec::new();
+    for x in sender {
+        let Some(r) = x.retransmits else { continue };
+        if last.is_some_and(|l| r > l) {
+            out.push((x.t, r));
+        }
+        last = Some(r);
+    }
+    out
+}
+
 fn losses(s: &StreamSeries, window: f64) -> Vec<LossRecovery> {
     let acked = window_rates(
         &cumulative(s.sender, |x| x.acked_bytes.unwrap_or(0)),
         window,
     );
+    let steps = retransmit_steps(s.sender);
     let mut out = Vec::new();
-    let mut last_retrans = None;
     let mut busy_until = f64::NEG_INFINITY;
-    for (i, x) in s.sender.iter().enumerate() {
-        let Some(r) = x.retransmits else { continue };
-        let stepped = last_retrans.is_some_and(|l| r > l);
-        last_retrans = Some(r);
+    for &(t, retransmits) in &steps {
         // One event until the stream has recovered from the previous one.
-        if !stepped || x.t < busy_until || i == 0 {
+        if t < busy_until {
             continue;
         }
-        let before_bps = acked.iter().rev().find(|a| a.0 < x.t).map_or(0.0, |a| a.1);
-        let recovered = acked
-            .iter()
-            .find(|a| a.0 - window >= x.t && a.1 >= 0.9 * before_bps)
-            .map(|a| a.0);
+        let before_bps = acked.iter().rev().find(|a| a.0 < t).map_or(0.0, |a| a.1);
+        let recovered = recovery_end(&acked, &steps, t, window, 0.9 * before_bps);
         busy_until = recovered.unwrap_or(f64::INFINITY);
         out.push(LossRecovery {
             stream: s.id,
-            t: x.t,
-            retransmits: r,
+            t,
+            retransmits,
             before_bps,
-            recovery_s: recovered.map(|end| end - x.t),
+            recovery_s: recovered.map(|end| end - t),
         });
     }
     out
+}
+
+/// The end of the first window wholly after the loss at `t` whose mean is
+/// at least `target` and stays so in every window ending within one window
+/// length after it, a later loss step (another event) or the series' end
+/// cutting that short. The hold keeps out the one window a recovery's
+/// cumulative ACK lifts: snd_una stands still while a hole is repaired and
+/// then jumps by all that was SACKed meanwhile.
+fn recovery_end(
+    acked: &[(f64, f64)],
+    steps: &[(f64, u64)],
+    t: f64,
+    window: f64,
+    target: f64,
+) -> Option<f64> {
+    let first = acked.iter().position(|a| a.0 - window >= t - 1e-9)?;
+    let after = &acked[first..];
+    'candidates: for (i, a) in after.iter().enumerate() {
+        if a.1 < target {
+            continue;
+        }
+        let next_step = steps
+            .iter()
+            .map(|s| s.0)
+            .find(|&s| s > a.0)
+            .unwrap_or(f64::INFINITY);
+        let hold_end = (a.0 + window).min(next_step);
+        for b in after[i + 1..].iter().take_while(|b| b.0 <= hold_end + 1e-9) {
+            if b.1 < target {
+                continue 'candidates;
+            }
+        }
+        return Some(a.0);
+    }
+    None
 }
 
 /// Jain's index (sum x)^2 / (n sum x^2) of the streams' window rates at
@@ -277,6 +332,7 @@ mod tests {
                 receiver: &rx,
             }],
             0.01,
+            None,
         )
         .unwrap();
         assert!((d.reference_bps - 100e6).abs() < 1e5, "{d:?}");
@@ -308,6 +364,7 @@ mod tests {
                 receiver: &[],
             }],
             0.01,
+            None,
         )
         .unwrap();
         assert_eq!(d.losses.len(), 1, "{d:?}");
@@ -317,6 +374,60 @@ mod tests {
         // 72 Mbit/s is reached at t = 1.8 s, as a 100 ms mean at about 1.85 s.
         let r = l.recovery_s.unwrap();
         assert!((r - 0.85).abs() <= 0.02, "{r}");
+    }
+
+    #[test]
+    fn a_recoverys_cumulative_ack_does_not_end_the_recovery() {
+        // 80 Mbit/s acknowledged; the loss step at 1.00 s; snd_una stands
+        // still to 1.03 s, then the cumulative ACK of the repaired hole
+        // arrives at 1.04 s (three times what stood still), then the halved
+        // window regrows: 40 Mbit/s + 40 Mbit/s per s from 1.05 s.
+        let rate = |t: f64| match t {
+            t if t <= 1.0 + 1e-9 => 80e6,
+            t if t <= 1.03 + 1e-9 => 0.0,
+            t if t <= 1.04 + 1e-9 => 3.0 * 3.0 * 80e6,
+            t => (40e6 + 40e6 * (t - 1.05)).min(80e6),
+        };
+        let mut tx = series(3.0, rate);
+        for s in &mut tx {
+            s.acked_bytes = Some(s.bytes);
+            s.retransmits = Some(if s.t > 0.995 { 4 } else { 0 });
+        }
+        let stream = [StreamSeries {
+            id: 1,
+            sender: &tx,
+            receiver: &[],
+        }];
+        let d = analyse(&stream, 0.01, None).unwrap();
+        assert_eq!(d.losses.len(), 1, "{d:?}");
+        // The first window after the loss (to 1.10 s) averages above 72
+        // Mbit/s by the jump; the windows after it do not. 72 Mbit/s again
+        // at 1.85 s, as a 100 ms mean at about 1.90 s: 0.90 s after the loss.
+        let r = d.losses[0].recovery_s.unwrap();
+        assert!((r - 0.90).abs() <= 0.02, "{r}");
+    }
+
+    #[test]
+    fn a_known_link_rate_is_the_reference() {
+        let rx = series(2.0, |t| 100e6 * t.min(1.0));
+        let stream = [StreamSeries {
+            id: 0,
+            sender: &[],
+            receiver: &rx,
+        }];
+        let d = analyse(&stream, 0.01, Some(200e6)).unwrap();
+        assert_eq!((d.reference, d.reference_bps), ("link", 200e6));
+        // Never at 180 Mbit/s: never at 90 % of the link.
+        assert_eq!(d.time_to_90_percent_s, None);
+        // 90 % of 107 Mbit/s is 96.3: the 100 ms window ending at 1.00 s
+        // averages 95.5 (samples of 91 to 100), the one ending at 1.01 s 96.4.
+        let d = analyse(&stream, 0.01, Some(107e6)).unwrap();
+        let t = d.time_to_90_percent_s.unwrap();
+        assert!((t - 1.01).abs() <= 0.005, "{t}");
+        assert_eq!(
+            analyse(&stream, 0.01, None).unwrap().reference,
+            "max_sustained"
+        );
     }
 
     #[test]
@@ -335,7 +446,7 @@ mod tests {
                 receiver: &a,
             },
         ];
-        let f = analyse(&equal, 0.01).unwrap().fairness.unwrap();
+        let f = analyse(&equal, 0.01, None).unwrap().fairness.unwrap();
         assert!(
             (f.jain_min - 1.0).abs() < 1e-9 && f.above_0_9_from_s == Some(0.1),
             "{f:?}"
@@ -352,7 +463,7 @@ mod tests {
                 receiver: &b,
             },
         ];
-        let f = analyse(&joining, 0.01).unwrap().fairness.unwrap();
+        let f = analyse(&joining, 0.01, None).unwrap().fairness.unwrap();
         assert!((f.jain_min - 0.5).abs() < 1e-9, "{f:?}");
         // x = share of b: J = (1 + x)^2 / (2 (1 + x^2)) >= 0.9 from x = 0.5, a
         // 100 ms window half into b's start: 0.55 s.
@@ -373,6 +484,7 @@ mod tests {
                 receiver: &[],
             }],
             0.01,
+            None,
         )
         .unwrap()
         .rtt

@@ -182,7 +182,7 @@ pub fn document(ctx: &Context, flows: &[Flow]) -> Value {
             receiver: &f.receiver,
         })
         .collect();
-    let dynamics = dynamics::analyse(&series, spec.sample_s);
+    let dynamics = dynamics::analyse(&series, spec.sample_s, ctx.route.payload_bps());
     let sent: u64 = flows.iter().map(|f| f.sent).sum();
     let received: u64 = flows.iter().map(|f| f.received).sum();
     let streams: Vec<Value> = flows
