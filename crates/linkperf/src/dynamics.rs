@@ -2,8 +2,8 @@
 //! (docs/dynamics.md gives the definitions and their sources): how soon the
 //! streams together reach 90 % of the rate, how soon a stream gets back to
 //! 90 % of its rate after a loss, how fairly the streams share (Jain's
-//! index over time) and how much the RTT grows under load. Pure: samples
-//! in, figures out.
+//! index over time, also across flows that join later) and how much the
+//! RTT grows under load. Pure: samples in, figures out.
 
 use linkperf_proto::results::Sample;
 use serde::Serialize;
@@ -277,6 +277,92 @@ fn fairness(streams: &[StreamSeries], window: f64) -> Option<Fairness> {
     })
 }
 
+/// Fairness across flows that start at different times (a campaign phase's
+/// flows with `start` offsets): Jain's index of their window rates from the
+/// moment the last one joined.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct JoinFairness {
+    /// When the last flow started, seconds after the phase's start.
+    pub joined_at_s: f64,
+    pub window_s: f64,
+    pub jain_mean: f64,
+    pub jain_min: f64,
+    /// Seconds after the join from which the index stayed at or above 0.9
+    /// to the end; None if it did not.
+    pub above_0_9_from_s: Option<f64>,
+}
+
+/// One flow's received series: `start_s` after the phase's start, its
+/// samples' `t` counting from its own start.
+pub struct FlowSeries<'a> {
+    pub start_s: f64,
+    pub samples: &'a [Sample],
+}
+
+/// Cumulative bytes of a (time, bytes) staircase at time `t`, linear
+/// between points, 0 before the first.
+fn bytes_at(cum: &[(f64, f64)], t: f64) -> f64 {
+    match cum.iter().position(|p| p.0 >= t) {
+        None => cum.last().map_or(0.0, |p| p.1),
+        Some(0) => 0.0,
+        Some(i) => {
+            let (a, b) = (cum[i - 1], cum[i]);
+            a.1 + (b.1 - a.1) * (t - a.0) / (b.0 - a.0).max(1e-12)
+        }
+    }
+}
+
+/// Jain's index over `flows` at every period from the last flow's start to
+/// the first flow's end, each flow's rate the mean over the window before
+/// (ten periods, at least 100 ms; a flow not yet started counts as sending
+/// nothing, so the first windows after a join show the newcomer's share
+/// rising from 0). None with fewer than two flows with samples.
+pub fn join_fairness(flows: &[FlowSeries], period_s: f64) -> Option<JoinFairness> {
+    let flows: Vec<&FlowSeries> = flows.iter().filter(|f| !f.samples.is_empty()).collect();
+    if flows.len() < 2 || period_s <= 0.0 {
+        return None;
+    }
+    let window = (10.0 * period_s).max(0.1);
+    let cums: Vec<Vec<(f64, f64)>> = flows
+        .iter()
+        .map(|f| {
+            let mut c = cumulative(f.samples, |x| x.bytes);
+            c.iter_mut().for_each(|p| p.0 += f.start_s);
+            c
+        })
+        .collect();
+    let join = flows.iter().map(|f| f.start_s).fold(0.0, f64::max);
+    let end = cums
+        .iter()
+        .filter_map(|c| c.last().map(|p| p.0))
+        .fold(f64::INFINITY, f64::min);
+    let steps = ((end - join) / period_s).floor();
+    let index: Vec<(f64, f64)> = (1..=steps.max(0.0) as usize)
+        .map(|k| join + k as f64 * period_s)
+        .filter_map(|t| {
+            let xs: Vec<f64> = cums
+                .iter()
+                .map(|c| (bytes_at(c, t) - bytes_at(c, t - window)) * 8.0 / window)
+                .collect();
+            let sum: f64 = xs.iter().sum();
+            let squares: f64 = xs.iter().map(|x| x * x).sum();
+            (squares > 0.0).then(|| (t, (sum * sum / (xs.len() as f64 * squares)).min(1.0)))
+        })
+        .collect();
+    let last = index.last()?;
+    let from = index
+        .iter()
+        .rposition(|j| j.1 < 0.9)
+        .map_or(Some(index[0].0), |i| index.get(i + 1).map(|j| j.0));
+    Some(JoinFairness {
+        joined_at_s: join,
+        window_s: window,
+        jain_mean: index.iter().map(|j| j.1).sum::<f64>() / index.len() as f64,
+        jain_min: index.iter().map(|j| j.1).fold(last.1, f64::min),
+        above_0_9_from_s: from.map(|t| t - join),
+    })
+}
+
 fn rtt_inflation(streams: &[StreamSeries]) -> Option<RttInflation> {
     let idle = streams
         .iter()
@@ -469,6 +555,39 @@ mod tests {
         // 100 ms window half into b's start: 0.55 s.
         let from = f.above_0_9_from_s.unwrap();
         assert!((from - 0.55).abs() <= 0.011, "{from}");
+    }
+
+    #[test]
+    fn a_flow_joining_later_is_measured_from_its_join() {
+        // Flow a sends 60 Mbit/s from 0; flow b joins at 2 s, ramps from 0
+        // to 30 Mbit/s over 0.5 s and stays there, while a drops to 30.
+        let a = series(5.0, |t| {
+            if t <= 2.0 {
+                60e6
+            } else {
+                (60e6 - 60e6 * (t - 2.0)).max(30e6)
+            }
+        });
+        let b = series(3.0, |t| (60e6 * t).min(30e6));
+        let flows = [
+            FlowSeries {
+                start_s: 0.0,
+                samples: &a,
+            },
+            FlowSeries {
+                start_s: 2.0,
+                samples: &b,
+            },
+        ];
+        let f = join_fairness(&flows, 0.01).unwrap();
+        assert_eq!(f.joined_at_s, 2.0);
+        // Right after the join b has sent almost nothing: J near 1/2.
+        assert!(f.jain_min < 0.52, "{f:?}");
+        // x = b / a; J >= 0.9 from x = 0.5: b at 20 Mbit/s with a at 40
+        // (t = 2 + 1/3 s), as a 100 ms mean about 50 ms later.
+        let from = f.above_0_9_from_s.unwrap();
+        assert!((from - 0.383).abs() <= 0.02, "{from}");
+        assert_eq!(join_fairness(&flows[..1], 0.01), None);
     }
 
     #[test]

@@ -367,7 +367,11 @@ impl DirectionSummary {
             .map(|s| crate::dynamics::StreamSeries {
                 id: s.id,
                 sender: &s.sender.samples,
-                receiver: s.receiver.as_ref().map_or(&[], |r| r.samples.as_slice()),
+                receiver: s
+                    .receiver
+                    .as_ref()
+                    .map(|r| r.samples.as_slice())
+                    .unwrap_or(&[]),
             })
             .collect();
         self.dynamics = crate::dynamics::analyse(&series, period_s, Some(link_bps));

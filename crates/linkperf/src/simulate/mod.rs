@@ -21,7 +21,7 @@ pub use spec::{SimError, SimSpec};
 /// 80 Mbit/s, 60 ms, half-BDP-queue truth path at 56 Mbit/s against 63-70
 /// measured, `TcpNewReno` at 70 (docs/simulate.md).
 pub const CONGESTION: &[(&str, &str)] = &[
-    ("reno", "ns3::TcpNewReno"),
+    ("reno", "ns3::TcpLinuxReno"),
     ("cubic", "ns3::TcpCubic"),
     ("bic", "ns3::TcpBic"),
     ("bbr", "ns3::TcpBbr"),
@@ -129,6 +129,9 @@ fn simulate_route(
         format!("--rcvbuf={rcvbuf}"),
         format!("--sndbuf={sndbuf}"),
     ];
+    if let Some(clamp) = spec.cwnd_clamp {
+        args.push(format!("--cwndclamp={clamp}"));
+    }
     // ns-3's command line refuses an empty value.
     if !steps.is_empty() {
         args.push(format!("--steps={}", schedule::steps_arg(steps)));
