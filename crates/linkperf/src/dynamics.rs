@@ -81,20 +81,31 @@ fn cumulative(samples: &[Sample], bytes: impl Fn(&Sample) -> u64) -> Vec<(f64, f
 }
 
 /// At each point k (from 1), the mean rate in bits/s over the window
-/// ending there: from the last point at least `window` earlier (or 0).
-/// Points before one whole window has passed give none: a shorter span
-/// is the receiver's read pattern, not a rate.
+/// ending there, exactly `window` long: the cumulative count at its start
+/// is interpolated between the two points around it (sample times jitter,
+/// and a window one period too long would count one burst of a
+/// window-limited flow too many). Points before one whole window has
+/// passed give none: a shorter span is the receiver's read pattern, not a
+/// rate.
 fn window_rates(cum: &[(f64, f64)], window: f64) -> Vec<(f64, f64)> {
     let mut out = Vec::with_capacity(cum.len());
     let mut j = 0;
     for k in 1..cum.len() {
-        while j + 1 < k && cum[j + 1].0 <= cum[k].0 - window {
+        let from = cum[k].0 - window;
+        if from < cum[0].0 - 1e-9 {
+            continue;
+        }
+        while j + 1 < k && cum[j + 1].0 <= from {
             j += 1;
         }
-        let dt = cum[k].0 - cum[j].0;
-        if dt >= 0.99 * window {
-            out.push((cum[k].0, (cum[k].1 - cum[j].1) * 8.0 / dt));
-        }
+        let (a, b) = (cum[j], cum[j + 1]);
+        let span = b.0 - a.0;
+        let at_from = if span > 0.0 {
+            a.1 + (b.1 - a.1) * ((from - a.0) / span).clamp(0.0, 1.0)
+        } else {
+            a.1
+        };
+        out.push((cum[k].0, (cum[k].1 - at_from) * 8.0 / window));
     }
     out
 }
