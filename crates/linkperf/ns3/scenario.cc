@@ -1,6 +1,7 @@
 // linkperf's ns-3 twin of a testbed path (docs/simulate.md): a chain of
 // point-to-point links from the sender node to the receiver node, one bulk TCP
 // flow per stream, and every result printed as one JSON object per line.
+// A congestion window clamp (--cwndclamp) wraps the congestion control.
 // Every parameter comes from the command line; linkperf builds this file once
 // into its cache and runs the binary (crates/linkperf/src/simulate/). Link
 // schedule steps (--steps) change a direction's rate, queue and loss and a
@@ -12,6 +13,7 @@
 #include "ns3/point-to-point-module.h"
 #include "ns3/traffic-control-module.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 #include <string>
@@ -115,6 +117,59 @@ static void ApplyLink(uint32_t hop, uint32_t side, double rate, uint32_t queue, 
 
 static void ApplyLoss(uint32_t hop, uint32_t side, double loss) { links[hop].loss[side]->SetRate(loss); }
 
+// Linux's route metric `cwnd lock N` (snd_cwnd_clamp): the congestion window
+// never grows past N segments. A congestion control of the inner type, its
+// growth cut at the clamp; everything else goes to it unchanged.
+static TypeId clampedInner;
+static uint32_t cwndClamp = 0;  // segments
+
+class ClampedCongestion : public TcpCongestionOps {
+ public:
+  static TypeId GetTypeId() {
+    static TypeId tid = TypeId("ns3::LinkperfClampedCongestion")
+                            .SetParent<TcpCongestionOps>()
+                            .AddConstructor<ClampedCongestion>();
+    return tid;
+  }
+  ClampedCongestion() {
+    ObjectFactory factory;
+    factory.SetTypeId(clampedInner);
+    m_inner = factory.Create<TcpCongestionOps>();
+  }
+  ClampedCongestion(const ClampedCongestion &other)
+      : TcpCongestionOps(other), m_inner(other.m_inner->Fork()) {}
+  std::string GetName() const override { return m_inner->GetName(); }
+  void Init(Ptr<TcpSocketState> tcb) override { m_inner->Init(tcb); }
+  uint32_t GetSsThresh(Ptr<const TcpSocketState> tcb, uint32_t inFlight) override {
+    return m_inner->GetSsThresh(tcb, inFlight);
+  }
+  void IncreaseWindow(Ptr<TcpSocketState> tcb, uint32_t acked) override {
+    m_inner->IncreaseWindow(tcb, acked);
+    uint32_t limit = cwndClamp * tcb->m_segmentSize;
+    if (tcb->m_cWnd.Get() > limit) tcb->m_cWnd = limit;
+  }
+  void PktsAcked(Ptr<TcpSocketState> tcb, uint32_t acked, const Time &rtt) override {
+    m_inner->PktsAcked(tcb, acked, rtt);
+  }
+  void CongestionStateSet(Ptr<TcpSocketState> tcb,
+                          const TcpSocketState::TcpCongState_t state) override {
+    m_inner->CongestionStateSet(tcb, state);
+  }
+  void CwndEvent(Ptr<TcpSocketState> tcb, const TcpSocketState::TcpCAEvent_t event) override {
+    m_inner->CwndEvent(tcb, event);
+  }
+  bool HasCongControl() const override { return m_inner->HasCongControl(); }
+  void CongControl(Ptr<TcpSocketState> tcb, const TcpRateOps::TcpRateConnection &rc,
+                   const TcpRateOps::TcpRateSample &rs) override {
+    m_inner->CongControl(tcb, rc, rs);
+  }
+  Ptr<TcpCongestionOps> Fork() override { return CopyObject<ClampedCongestion>(this); }
+
+ private:
+  Ptr<TcpCongestionOps> m_inner;
+};
+NS_OBJECT_ENSURE_REGISTERED(ClampedCongestion);
+
 // What one flow's sender did, kept by trace sinks.
 struct FlowState {
   Ptr<BulkSendApplication> app;
@@ -215,6 +270,7 @@ int main(int argc, char *argv[]) {
   uint64_t rcvbuf = 3 << 20, sndbuf = 4 << 20;
   uint32_t seed = 1;
   CommandLine cmd;
+  cmd.AddValue("cwndclamp", "largest congestion window, segments (0: none)", cwndClamp);
   cmd.AddValue("hops", "links from sender to receiver", hopSpec);
   cmd.AddValue("steps", "schedule steps", stepSpec);
   cmd.AddValue("cc", "congestion control TypeId", cc);
@@ -232,9 +288,15 @@ int main(int argc, char *argv[]) {
   uint32_t mtu = 65535;
   for (auto &h : hops) mtu = std::min(mtu, h.mtu);
   segment = mtu - 52;  // IPv4 + TCP + timestamps, as Linux
+  if (cwndClamp > 0) {
+    clampedInner = TypeId::LookupByName(cc);
+    cc = "ns3::LinkperfClampedCongestion";
+  }
   Config::SetDefault("ns3::TcpL4Protocol::SocketType", StringValue(cc));
   Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(segment));
-  Config::SetDefault("ns3::TcpSocket::InitialCwnd", UintegerValue(10));
+  // Linux: the initial window is 10 segments, at most the clamp.
+  uint32_t initialCwnd = cwndClamp > 0 ? std::min(10u, cwndClamp) : 10u;
+  Config::SetDefault("ns3::TcpSocket::InitialCwnd", UintegerValue(initialCwnd));
   Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(rcvbuf));
   Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(sndbuf));
   Config::SetDefault("ns3::TcpSocket::DelAckCount", UintegerValue(2));

@@ -2,8 +2,8 @@
 //! (docs/dynamics.md gives the definitions and their sources): how soon the
 //! streams together reach 90 % of the rate, how soon a stream gets back to
 //! 90 % of its rate after a loss, how fairly the streams share (Jain's
-//! index over time) and how much the RTT grows under load. Pure: samples
-//! in, figures out.
+//! index over time, also across flows that join later) and how much the
+//! RTT grows under load. Pure: samples in, figures out.
 
 use linkperf_proto::results::Sample;
 use serde::Serialize;
@@ -19,9 +19,11 @@ pub struct StreamSeries<'a> {
 pub struct Dynamics {
     /// Rates are means over windows of this many seconds.
     pub window_s: f64,
-    /// The rate "90 %" refers to, bits/s: the highest mean over any window
-    /// of the streams together ("max sustained").
+    /// The rate "90 %" refers to, bits/s: the bottleneck link's payload rate
+    /// when the caller knows it, else the highest mean over any window of the
+    /// streams together.
     pub reference_bps: f64,
+    /// Which: "link" or "max_sustained".
     pub reference: &'static str,
     /// From the start until the window ending then first averaged 90 % of
     /// the reference (RFC 5166 4.2's "time to reach" a share of the rate).
@@ -43,7 +45,9 @@ pub struct LossRecovery {
     /// Acknowledged rate over the window before the loss, bits/s.
     pub before_bps: f64,
     /// From the loss to the end of the first window, wholly after it, that
-    /// averaged 90 % of `before_bps`; None if none did before the test ended.
+    /// averaged 90 % of `before_bps` and after which every window ending
+    /// within one window length did too (up to the next loss step or the
+    /// series' end); None if none did before the test ended.
     pub recovery_s: Option<f64>,
 }
 
@@ -77,20 +81,31 @@ fn cumulative(samples: &[Sample], bytes: impl Fn(&Sample) -> u64) -> Vec<(f64, f
 }
 
 /// At each point k (from 1), the mean rate in bits/s over the window
-/// ending there: from the last point at least `window` earlier (or 0).
-/// Points before one whole window has passed give none: a shorter span
-/// is the receiver's read pattern, not a rate.
+/// ending there, exactly `window` long: the cumulative count at its start
+/// is interpolated between the two points around it (sample times jitter,
+/// and a window one period too long would count one burst of a
+/// window-limited flow too many). Points before one whole window has
+/// passed give none: a shorter span is the receiver's read pattern, not a
+/// rate.
 fn window_rates(cum: &[(f64, f64)], window: f64) -> Vec<(f64, f64)> {
     let mut out = Vec::with_capacity(cum.len());
     let mut j = 0;
     for k in 1..cum.len() {
-        while j + 1 < k && cum[j + 1].0 <= cum[k].0 - window {
+        let from = cum[k].0 - window;
+        if from < cum[0].0 - 1e-9 {
+            continue;
+        }
+        while j + 1 < k && cum[j + 1].0 <= from {
             j += 1;
         }
-        let dt = cum[k].0 - cum[j].0;
-        if dt >= 0.99 * window {
-            out.push((cum[k].0, (cum[k].1 - cum[j].1) * 8.0 / dt));
-        }
+        let (a, b) = (cum[j], cum[j + 1]);
+        let span = b.0 - a.0;
+        let at_from = if span > 0.0 {
+            a.1 + (b.1 - a.1) * ((from - a.0) / span).clamp(0.0, 1.0)
+        } else {
+            a.1
+        };
+        out.push((cum[k].0, (cum[k].1 - at_from) * 8.0 / window));
     }
     out
 }
@@ -127,7 +142,9 @@ fn aggregate(streams: &[StreamSeries]) -> Vec<Sample> {
 }
 
 /// The metrics of one direction's streams; None without samples.
-pub fn analyse(streams: &[StreamSeries], period_s: f64) -> Option<Dynamics> {
+/// `link_bps`: the bottleneck link's payload rate when known (the reference
+/// of "90 %"), else the best window of the series is.
+pub fn analyse(streams: &[StreamSeries], period_s: f64, link_bps: Option<f64>) -> Option<Dynamics> {
     let total = aggregate(streams);
     if total.len() < 2 {
         return None;
@@ -136,12 +153,18 @@ pub fn analyse(streams: &[StreamSeries], period_s: f64) -> Option<Dynamics> {
     // receiver's read pattern.
     let window = (10.0 * period_s).max(0.1);
     let rates = window_rates(&cumulative(&total, |s| s.bytes), window);
-    let reference = rates.iter().map(|r| r.1).fold(0.0, f64::max);
+    let (reference, which) = match link_bps.filter(|r| *r > 0.0) {
+        Some(link) => (link, "link"),
+        None => (
+            rates.iter().map(|r| r.1).fold(0.0, f64::max),
+            "max_sustained",
+        ),
+    };
     let time_to_90 = rates.iter().find(|r| r.1 >= 0.9 * reference).map(|r| r.0);
     Some(Dynamics {
         window_s: window,
         reference_bps: reference,
-        reference: "max sustained",
+        reference: which,
         time_to_90_percent_s: time_to_90,
         losses: streams.iter().flat_map(|s| losses(s, window)).collect(),
         fairness: fairness(streams, window),
@@ -149,37 +172,80 @@ pub fn analyse(streams: &[StreamSeries], period_s: f64) -> Option<Dynamics> {
     })
 }
 
+/// The times (and new totals) where a sender's retransmit count stepped up.
+fn retransmit_steps(sender: &[Sample]) -> Vec<(f64, u64)> {
+    let mut last = None;
+    let mut out = Vec::new();
+    for x in sender {
+        let Some(r) = x.retransmits else { continue };
+        if last.is_some_and(|l| r > l) {
+            out.push((x.t, r));
+        }
+        last = Some(r);
+    }
+    out
+}
+
 fn losses(s: &StreamSeries, window: f64) -> Vec<LossRecovery> {
     let acked = window_rates(
         &cumulative(s.sender, |x| x.acked_bytes.unwrap_or(0)),
         window,
     );
+    let steps = retransmit_steps(s.sender);
     let mut out = Vec::new();
-    let mut last_retrans = None;
     let mut busy_until = f64::NEG_INFINITY;
-    for (i, x) in s.sender.iter().enumerate() {
-        let Some(r) = x.retransmits else { continue };
-        let stepped = last_retrans.is_some_and(|l| r > l);
-        last_retrans = Some(r);
+    for &(t, retransmits) in &steps {
         // One event until the stream has recovered from the previous one.
-        if !stepped || x.t < busy_until || i == 0 {
+        if t < busy_until {
             continue;
         }
-        let before_bps = acked.iter().rev().find(|a| a.0 < x.t).map_or(0.0, |a| a.1);
-        let recovered = acked
-            .iter()
-            .find(|a| a.0 - window >= x.t && a.1 >= 0.9 * before_bps)
-            .map(|a| a.0);
+        let before_bps = acked.iter().rev().find(|a| a.0 < t).map_or(0.0, |a| a.1);
+        let recovered = recovery_end(&acked, &steps, t, window, 0.9 * before_bps);
         busy_until = recovered.unwrap_or(f64::INFINITY);
         out.push(LossRecovery {
             stream: s.id,
-            t: x.t,
-            retransmits: r,
+            t,
+            retransmits,
             before_bps,
-            recovery_s: recovered.map(|end| end - x.t),
+            recovery_s: recovered.map(|end| end - t),
         });
     }
     out
+}
+
+/// The end of the first window wholly after the loss at `t` whose mean is
+/// at least `target` and stays so in every window ending within one window
+/// length after it, a later loss step (another event) or the series' end
+/// cutting that short. The hold keeps out the one window a recovery's
+/// cumulative ACK lifts: snd_una stands still while a hole is repaired and
+/// then jumps by all that was SACKed meanwhile.
+fn recovery_end(
+    acked: &[(f64, f64)],
+    steps: &[(f64, u64)],
+    t: f64,
+    window: f64,
+    target: f64,
+) -> Option<f64> {
+    let first = acked.iter().position(|a| a.0 - window >= t - 1e-9)?;
+    let after = &acked[first..];
+    'candidates: for (i, a) in after.iter().enumerate() {
+        if a.1 < target {
+            continue;
+        }
+        let next_step = steps
+            .iter()
+            .map(|s| s.0)
+            .find(|&s| s > a.0)
+            .unwrap_or(f64::INFINITY);
+        let hold_end = (a.0 + window).min(next_step);
+        for b in after[i + 1..].iter().take_while(|b| b.0 <= hold_end + 1e-9) {
+            if b.1 < target {
+                continue 'candidates;
+            }
+        }
+        return Some(a.0);
+    }
+    None
 }
 
 /// Jain's index (sum x)^2 / (n sum x^2) of the streams' window rates at
@@ -219,6 +285,92 @@ fn fairness(streams: &[StreamSeries], window: f64) -> Option<Fairness> {
         jain_mean: index.iter().map(|j| j.1).sum::<f64>() / index.len() as f64,
         jain_min: index.iter().map(|j| j.1).fold(last.1, f64::min),
         above_0_9_from_s: from,
+    })
+}
+
+/// Fairness across flows that start at different times (a campaign phase's
+/// flows with `start` offsets): Jain's index of their window rates from the
+/// moment the last one joined.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct JoinFairness {
+    /// When the last flow started, seconds after the phase's start.
+    pub joined_at_s: f64,
+    pub window_s: f64,
+    pub jain_mean: f64,
+    pub jain_min: f64,
+    /// Seconds after the join from which the index stayed at or above 0.9
+    /// to the end; None if it did not.
+    pub above_0_9_from_s: Option<f64>,
+}
+
+/// One flow's received series: `start_s` after the phase's start, its
+/// samples' `t` counting from its own start.
+pub struct FlowSeries<'a> {
+    pub start_s: f64,
+    pub samples: &'a [Sample],
+}
+
+/// Cumulative bytes of a (time, bytes) staircase at time `t`, linear
+/// between points, 0 before the first.
+fn bytes_at(cum: &[(f64, f64)], t: f64) -> f64 {
+    match cum.iter().position(|p| p.0 >= t) {
+        None => cum.last().map_or(0.0, |p| p.1),
+        Some(0) => 0.0,
+        Some(i) => {
+            let (a, b) = (cum[i - 1], cum[i]);
+            a.1 + (b.1 - a.1) * (t - a.0) / (b.0 - a.0).max(1e-12)
+        }
+    }
+}
+
+/// Jain's index over `flows` at every period from the last flow's start to
+/// the first flow's end, each flow's rate the mean over the window before
+/// (ten periods, at least 100 ms; a flow not yet started counts as sending
+/// nothing, so the first windows after a join show the newcomer's share
+/// rising from 0). None with fewer than two flows with samples.
+pub fn join_fairness(flows: &[FlowSeries], period_s: f64) -> Option<JoinFairness> {
+    let flows: Vec<&FlowSeries> = flows.iter().filter(|f| !f.samples.is_empty()).collect();
+    if flows.len() < 2 || period_s <= 0.0 {
+        return None;
+    }
+    let window = (10.0 * period_s).max(0.1);
+    let cums: Vec<Vec<(f64, f64)>> = flows
+        .iter()
+        .map(|f| {
+            let mut c = cumulative(f.samples, |x| x.bytes);
+            c.iter_mut().for_each(|p| p.0 += f.start_s);
+            c
+        })
+        .collect();
+    let join = flows.iter().map(|f| f.start_s).fold(0.0, f64::max);
+    let end = cums
+        .iter()
+        .filter_map(|c| c.last().map(|p| p.0))
+        .fold(f64::INFINITY, f64::min);
+    let steps = ((end - join) / period_s).floor();
+    let index: Vec<(f64, f64)> = (1..=steps.max(0.0) as usize)
+        .map(|k| join + k as f64 * period_s)
+        .filter_map(|t| {
+            let xs: Vec<f64> = cums
+                .iter()
+                .map(|c| (bytes_at(c, t) - bytes_at(c, t - window)) * 8.0 / window)
+                .collect();
+            let sum: f64 = xs.iter().sum();
+            let squares: f64 = xs.iter().map(|x| x * x).sum();
+            (squares > 0.0).then(|| (t, (sum * sum / (xs.len() as f64 * squares)).min(1.0)))
+        })
+        .collect();
+    let last = index.last()?;
+    let from = index
+        .iter()
+        .rposition(|j| j.1 < 0.9)
+        .map_or(Some(index[0].0), |i| index.get(i + 1).map(|j| j.0));
+    Some(JoinFairness {
+        joined_at_s: join,
+        window_s: window,
+        jain_mean: index.iter().map(|j| j.1).sum::<f64>() / index.len() as f64,
+        jain_min: index.iter().map(|j| j.1).fold(last.1, f64::min),
+        above_0_9_from_s: from.map(|t| t - join),
     })
 }
 
@@ -277,6 +429,7 @@ mod tests {
                 receiver: &rx,
             }],
             0.01,
+            None,
         )
         .unwrap();
         assert!((d.reference_bps - 100e6).abs() < 1e5, "{d:?}");
@@ -308,6 +461,7 @@ mod tests {
                 receiver: &[],
             }],
             0.01,
+            None,
         )
         .unwrap();
         assert_eq!(d.losses.len(), 1, "{d:?}");
@@ -317,6 +471,60 @@ mod tests {
         // 72 Mbit/s is reached at t = 1.8 s, as a 100 ms mean at about 1.85 s.
         let r = l.recovery_s.unwrap();
         assert!((r - 0.85).abs() <= 0.02, "{r}");
+    }
+
+    #[test]
+    fn a_recoverys_cumulative_ack_does_not_end_the_recovery() {
+        // 80 Mbit/s acknowledged; the loss step at 1.00 s; snd_una stands
+        // still to 1.03 s, then the cumulative ACK of the repaired hole
+        // arrives at 1.04 s (three times what stood still), then the halved
+        // window regrows: 40 Mbit/s + 40 Mbit/s per s from 1.05 s.
+        let rate = |t: f64| match t {
+            t if t <= 1.0 + 1e-9 => 80e6,
+            t if t <= 1.03 + 1e-9 => 0.0,
+            t if t <= 1.04 + 1e-9 => 3.0 * 3.0 * 80e6,
+            t => (40e6 + 40e6 * (t - 1.05)).min(80e6),
+        };
+        let mut tx = series(3.0, rate);
+        for s in &mut tx {
+            s.acked_bytes = Some(s.bytes);
+            s.retransmits = Some(if s.t > 0.995 { 4 } else { 0 });
+        }
+        let stream = [StreamSeries {
+            id: 1,
+            sender: &tx,
+            receiver: &[],
+        }];
+        let d = analyse(&stream, 0.01, None).unwrap();
+        assert_eq!(d.losses.len(), 1, "{d:?}");
+        // The first window after the loss (to 1.10 s) averages above 72
+        // Mbit/s by the jump; the windows after it do not. 72 Mbit/s again
+        // at 1.85 s, as a 100 ms mean at about 1.90 s: 0.90 s after the loss.
+        let r = d.losses[0].recovery_s.unwrap();
+        assert!((r - 0.90).abs() <= 0.02, "{r}");
+    }
+
+    #[test]
+    fn a_known_link_rate_is_the_reference() {
+        let rx = series(2.0, |t| 100e6 * t.min(1.0));
+        let stream = [StreamSeries {
+            id: 0,
+            sender: &[],
+            receiver: &rx,
+        }];
+        let d = analyse(&stream, 0.01, Some(200e6)).unwrap();
+        assert_eq!((d.reference, d.reference_bps), ("link", 200e6));
+        // Never at 180 Mbit/s: never at 90 % of the link.
+        assert_eq!(d.time_to_90_percent_s, None);
+        // 90 % of 107 Mbit/s is 96.3: the 100 ms window ending at 1.00 s
+        // averages 95.5 (samples of 91 to 100), the one ending at 1.01 s 96.4.
+        let d = analyse(&stream, 0.01, Some(107e6)).unwrap();
+        let t = d.time_to_90_percent_s.unwrap();
+        assert!((t - 1.01).abs() <= 0.005, "{t}");
+        assert_eq!(
+            analyse(&stream, 0.01, None).unwrap().reference,
+            "max_sustained"
+        );
     }
 
     #[test]
@@ -335,7 +543,7 @@ mod tests {
                 receiver: &a,
             },
         ];
-        let f = analyse(&equal, 0.01).unwrap().fairness.unwrap();
+        let f = analyse(&equal, 0.01, None).unwrap().fairness.unwrap();
         assert!(
             (f.jain_min - 1.0).abs() < 1e-9 && f.above_0_9_from_s == Some(0.1),
             "{f:?}"
@@ -352,12 +560,45 @@ mod tests {
                 receiver: &b,
             },
         ];
-        let f = analyse(&joining, 0.01).unwrap().fairness.unwrap();
+        let f = analyse(&joining, 0.01, None).unwrap().fairness.unwrap();
         assert!((f.jain_min - 0.5).abs() < 1e-9, "{f:?}");
         // x = share of b: J = (1 + x)^2 / (2 (1 + x^2)) >= 0.9 from x = 0.5, a
         // 100 ms window half into b's start: 0.55 s.
         let from = f.above_0_9_from_s.unwrap();
         assert!((from - 0.55).abs() <= 0.011, "{from}");
+    }
+
+    #[test]
+    fn a_flow_joining_later_is_measured_from_its_join() {
+        // Flow a sends 60 Mbit/s from 0; flow b joins at 2 s, ramps from 0
+        // to 30 Mbit/s over 0.5 s and stays there, while a drops to 30.
+        let a = series(5.0, |t| {
+            if t <= 2.0 {
+                60e6
+            } else {
+                (60e6 - 60e6 * (t - 2.0)).max(30e6)
+            }
+        });
+        let b = series(3.0, |t| (60e6 * t).min(30e6));
+        let flows = [
+            FlowSeries {
+                start_s: 0.0,
+                samples: &a,
+            },
+            FlowSeries {
+                start_s: 2.0,
+                samples: &b,
+            },
+        ];
+        let f = join_fairness(&flows, 0.01).unwrap();
+        assert_eq!(f.joined_at_s, 2.0);
+        // Right after the join b has sent almost nothing: J near 1/2.
+        assert!(f.jain_min < 0.52, "{f:?}");
+        // x = b / a; J >= 0.9 from x = 0.5: b at 20 Mbit/s with a at 40
+        // (t = 2 + 1/3 s), as a 100 ms mean about 50 ms later.
+        let from = f.above_0_9_from_s.unwrap();
+        assert!((from - 0.383).abs() <= 0.02, "{from}");
+        assert_eq!(join_fairness(&flows[..1], 0.01), None);
     }
 
     #[test]
@@ -373,6 +614,7 @@ mod tests {
                 receiver: &[],
             }],
             0.01,
+            None,
         )
         .unwrap()
         .rtt

@@ -360,7 +360,32 @@ impl Sides<'_> {
                     .unwrap_or(&[]),
             })
             .collect();
-        crate::dynamics::analyse(&series, period)
+        crate::dynamics::analyse(&series, period, None)
+    }
+}
+
+impl DirectionSummary {
+    /// Computes the convergence metrics again with `link_bps`, the payload
+    /// rate of the link the data crossed, as the reference of "90 %"
+    /// (docs/dynamics.md); nothing without `--sample`.
+    pub fn dynamics_against_link(&mut self, period_s: f64, link_bps: f64) {
+        if self.dynamics.is_none() {
+            return;
+        }
+        let series: Vec<crate::dynamics::StreamSeries> = self
+            .streams
+            .iter()
+            .map(|s| crate::dynamics::StreamSeries {
+                id: s.id,
+                sender: &s.sender.samples,
+                receiver: s
+                    .receiver
+                    .as_ref()
+                    .map(|r| r.samples.as_slice())
+                    .unwrap_or(&[]),
+            })
+            .collect();
+        self.dynamics = crate::dynamics::analyse(&series, period_s, Some(link_bps));
     }
 }
 

@@ -33,6 +33,7 @@ pub fn run_test(
     if let Ok(report) = result.as_mut() {
         report.extra_data.clone_from(&spec.extra_data);
         predict_into(spec, report);
+        link_reference_into(spec, report);
     }
     result
 }
@@ -68,6 +69,27 @@ fn predict_into(spec: &TestSpec, report: &mut Report) {
         }
     };
     let forward = config.direction.client_sends();
+    one(&mut report.summary, forward);
+    if let Some(reverse) = report.summary_reverse.as_mut() {
+        one(reverse, false);
+    }
+}
+
+/// With `--sample`, the convergence metrics refer "90 %" to the payload rate
+/// of the bottleneck link the data crossed when the path is described (the
+/// testbed's live links, `--path`), rather than to the best window measured.
+fn link_reference_into(spec: &TestSpec, report: &mut Report) {
+    let Some(period) = report.test.config.sample_s.filter(|p| *p > 0.0) else {
+        return;
+    };
+    let one = |summary: &mut DirectionSummary, client_sends: bool| {
+        if let Some(Ok(path)) = described_path(spec, client_sends) {
+            if let Some(rate) = path.payload_rate_bps() {
+                summary.dynamics_against_link(period, rate);
+            }
+        }
+    };
+    let forward = report.test.config.direction.client_sends();
     one(&mut report.summary, forward);
     if let Some(reverse) = report.summary_reverse.as_mut() {
         one(reverse, false);

@@ -1,8 +1,9 @@
 //! `--sample PERIOD` end to end, with real sockets: the period holds on
 //! loopback (issue 16: at 10 ms, 95 % of the gaps within +-1 ms), the
 //! sampled smoothed RTT through an emulated path lies between the path's
-//! round trip and that plus its queue, the receiver's per-sample bytes add
-//! up to what the test received, and bad periods are refused in one line.
+//! round trip and that plus its queue, the metrics refer to the emulated
+//! link's payload rate, the receiver's per-sample bytes add up to what the
+//! test received, and bad periods are refused in one line.
 
 mod common;
 
@@ -158,6 +159,16 @@ fn through_an_emulated_path_srtt_is_the_round_trip_plus_queueing_and_bytes_add_u
         assert!(
             (2.0 * 10e-3..=high).contains(&loaded),
             "loaded RTT {loaded}"
+        );
+        // The client ran inside the testbed: "90 %" refers to the link's
+        // payload rate, 50 Mbit/s x 1448 / 1538 (MSS over an Ethernet frame
+        // of a 1500-byte packet on the wire), not to the best window.
+        assert_eq!(doc["summary"]["dynamics"]["reference"], "link");
+        let reference = f64_at(&doc, "/summary/dynamics/reference_bps");
+        let payload = RATE_BPS * 1448.0 / 1538.0;
+        assert!(
+            (reference / payload - 1.0).abs() < 1e-9,
+            "reference {reference} bit/s, the link's payload rate {payload}"
         );
         let received = samples(&doc, "receiver");
         let total: u64 = received.iter().map(|s| u64_at(s, "/bytes")).sum();

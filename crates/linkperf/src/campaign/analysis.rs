@@ -22,6 +22,8 @@ pub struct FlowOutcome {
     pub intervals: Vec<Value>,
     /// The final report (linkperf/1 client document), when the flow completed.
     pub report: Option<Value>,
+    /// Seconds after the phase's start at which the flow started (`start`).
+    pub start_s: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Default)]
@@ -74,6 +76,8 @@ pub struct FlowResult {
     pub status: &'static str,
     pub error: Option<String>,
     pub stopped_after_s: Option<f64>,
+    /// When the flow was to start, seconds after the phase's start (`start`).
+    pub start_s: f64,
     pub started_unix_ns: Option<u64>,
     /// The flow's direction: `from` sends, or `to` with `reverse`; with
     /// `bidir`, from -> to (the client's `summary`).
@@ -153,6 +157,10 @@ pub struct PhaseResult {
     pub aggregate_reverse: Option<Aggregate>,
     pub hosts: Vec<HostResult>,
     pub flows: Vec<FlowResult>,
+    /// Flows that start later (`start`) with `sample`: Jain's index of the
+    /// flows from the last one's start (docs/dynamics.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fairness: Option<crate::dynamics::JoinFairness>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -218,14 +226,16 @@ fn direction_from_intervals(d: &mut DirectionResult) {
 }
 
 /// One direction's interval rates: `key` is "sum", or "sum_reverse" with bidir.
-fn interval_points(intervals: &[Value], key: &str) -> Vec<IntervalPoint> {
+/// A flow's intervals on the phase's clock: a flow that started `start_s`
+/// after the phase counts its own from then.
+fn interval_points(intervals: &[Value], key: &str, start_s: f64) -> Vec<IntervalPoint> {
     intervals
         .iter()
         .filter_map(|i| {
             let s = i.get(key).filter(|s| !s.is_null())?;
             Some(IntervalPoint {
-                start: f64_at(i, &["start"]).unwrap_or(0.0),
-                end: f64_at(i, &["end"]).unwrap_or(0.0),
+                start: start_s + f64_at(i, &["start"]).unwrap_or(0.0),
+                end: start_s + f64_at(i, &["end"]).unwrap_or(0.0),
                 sent_bits_per_second: f64_at(s, &["sent_bits_per_second"]).unwrap_or(0.0),
                 received_bits_per_second: f64_at(s, &["received_bits_per_second"]).unwrap_or(0.0),
             })
@@ -255,13 +265,13 @@ pub fn flow_result(o: &FlowOutcome) -> FlowResult {
     let mut direction = DirectionResult {
         sender: sender.clone(),
         receiver: receiver.clone(),
-        intervals: interval_points(&o.intervals, "sum"),
+        intervals: interval_points(&o.intervals, "sum", o.start_s),
         ..Default::default()
     };
     let mut reverse = o.bidir.then(|| DirectionResult {
         sender: o.to.clone(),
         receiver: o.from.clone(),
-        intervals: interval_points(&o.intervals, "sum_reverse"),
+        intervals: interval_points(&o.intervals, "sum_reverse", o.start_s),
         ..Default::default()
     });
     let mut r = FlowResult {
@@ -270,6 +280,7 @@ pub fn flow_result(o: &FlowOutcome) -> FlowResult {
         status: o.status,
         error: o.error.clone(),
         stopped_after_s: o.stopped_after_s,
+        start_s: o.start_s,
         started_unix_ns: None,
         direction: DirectionResult::default(),
         reverse: None,
@@ -385,7 +396,11 @@ pub fn hosts(flows: &[FlowResult]) -> Vec<HostResult> {
 }
 
 pub fn start_spread_ms(flows: &[FlowResult]) -> Option<f64> {
-    let starts: Vec<u64> = flows.iter().filter_map(|f| f.started_unix_ns).collect();
+    // Against each flow's own start (`start` later than the phase's).
+    let starts: Vec<u64> = flows
+        .iter()
+        .filter_map(|f| Some(f.started_unix_ns? - (f.start_s * 1e9) as u64))
+        .collect();
     let (min, max) = (starts.iter().min()?, starts.iter().max()?);
     Some((max - min) as f64 / 1e6)
 }
@@ -575,6 +590,7 @@ mod tests {
             start_spread_ms: None,
             aggregate: agg,
             aggregate_reverse: None,
+            fairness: None,
             hosts,
             flows,
         };
@@ -604,6 +620,7 @@ mod tests {
             aggregate_reverse: None,
             hosts: vec![],
             flows: vec![],
+            fairness: None,
         };
         let phases = vec![mk(0, 600.0), mk(1, 800.0), mk(2, 805.0), mk(3, 798.0)];
         let flags = session_outliers(&phases, 5.0);

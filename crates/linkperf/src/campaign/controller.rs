@@ -52,6 +52,7 @@ pub fn run_phase(
             status: "ok",
             reverse: f.spec.direction == Direction::Reverse,
             bidir: f.spec.direction == Direction::Bidir,
+            start_s: f.start_s,
             ..Default::default()
         })
         .collect();
@@ -112,6 +113,11 @@ pub fn run_phase(
     let aggregate = analysis::aggregate(&flows, campaign.interval_s);
     let aggregate_reverse = analysis::aggregate_reverse(&flows, campaign.interval_s);
     let hosts = analysis::hosts(&flows);
+    let period = phase
+        .flows
+        .iter()
+        .filter_map(|f| f.config().sample_s)
+        .reduce(f64::min);
     PhaseResult {
         name: phase.name.clone(),
         params: None,
@@ -123,6 +129,7 @@ pub fn run_phase(
         aggregate_reverse,
         hosts,
         flows,
+        fairness: super::fairness::after_join(&outcomes, period),
     }
 }
 
@@ -162,7 +169,7 @@ fn spawn_flow(
 ) {
     let mut spec = flow.spec.clone();
     (spec.host, spec.port) = (to.host.clone(), to.port);
-    spec.start_at = Some(start_at);
+    spec.start_at = Some(start_at + (flow.start_s * 1000.0).round() as u64);
     let config = spec.config();
     let spawned = std::thread::Builder::new()
         .name(format!("lp-flow-{index}"))

@@ -85,6 +85,9 @@ pub struct FlowEntry {
     pub many_to_one: Option<Spanned<ManyToOne>>,
     /// `one_to_many = { from = "a", to = ["b1","b2"] }`
     pub one_to_many: Option<Spanned<OneToMany>>,
+    /// When the flow starts, after the phase's start (default "0s"); it
+    /// runs to the phase's end.
+    pub start: Option<Spanned<String>>,
     #[serde(flatten)]
     pub options: FlowOptions,
 }

@@ -8,6 +8,7 @@
 
 pub mod analysis;
 mod controller;
+mod fairness;
 pub mod file;
 mod links;
 pub mod plan;

@@ -26,6 +26,9 @@ pub struct Flow {
     /// Its target is the `to` agent, whose address is known only once the
     /// agents run: the controller fills in `host`, `port` and `start_at`.
     pub spec: TestSpec,
+    /// Seconds after the phase's agreed start at which the flow starts
+    /// (its test lasts the rest of the phase).
+    pub start_s: f64,
 }
 
 impl Flow {
@@ -393,7 +396,22 @@ fn phase(
         let span = entry_span(entry);
         let bad = |m: &str| at(path, text, span.clone(), "flow", m);
         let pairs = expand(entry).map_err(|m| bad(&m))?;
-        let spec = flow_spec(&entry.options, duration_s, interval_s).map_err(|m| bad(&m))?;
+        let start_s = match &entry.start {
+            Some(s) => seconds(path, text, s, "start")?,
+            None => 0.0,
+        };
+        if start_s >= duration_s {
+            let span = entry.start.as_ref().map_or(span.clone(), |s| s.span());
+            return Err(at(
+                path,
+                text,
+                span,
+                "start",
+                &format!("the flow must start before the phase's end ({duration_s} s)"),
+            ));
+        }
+        let spec =
+            flow_spec(&entry.options, duration_s - start_s, interval_s).map_err(|m| bad(&m))?;
         for (from, to) in pairs {
             if let Some(n) = [&from, &to].into_iter().find(|n| !names.contains(*n)) {
                 return Err(bad(&format!("no agent named '{n}'")));
@@ -405,6 +423,7 @@ fn phase(
                 from,
                 to,
                 spec: spec.clone(),
+                start_s,
             });
         }
     }
@@ -532,6 +551,21 @@ address = "[fd00::3]:5400"
         let text = format!("{AGENTS}\n[[phase]]\nname = \"p\"\nduration = \"soon\"\n[[phase.flow]]\nfrom = \"a1\"\nto = \"b\"\n");
         let e = build_text(&text).unwrap_err();
         assert!(e.contains("key 'duration'"), "{e}");
+    }
+
+    #[test]
+    fn a_flow_may_start_later_and_runs_to_the_phases_end() {
+        let flows = "[[phase.flow]]\nfrom = \"a1\"\nto = \"b\"\n[[phase.flow]]\nfrom = \"a2\"\nto = \"b\"\nstart = \"2s\"\n";
+        let text = format!("{AGENTS}\n[[phase]]\nname = \"p\"\nduration = \"5s\"\n{flows}");
+        let c = build_text(&text).unwrap();
+        let (first, late) = (&c.phases[0].flows[0], &c.phases[0].flows[1]);
+        assert_eq!((first.start_s, first.config().duration_s), (0.0, 5.0));
+        assert_eq!((late.start_s, late.config().duration_s), (2.0, 3.0));
+        let e = build_text(&text.replace("\"2s\"", "\"5s\"")).unwrap_err();
+        assert!(
+            e.contains("key 'start'") && e.contains("before the phase's end"),
+            "{e}"
+        );
     }
 
     #[test]

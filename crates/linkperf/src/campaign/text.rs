@@ -109,6 +109,17 @@ fn phase_block(out: &mut String, p: &PhaseResult) {
     for f in &p.flows {
         flow_rows(out, f);
     }
+    if let Some(j) = &p.fairness {
+        let _ = writeln!(
+            out,
+            "  fairness after the join at {:.2} s: Jain's index mean {:.3}, min {:.3}, at or above 0.9 {}",
+            j.joined_at_s,
+            j.jain_mean,
+            j.jain_min,
+            j.above_0_9_from_s
+                .map_or_else(|| "never to the end".into(), |s| format!("from {s:.2} s after it"))
+        );
+    }
     let _ = writeln!(
         out,
         "  {:<22} {:>14} {:>14} {:>14} {:>9}",

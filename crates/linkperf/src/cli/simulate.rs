@@ -42,6 +42,10 @@ pub struct SimulateArgs {
     /// The exact largest window, as `client --window-clamp`.
     #[arg(long, value_name = "BYTES", value_parser = size)]
     pub window_clamp: Option<u64>,
+    /// The sender's congestion window never exceeds N segments: what the
+    /// route metric `cwnd lock N` (ip route ... cwnd lock N) does on Linux.
+    #[arg(long, value_name = "SEGMENTS", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub cwnd_clamp: Option<u32>,
     /// Reverse: data from --to to --from.
     #[arg(short = 'R', long)]
     pub reverse: bool,
@@ -77,6 +81,7 @@ pub fn run(args: SimulateArgs) -> ExitCode {
         streams: args.parallel,
         window: args.window,
         window_clamp: args.window_clamp,
+        cwnd_clamp: args.cwnd_clamp,
     };
     let doc = match simulate::run_with_schedule(&spec, args.schedule.as_deref()) {
         Ok(doc) => doc,

@@ -52,6 +52,17 @@ impl Default for Path {
     }
 }
 
+impl Path {
+    /// The bottleneck's TCP payload rate (bit/s): its rate x MSS over the
+    /// bytes its framing puts on the wire for a full-size packet (MSS = MTU -
+    /// 52, IPv4 and TCP with timestamps); None for an unlimited path.
+    pub fn payload_rate_bps(&self) -> Option<f64> {
+        let rate = self.rate_bps.filter(|r| *r > 0.0)?;
+        let ip = u64::from(self.mtu);
+        Some(rate * (ip - TCP_HEADERS) as f64 / self.framing.wire_bytes(ip) as f64)
+    }
+}
+
 /// The congestion controls the model has a loss response for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]

@@ -16,12 +16,13 @@ pub mod twin;
 
 pub use spec::{SimError, SimSpec};
 
-/// Kernel congestion control names and ns-3's TCP models for them. Reno stays
-/// `TcpNewReno`: `TcpLinuxReno` (Linux's per-segment growth) simulated the
-/// 80 Mbit/s, 60 ms, half-BDP-queue truth path at 56 Mbit/s against 63-70
-/// measured, `TcpNewReno` at 70 (docs/simulate.md).
+/// Kernel congestion control names and ns-3's TCP models for them. Reno is
+/// `TcpLinuxReno`: Linux grows the window by one segment per window of
+/// acknowledged segments, `TcpNewReno` by one per window of ACKs, half as
+/// fast with delayed ACKs, which doubled the recovery after a loss
+/// (docs/simulate.md, "Recovery after an injected loss").
 pub const CONGESTION: &[(&str, &str)] = &[
-    ("reno", "ns3::TcpNewReno"),
+    ("reno", "ns3::TcpLinuxReno"),
     ("cubic", "ns3::TcpCubic"),
     ("bic", "ns3::TcpBic"),
     ("bbr", "ns3::TcpBbr"),
@@ -129,6 +130,9 @@ fn simulate_route(
         format!("--rcvbuf={rcvbuf}"),
         format!("--sndbuf={sndbuf}"),
     ];
+    if let Some(clamp) = spec.cwnd_clamp {
+        args.push(format!("--cwndclamp={clamp}"));
+    }
     // ns-3's command line refuses an empty value.
     if !steps.is_empty() {
         args.push(format!("--steps={}", schedule::steps_arg(steps)));

@@ -81,6 +81,18 @@ impl Route {
             .filter(|&r| r > 0)
             .min()
     }
+
+    /// The TCP payload rate of the slowest hop on the data's way (bit/s):
+    /// its rate x MSS over the wire bytes of a full-size packet, which is
+    /// ns-3's rate x MSS / (MTU + 2); None when no hop has a rate.
+    pub fn payload_bps(&self) -> Option<f64> {
+        let mss = f64::from(self.hops.iter().map(|h| h.mtu).min()? - 52);
+        self.hops
+            .iter()
+            .filter(|h| h.forward.rate_bps > 0)
+            .map(|h| h.forward.ns3_rate_bps * mss / (f64::from(h.mtu) + NS3_LINK_HEADER as f64))
+            .min_by(f64::total_cmp)
+    }
 }
 
 /// The first element of a direction the scenario does not model.

@@ -182,7 +182,7 @@ pub fn document(ctx: &Context, flows: &[Flow]) -> Value {
             receiver: &f.receiver,
         })
         .collect();
-    let dynamics = dynamics::analyse(&series, spec.sample_s);
+    let dynamics = dynamics::analyse(&series, spec.sample_s, ctx.route.payload_bps());
     let sent: u64 = flows.iter().map(|f| f.sent).sum();
     let received: u64 = flows.iter().map(|f| f.received).sum();
     let streams: Vec<Value> = flows
@@ -214,6 +214,7 @@ pub fn document(ctx: &Context, flows: &[Flow]) -> Value {
         "test": {"server": route.to, "port": 0, "protocol": "tcp", "direction": "forward",
             "duration_s": secs, "interval_s": spec.interval_s, "parallel": spec.streams,
             "congestion": ctx.congestion, "rcvbuf": ctx.rcvbuf, "window_clamp": spec.window_clamp,
+            "cwnd_clamp": spec.cwnd_clamp,
             "sample_s": spec.sample_s},
         "start": {"timestamp_unix_ms": now_ms(), "local": {"hostname": route.from},
             "remote": {"hostname": route.to}},

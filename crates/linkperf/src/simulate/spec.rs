@@ -22,6 +22,9 @@ pub struct SimSpec {
     pub window: Option<u64>,
     /// `--window-clamp`: the exact largest window, bytes.
     pub window_clamp: Option<u64>,
+    /// `--cwnd-clamp`: the sender's congestion window never exceeds this many
+    /// segments (Linux: the route metric `cwnd lock N`).
+    pub cwnd_clamp: Option<u32>,
 }
 
 /// Why a simulation did not run; `usage` errors exit 2.

@@ -65,6 +65,7 @@ pub fn sim_spec(
         streams: test.parallel,
         window: window(test.window),
         window_clamp: window(test.window_clamp),
+        cwnd_clamp: None,
     })
 }
 

@@ -1,0 +1,417 @@
+//! Recovery after an injected loss (issue 16): on three emulated paths
+//! (different rate, round trip and queue), for reno and cubic, `linkperf
+//! client --sample` measures through the testbed while a link schedule
+//! injects one loss event, and `linkperf simulate` runs the same topology
+//! file and schedule in ns-3. `summary.dynamics.losses[].recovery_s` of the
+//! two must agree within 25 %, and each must match what the congestion
+//! control's own rule gives for that path (derived below).
+//!
+//! The pre-loss state is fixed: the sender's congestion window is clamped at
+//! N segments (the route metric `cwnd lock N` in the sending host,
+//! `simulate --cwnd-clamp N`), with N under 0.45 of the path's
+//! bandwidth-delay product. So the window is N when the loss comes (no queue
+//! builds, no loss of its own, and CUBIC's HyStart, which ends slow start once
+//! the window's ACK train spans half a round trip, does not act before N), and
+//! the acknowledged rate is N x MSS per round trip. Such a window leaves the
+//! sender as a burst once per round trip; the rates are means over ten sample
+//! periods (200 ms at 20 ms), a whole number of round trips on each path, so
+//! the bursts do not make them jump.
+//!
+//! The loss: 10 % of the packets during one round trip (all N of the window
+//! cross the link then; the chance that none is lost is 0.9^N, under 0.2 %),
+//! over before any retransmission leaves. One congestion event results.
+//!
+//! ns-3 against the rule runs always (deterministic, no testbed); the three
+//! measured comparisons are ignored until the measured side holds
+//! (docs/simulate.md says what failed). They need root (testbed) and ns-3
+//! (libns3-dev, g++); skipped with a message otherwise.
+
+mod common;
+
+use linkperf_testsupport::bed::{two_hosts, CliBed};
+use linkperf_testsupport::json::{array_at, f64_at};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// TCP payload per 1500-byte IPv4 packet with timestamps (1500 - 20 - 20 - 12).
+const MSS: f64 = 1448.0;
+/// Ethernet frame of a 1500-byte packet on the wire: + 14 + 4 + 8 + 12.
+const ETH_WIRE: f64 = 1538.0;
+/// `--sample` period and the metric's window (ten periods), seconds.
+const PERIOD: f64 = 0.02;
+const WINDOW: f64 = 10.0 * PERIOD;
+/// When the loss starts, seconds from the schedule's start.
+const LOSS_AT: f64 = 1.0;
+const SECONDS: f64 = 5.0;
+/// CUBIC (RFC 9438, and Linux's tcp_cubic): beta and C (segments / s^3).
+const CUBIC_BETA: f64 = 0.7;
+const CUBIC_C: f64 = 0.4;
+
+struct TestPath {
+    name: &'static str,
+    subnet: &'static str,
+    rate_bps: f64,
+    /// One way; the round trip is twice this and one frame's serialisation.
+    delay_ms: f64,
+    queue: &'static str,
+    /// The congestion window clamp, segments.
+    clamp: u32,
+}
+
+impl TestPath {
+    /// Round trip without queueing: both delays and one full frame on the
+    /// link (the ACK's 66 bytes are negligible).
+    fn rtt(&self) -> f64 {
+        2.0 * self.delay_ms * 1e-3 + ETH_WIRE * 8.0 / self.rate_bps
+    }
+    fn bdp_segments(&self) -> f64 {
+        self.rate_bps * self.rtt() / (ETH_WIRE * 8.0)
+    }
+    fn link(&self) -> String {
+        format!(
+            "name = \"l\"\nrate = \"{}M\"\ndelay = \"{}ms\"\n{}",
+            self.rate_bps / 1e6,
+            self.delay_ms,
+            self.queue
+        )
+    }
+    /// The acknowledged rate of a window of `clamp` segments, bit/s.
+    fn clamped_rate(&self) -> f64 {
+        f64::from(self.clamp) * MSS * 8.0 / self.rtt()
+    }
+}
+
+/// What the congestion control's rule gives for `recovery_s`, and the
+/// tolerance that follows from what the rule leaves out (seconds).
+///
+/// The loss is seen (the retransmit count steps) at t_L. The recovery
+/// episode lasts one round trip R after it, or up to two when the last
+/// packet lost was sent a round trip after the first: 1.5 R +- 0.5 R. Then
+/// the window grows; the acknowledged rate follows the window one round
+/// trip later (what is acknowledged now was sent a round trip ago). A rate
+/// rising through the target is seen by a window mean at the end of the
+/// window whose middle crossed it: + W/2.
+///
+/// - Reno (Linux: tcp_reno_ssthresh, tcp_cong_avoid_ai): the window halves
+///   to N/2 and grows one segment per round trip. Linux counts acknowledged
+///   segments, not ACKs (a delayed ACK for two segments counts two), so
+///   delayed ACKs do not slow it. 0.9 N is reached 0.4 N round trips later:
+///   1.5 R + R + 0.4 N R + W/2.
+/// - CUBIC (RFC 9438 4.2-4.6; Linux's tcp_cubic): the window drops to
+///   beta N and follows W(t) = C (t - K)^3 + W_max from the epoch's start
+///   (the first ACK after the recovery), with W_max = N and
+///   K = cbrt(W_max (1 - beta) / C). Linux (and RFC 9438 4.2) aims the
+///   window at W(t + R), so the acknowledged rate, a round trip behind the
+///   window, is W(t) itself: 0.9 N at t = K - cbrt(0.1 N / C).
+///   1.5 R + K - cbrt(0.1 N / C) + W/2. Linux also keeps the window at least
+///   at the Reno-friendly estimate (RFC 9438 4.3: beta N plus
+///   3 (1 - beta) / (1 + beta) segments per round trip); on these paths that
+///   reaches 0.9 N later than the cubic curve does (asserted), so the curve
+///   alone decides.
+///
+/// Tolerance: the episode's +- 0.5 R; one round trip for the window's whole
+/// segment steps and the ACK clock's lag; one sample period for when the
+/// step is seen and one for where the window's end falls on the sample
+/// grid; and the time the window takes to grow by one segment where it
+/// crosses 0.9 N, for a window mean that counts one segment more or less
+/// (an ACK acknowledges two segments; where the window's edges cut the ACK
+/// stream decides which side counts them).
+fn expected_recovery(cc: &str, p: &TestPath) -> (f64, f64) {
+    let (r, n) = (p.rtt(), f64::from(p.clamp));
+    let timing = 1.5 * r + 2.0 * PERIOD;
+    let value = match cc {
+        "reno" => (1.5 * r + r + 0.4 * n * r + WINDOW / 2.0, timing + r),
+        "cubic" => {
+            let k = (n * (1.0 - CUBIC_BETA) / CUBIC_C).cbrt();
+            let below = (0.1 * n / CUBIC_C).cbrt();
+            let cubic = k - below;
+            // dW/dt = 3 C (t - K)^2, segments per second, at 0.9 N.
+            let tolerance = timing + 1.0 / (3.0 * CUBIC_C * below * below);
+            let alpha = 3.0 * (1.0 - CUBIC_BETA) / (1.0 + CUBIC_BETA);
+            let friendly = (0.9 - CUBIC_BETA) * n / alpha * r;
+            assert!(
+                friendly > cubic + tolerance,
+                "{}: the Reno-friendly window ({friendly:.2} s) would decide, not the cubic curve ({cubic:.2} s)",
+                p.name
+            );
+            (1.5 * r + cubic + WINDOW / 2.0, tolerance)
+        }
+        other => panic!("no rule for {other}"),
+    };
+    value
+}
+
+fn json(out: std::process::Output, what: &str) -> Value {
+    assert!(
+        out.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+/// The schedule file: 10 % loss on the data's direction for one round trip.
+fn loss_schedule(p: &TestPath) -> PathBuf {
+    let file = std::env::temp_dir().join(format!("{}-loss.toml", p.name));
+    let text = format!(
+        "[[step]]\nat = \"{}ms\"\nlink = \"l.a_to_b\"\nloss = \"10%\"\n\
+         [[step]]\nat = \"{}ms\"\nlink = \"l.a_to_b\"\nloss = \"0%\"\n",
+        LOSS_AT * 1e3,
+        ((LOSS_AT + p.rtt()) * 1e3).round()
+    );
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+/// The one loss event of a result, after checking that the window was
+/// clamped (it reached N and never went above) and the dynamics' reference.
+fn the_loss(doc: &Value, p: &TestPath, what: &str) -> Value {
+    let largest = array_at(doc, "/summary/streams/0/sender/samples")
+        .iter()
+        .filter_map(|s| s["cwnd_segments"].as_u64())
+        .max();
+    assert_eq!(
+        largest,
+        Some(u64::from(p.clamp)),
+        "{what}: the largest congestion window against the clamp"
+    );
+    let d = &doc["summary"]["dynamics"];
+    let payload = p.rate_bps * MSS / ETH_WIRE;
+    assert_eq!(d["reference"], "link", "{what}: {d}");
+    let reference = f64_at(d, "/reference_bps");
+    assert!(
+        (reference / payload - 1.0).abs() < 1e-6,
+        "{what}: reference {reference} bit/s, the link's payload rate is {payload}"
+    );
+    let losses = array_at(d, "/losses");
+    assert_eq!(losses.len(), 1, "{what}: one loss event expected: {d}");
+    losses[0].clone()
+}
+
+/// The topology file of `p`: two hosts and the link (as the testbed runs it).
+fn topology_file(p: &TestPath) -> PathBuf {
+    let file = std::env::temp_dir().join(format!("{}.toml", p.name));
+    let text = two_hosts(p.name, &p.subnet_host(1), &p.subnet_host(2), &p.link());
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+/// ns-3's loss event for `cc` on `p` with the loss schedule and the clamp.
+fn simulate(file: &Path, p: &TestPath, cc: &str) -> Value {
+    let simulated = json(
+        Command::new(common::bin())
+            .args(["simulate", "--testbed"])
+            .arg(file)
+            .arg("--schedule")
+            .arg(loss_schedule(p))
+            .args(["--cwnd-clamp", &p.clamp.to_string()])
+            .args(["-t", &SECONDS.to_string(), "-C", cc])
+            .args([
+                "--sample",
+                &format!("{}ms", PERIOD * 1e3),
+                "-J",
+                "--no-store",
+            ])
+            .output()
+            .expect("run linkperf simulate"),
+        "simulate",
+    );
+    assert_eq!(simulated["source"], common::installed_ns3_source());
+    the_loss(&simulated, p, &format!("{} {cc} ns-3", p.name))
+}
+
+/// The measured loss event for `cc` through `p`'s testbed: the schedule
+/// started, then the client.
+fn measure(bed: &CliBed, p: &TestPath, cc: &str) -> Value {
+    let bin = common::bin();
+    let set = Command::new(bin)
+        .args(["testbed", "set", "--testbed", bed.name(), "--schedule"])
+        .arg(loss_schedule(p))
+        .output()
+        .expect("run linkperf testbed set");
+    assert!(set.status.success(), "testbed set: {set:?}");
+    let measured = json(
+        bed.exec("a", bin)
+            .args(["client", &p.subnet_host(2), "-p", "5241", "-i", "0", "-J"])
+            .args(["--no-store", "-t", &SECONDS.to_string(), "-C", cc])
+            .args(["--sample", &format!("{}ms", PERIOD * 1e3)])
+            .output()
+            .expect("run linkperf client"),
+        "client",
+    );
+    the_loss(&measured, p, &format!("{} {cc} measured", p.name))
+}
+
+impl TestPath {
+    fn subnet_host(&self, host: u8) -> String {
+        format!("{}.{host}", self.subnet)
+    }
+}
+
+/// Checks one event: when it was seen, the rate before it (the clamped
+/// window's), and the recovery against the rule.
+fn check_event(e: &Value, p: &TestPath, cc: &str, what: &str, seen_from: f64) -> f64 {
+    let t = f64_at(e, "/t");
+    assert!(
+        (seen_from..=LOSS_AT + 2.5 * p.rtt() + PERIOD).contains(&t),
+        "{what}: the loss seen at {t} s"
+    );
+    // The clamped window's rate: N x MSS per round trip; a window of N
+    // segments may hold one less while the receiver delays an ACK, and the
+    // window's ends fall on the sample grid (+- 1 ms of sampler jitter at
+    // the burst's rate): 5 %.
+    let before = f64_at(e, "/before_bps");
+    let clamped = p.clamped_rate();
+    assert!(
+        (before / clamped - 1.0).abs() <= 0.05,
+        "{what}: {before} bit/s before the loss, the clamped window gives {clamped}"
+    );
+    let recovery = e["recovery_s"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{what}: no recovery before the end: {e}"));
+    let (expected, tolerance) = expected_recovery(cc, p);
+    eprintln!(
+        "  {what}: loss seen at {t:.3} s, before {:.2} Mbit/s (window {:.2}), recovery {recovery:.3} s, rule {expected:.3} +- {tolerance:.3} s",
+        before / 1e6,
+        clamped / 1e6
+    );
+    assert!(
+        (recovery - expected).abs() <= tolerance,
+        "{what}: recovery {recovery} s, the rule gives {expected} +- {tolerance} s"
+    );
+    recovery
+}
+
+/// The clamp below half the BDP and the window a whole number of round trips.
+fn check_path(p: &TestPath) {
+    let bdp = p.bdp_segments();
+    assert!(
+        f64::from(p.clamp) < 0.45 * bdp,
+        "{}: clamp {} against a BDP of {bdp:.0} segments",
+        p.name,
+        p.clamp
+    );
+    let periods = WINDOW / p.rtt();
+    assert!(
+        (periods - periods.round()).abs() < 0.01,
+        "{}: the window is not a whole number of round trips",
+        p.name
+    );
+}
+
+/// ns-3 against the rule (deterministic: no testbed, no stall probes).
+fn check_simulated(p: &TestPath) {
+    if !common::ns3_installed() {
+        return;
+    }
+    check_path(p);
+    let file = topology_file(p);
+    for cc in ["reno", "cubic"] {
+        let s = simulate(&file, p, cc);
+        check_event(&s, p, cc, &format!("{} {cc} ns-3", p.name), LOSS_AT);
+    }
+}
+
+/// Measured through the testbed against the rule and against ns-3.
+fn check_measured(p: &TestPath) {
+    if !common::ns3_installed() {
+        return;
+    }
+    check_path(p);
+    linkperf_testsupport::stall::retry_when_stalled(|| {
+        let Some(_turn) = common::testbed_turn() else {
+            return;
+        };
+        let bin = common::bin();
+        let topology = two_hosts(p.name, &p.subnet_host(1), &p.subnet_host(2), &p.link());
+        let mut bed = CliBed::up(bin, &std::env::temp_dir(), p.name, &topology);
+        // Linux's congestion window clamp: the route metric `cwnd lock N`
+        // (snd_cwnd_clamp), on the sender's route to the receiver.
+        let route = bed
+            .in_netns("a", "ip")
+            .args(["route", "add", &format!("{}/32", p.subnet_host(2))])
+            .args(["dev", "eth0", "cwnd", "lock", &p.clamp.to_string()])
+            .output()
+            .expect("run ip route");
+        assert!(route.status.success(), "ip route: {route:?}");
+        let mut server = bed.exec("b", bin);
+        bed.serve("b", server.args(["server", "-q", "-p", "5241"]), 5241);
+        // Linux 6.18 applies the lock from the destination's tcp_metrics
+        // entry, which the first connection to it creates when it closes
+        // (the route's metrics copied in): one short test first.
+        let warm = bed
+            .exec("a", bin)
+            .args(["client", &p.subnet_host(2), "-p", "5241", "-n", "64K"])
+            .args(["-i", "0", "--no-store"])
+            .output()
+            .expect("run linkperf client");
+        assert!(warm.status.success(), "warm-up client: {warm:?}");
+        let file = topology_file(p);
+        for cc in ["reno", "cubic"] {
+            let measured = measure(&bed, p, cc);
+            let simulated = simulate(&file, p, cc);
+            // The client starts a little after the schedule: its clock is behind.
+            let m = check_event(&measured, p, cc, &format!("{} {cc} measured", p.name), 0.5);
+            let s = check_event(&simulated, p, cc, &format!("{} {cc} ns-3", p.name), LOSS_AT);
+            eprintln!("  {} {cc}: ns-3 / measured recovery {:.3}", p.name, s / m);
+            assert!(
+                (s / m - 1.0).abs() <= 0.25,
+                "{} {cc}: ns-3 recovery {s} s against measured {m} s",
+                p.name
+            );
+        }
+    });
+}
+
+const P1: TestPath = TestPath {
+    name: "lprec1",
+    subnet: "10.91.0",
+    rate_bps: 60e6,
+    delay_ms: 24.9,
+    queue: "queue = \"150K\"",
+    clamp: 100,
+};
+const P2: TestPath = TestPath {
+    name: "lprec2",
+    subnet: "10.92.0",
+    rate_bps: 30e6,
+    delay_ms: 33.13,
+    queue: "queue_packets = 60",
+    clamp: 64,
+};
+const P3: TestPath = TestPath {
+    name: "lprec3",
+    subnet: "10.93.0",
+    rate_bps: 20e6,
+    delay_ms: 49.69,
+    queue: "queue_packets = 30",
+    clamp: 64,
+};
+
+#[test]
+fn simulated_recovery_follows_reno_and_cubic_on_three_paths() {
+    for p in [&P1, &P2, &P3] {
+        check_simulated(p);
+    }
+}
+
+// The measured side does not hold yet (2026-11-27, loaded machine): see
+// docs/simulate.md, "Recovery after an injected loss".
+#[test]
+#[ignore = "measured recovery not yet matching: docs/simulate.md"]
+fn sixty_megabits_fifty_ms_byte_queue() {
+    check_measured(&P1);
+}
+
+#[test]
+#[ignore = "measured recovery not yet matching: docs/simulate.md"]
+fn thirty_megabits_two_thirds_of_100_ms() {
+    check_measured(&P2);
+}
+
+#[test]
+#[ignore = "measured recovery not yet matching: docs/simulate.md"]
+fn twenty_megabits_100_ms_small_queue() {
+    check_measured(&P3);
+}
