@@ -1,0 +1,124 @@
+//! Seed 003's experiments of `examples/seeds/` at their reduced duration
+//! through `linkperf reproduce`, checked for the shape the seed reports with
+//! the physics stated here: throughput is the window over the round trip up
+//! to the link, the round trip grows by the queue a large window fills, and
+//! after a loss Reno regrows its window by one segment per round trip while
+//! BIC and CUBIC do not depend on the round trip that way.
+//! docs/reproductions.md gives the numbers and why they differ from the seed's.
+//!
+//! Needs root (testbed) and, for the simulated part, ns-3; skipped with a
+//! message otherwise. About 1.5 minutes.
+
+mod common;
+
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::Command;
+
+fn seeds_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/seeds")
+}
+
+/// `linkperf reproduce NAME -J`, the whole document.
+fn reproduce_doc(name: &str) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_linkperf"))
+        .args(["reproduce", name, "--no-store", "-J", "--dir"])
+        .arg(seeds_dir())
+        .output()
+        .expect("run linkperf reproduce");
+    assert!(
+        out.status.success(),
+        "reproduce {name}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("reproduce JSON")
+}
+
+/// Runs `check` on the testbed's turn; a failure while the machine stalled
+/// runs it again.
+fn on_the_testbed(check: impl Fn()) {
+    linkperf_testsupport::stall::retry_when_stalled(|| {
+        let Some(_turn) = common::testbed_turn() else {
+            return;
+        };
+        check();
+    });
+}
+
+fn num(v: &Value, k: &str) -> f64 {
+    v[k].as_f64().unwrap_or_else(|| panic!("no {k} in {v}"))
+}
+
+/// The 003-socket-buffers path: 200 Mbit/s of Ethernet frames, MTU 9000
+/// (8948 bytes of TCP payload in 9038 bytes on the wire), 15 ms each way, a
+/// 200 KiB queue of frame bytes (22 frames of 9014 bytes).
+const RATE: f64 = 200e6;
+const PAYLOAD_MBPS: f64 = 200.0 * 8948.0 / 9038.0;
+const RTT_S: f64 = 30e-3;
+const MSS: f64 = 8948.0;
+const QUEUE_S: f64 = 22.0 * 9038.0 * 8.0 / RATE;
+
+/// Seed 003, Fig. 4 and equations (2)-(3): throughput rises as window / RTT
+/// until the link is full, and the window that fills it must be sized from
+/// the loaded RTT. Per point, with the window the receiver advertised (W):
+/// at most W / RTT (or the link's payload rate); at least the window less one
+/// segment over the RTT plus the window's own serialisation (a window sent as
+/// a burst waits for itself at the link), less 15 % for a loaded 2-core
+/// machine. The idle RTT is the handshake's, 2 x 15 ms plus the hosts' and
+/// the emulator's fraction of a millisecond; the loaded RTT stays there while
+/// the window is below the path's, and rises by up to the queue (8 ms) once a
+/// window larger than the path keeps it filled.
+fn check_socket_buffers() {
+    let doc = reproduce_doc("003-socket-buffers");
+    let rows = doc["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 7, "{doc}");
+    for r in rows {
+        let point = r["point"].as_str().unwrap_or_default();
+        let got = num(r, "linkperf_mbps");
+        let w = num(r, "advertised_window_bytes");
+        let (idle, loaded) = (num(r, "idle_rtt_ms"), num(r, "loaded_rtt_ms"));
+        eprintln!(
+            "  003-socket-buffers {point}: {got:.1} Mbit/s, window {w} B, RTT idle {idle:.2} loaded {loaded:.2} ms"
+        );
+        let high = (w * 8.0 / RTT_S / 1e6).min(PAYLOAD_MBPS);
+        let low = 0.85 * ((w - MSS) * 8.0 / (RTT_S + w * 8.0 / RATE) / 1e6).min(PAYLOAD_MBPS);
+        assert!(
+            got >= low && got <= 1.03 * high,
+            "{point}: {got:.1} Mbit/s outside window over RTT {low:.1}-{high:.1}"
+        );
+        assert!(
+            idle >= RTT_S * 1e3 - 0.05 && idle <= RTT_S * 1e3 + 1.5,
+            "{point}: idle RTT {idle:.2} ms, the path's is 30"
+        );
+        assert!(
+            loaded >= idle - 0.5 && loaded <= idle + QUEUE_S * 1e3 + 3.0,
+            "{point}: loaded RTT {loaded:.2} ms outside idle {idle:.2} .. + queue {:.1}",
+            QUEUE_S * 1e3
+        );
+    }
+    let at = |p: &str| {
+        rows.iter()
+            .find(|r| r["point"] == p)
+            .unwrap_or_else(|| panic!("no {p}"))
+    };
+    // 64 KiB over 30 ms is a twelfth of the link: nothing queues.
+    let small = at("window=64K");
+    assert!(
+        num(small, "loaded_rtt_ms") - num(small, "idle_rtt_ms") <= 2.0,
+        "{small}"
+    );
+    // 4 MiB of buffer is more than the path and its queue hold: the link is
+    // full and the queue kept mostly full (CUBIC regrows towards its last
+    // maximum, the queue's overflow, and stays near it).
+    let big = at("window=4M");
+    assert!(num(big, "linkperf_mbps") >= 0.9 * PAYLOAD_MBPS, "{big}");
+    assert!(
+        num(big, "loaded_rtt_ms") - num(big, "idle_rtt_ms") >= 0.4 * QUEUE_S * 1e3,
+        "{big}: the queue did not fill"
+    );
+}
+
+#[test]
+fn seed_003_socket_buffers() {
+    on_the_testbed(check_socket_buffers);
+}
