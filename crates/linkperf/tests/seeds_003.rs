@@ -122,3 +122,105 @@ fn check_socket_buffers() {
 fn seed_003_socket_buffers() {
     on_the_testbed(check_socket_buffers);
 }
+
+/// The 003-reno-bic-recovery path: 200 Mbit/s, 20 ms each way, MTU 1500
+/// (1448 bytes of payload per segment), the burst 6 s into the run.
+const RECOVERY_RTT_S: f64 = 40e-3;
+const RECOVERY_MSS_BITS: f64 = 1448.0 * 8.0;
+
+/// The one-second view of the injected loss: (before, after, recovery_1s_s)
+/// with None for "not back before the run ended".
+fn one_second(row: &Value) -> (f64, f64, Option<f64>) {
+    (
+        num(row, "second_before_mbps"),
+        num(row, "second_after_mbps"),
+        row["recovery_1s_s"].as_f64(),
+    )
+}
+
+/// Seed 003, Fig. 9, in ns-3 on the emulated path's twin: after the burst
+/// Reno halves its window and regrows it by at most one segment per round
+/// trip (Linux's rate; ns-3's NewReno with delayed ACKs half that), so its
+/// rate regrows by at most MSS / RTT^2 per second and getting from half back
+/// to 90 % of the rate before takes at least 0.4 x rate / (MSS / RTT^2): 0.7
+/// of that is asserted (the rate before includes the queue's share). BIC
+/// cuts its window to 0.8 (ns-3's beta) and climbs back to the old maximum
+/// within a few round trips, by binary search from 0.8 to 1 in steps of at
+/// most 16 segments per round trip (0.2 x 650 segments in 9 round trips):
+/// the second after the loss keeps 70 % or more and the next second is back
+/// at 90 %. So BIC's recovery is shorter than Reno's by a factor of at least
+/// the ratio of those bounds, several times here.
+fn check_simulated_recovery(doc: &Value) {
+    let sims = doc["simulated"].as_array().expect("simulated runs");
+    let sim = |cc: &str| {
+        sims.iter()
+            .find(|s| s["scale"] == "laptop" && s["congestion"] == cc)
+            .unwrap_or_else(|| panic!("no ns-3 {cc} run in {doc}"))
+    };
+    for s in sims {
+        eprintln!(
+            "  003-reno-bic-recovery ns-3 {}: {:.1} Mbit/s, loss at {:?} s, 1 s before/after {:?}/{:?} Mbit/s, back after {:?} s ({:.1} s wall)",
+            s["congestion"],
+            num(s, "mbps"),
+            s["loss_t_s"],
+            s["second_before_mbps"],
+            s["second_after_mbps"],
+            s["recovery_1s_s"],
+            num(s, "wall_s")
+        );
+    }
+    let (reno, bic) = (sim("reno"), sim("bic"));
+    let remaining = num(reno, "seconds") - num(reno, "loss_t_s");
+    let (before, after, back) = one_second(reno);
+    assert!(after <= 0.65 * before, "reno did not halve: {reno}");
+    let slope = RECOVERY_MSS_BITS / RECOVERY_RTT_S.powi(2) / 1e6;
+    let reno_least = 0.7 * 0.4 * before / slope;
+    assert!(
+        reno_least < remaining,
+        "the run is too short to see Reno's {reno_least:.1} s: {reno}"
+    );
+    let reno_back = back.unwrap_or(remaining);
+    assert!(
+        reno_back >= reno_least,
+        "reno back in {reno_back} s, faster than one segment per round trip allows ({reno_least:.1} s): {reno}"
+    );
+    let (before, after, back) = one_second(bic);
+    assert!(
+        after >= 0.7 * before,
+        "bic fell further than beta 0.8: {bic}"
+    );
+    let bic_back = back.unwrap_or_else(|| panic!("bic not back by the end: {bic}"));
+    assert!(bic_back <= 2.0, "{bic}");
+    assert!(
+        reno_back >= 3.0 * bic_back,
+        "bic {bic_back} s against reno {reno_back} s"
+    );
+}
+
+#[test]
+fn seed_003_reno_bic_recovery() {
+    on_the_testbed(|| {
+        if !common::ns3_installed() {
+            return;
+        }
+        let doc = reproduce_doc("003-reno-bic-recovery");
+        check_simulated_recovery(&doc);
+        check_measured_recovery(&doc);
+    });
+}
+
+/// The measured runs (reno and cubic through the emulated path): received
+/// no more than the link's TCP payload rate, 200 x 1448 / 1538 Mbit/s. Their
+/// recovery is printed, not asserted: see docs/reproductions.md (the burst
+/// did not always drop packets in the emulator, and this machine's CPU held
+/// the path below its rate).
+fn check_measured_recovery(doc: &Value) {
+    let payload = 200.0 * 1448.0 / 1538.0;
+    let rows = doc["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 2, "{doc}");
+    for r in rows {
+        eprintln!("  003-reno-bic-recovery measured: {r}");
+        let got = num(r, "linkperf_mbps");
+        assert!(got > 0.0 && got <= 1.01 * payload, "{r}");
+    }
+}

@@ -61,6 +61,53 @@ pub struct Injected {
     pub before_mbps: f64,
     /// None: not back at 90 % of `before_mbps` before the test ended.
     pub recovery_s: Option<f64>,
+    /// The same in whole seconds: the acknowledged rate of the second
+    /// before the loss, of the second from the loss on, and the end of the
+    /// first second from the loss on (in whole seconds after it) that was
+    /// back at 90 % of that; coarse, but no recovery's cumulative ACK lifts
+    /// a whole second.
+    pub second_before_mbps: Option<f64>,
+    pub second_after_mbps: Option<f64>,
+    pub recovery_1s_s: Option<f64>,
+}
+
+/// Acknowledged Mbit/s of the first stream's sender over (from, to] (a
+/// sample holds what was acknowledged since the one before).
+fn acked_mbps(samples: &[Value], from: f64, to: f64) -> Option<f64> {
+    let t = |s: &Value| s["t"].as_f64();
+    if samples.last().and_then(t)? < to {
+        return None;
+    }
+    let bytes: f64 = (samples.iter())
+        .filter(|s| t(s).is_some_and(|x| x > from && x <= to))
+        .filter_map(|s| s["acked_bytes"].as_f64())
+        .sum();
+    Some(bytes * 8.0 / (to - from) / 1e6)
+}
+
+/// The one-second view of a loss at `t` (see [`Injected`]).
+fn by_seconds(doc: &Value, t: f64) -> (Option<f64>, Option<f64>, Option<f64>) {
+    let Some(samples) = doc
+        .pointer("/summary/streams/0/sender/samples")
+        .and_then(Value::as_array)
+    else {
+        return (None, None, None);
+    };
+    let before = acked_mbps(samples, t - 1.0, t);
+    let after = acked_mbps(samples, t, t + 1.0);
+    let back = before.and_then(|b| {
+        (1..)
+            .map(|k| {
+                (
+                    k as f64,
+                    acked_mbps(samples, t + k as f64 - 1.0, t + k as f64),
+                )
+            })
+            .take_while(|(_, r)| r.is_some())
+            .find(|(_, r)| r.is_some_and(|r| r >= 0.9 * b))
+            .map(|(k, _)| k)
+    });
+    (before, after, back)
 }
 
 /// The injected event of a result: the first loss event the sender saw at
@@ -73,10 +120,16 @@ pub fn injected(doc: &Value, at_s: f64) -> Option<Injected> {
         .iter()
         .filter_map(|l| Some((l["t"].as_f64()?, l)))
         .find(|(t, _)| *t >= at_s - 0.05 && *t <= at_s + 1.0)
-        .map(|(t, l)| Injected {
-            loss_t_s: t,
-            before_mbps: l["before_bps"].as_f64().unwrap_or(0.0) / 1e6,
-            recovery_s: l["recovery_s"].as_f64(),
+        .map(|(t, l)| {
+            let (second_before_mbps, second_after_mbps, recovery_1s_s) = by_seconds(doc, t);
+            Injected {
+                loss_t_s: t,
+                before_mbps: l["before_bps"].as_f64().unwrap_or(0.0) / 1e6,
+                recovery_s: l["recovery_s"].as_f64(),
+                second_before_mbps,
+                second_after_mbps,
+                recovery_1s_s,
+            }
         })
 }
 
@@ -301,8 +354,15 @@ pub fn recovery_table(
     seed: &std::collections::BTreeMap<String, f64>,
 ) -> String {
     let mut out = format!(
-        "\n{:<24}  {:>9}  {:>10}  {:>12}  {:>11}  {:>11}\n",
-        "run", "Mbit/s", "loss at s", "before Mb/s", "recovery s", "seed rec. s"
+        "\n{:<24}  {:>9}  {:>10}  {:>12}  {:>11}  {:>17}  {:>11}  {:>11}\n",
+        "run",
+        "Mbit/s",
+        "loss at s",
+        "before Mb/s",
+        "recovery s",
+        "1 s before/after",
+        "1 s rec. s",
+        "seed rec. s"
     );
     let seed_of = |label: &str| {
         seed.iter()
@@ -313,18 +373,23 @@ pub fn recovery_table(
             .unwrap_or_else(|| "-".into())
     };
     let mut line = |label: String, mbps: Option<f64>, loss: Option<Injected>| {
+        let not_by_end = |v: Option<f64>, digits| match (loss, v) {
+            (Some(_), None) => "not by end".into(),
+            _ => opt(v, digits),
+        };
         out.push_str(&format!(
-            "{:<24}  {:>9}  {:>10}  {:>12}  {:>11}  {:>11}\n",
+            "{:<24}  {:>9}  {:>10}  {:>12}  {:>11}  {:>17}  {:>11}  {:>11}\n",
             label,
             opt(mbps, 1),
             opt(loss.map(|l| l.loss_t_s), 2),
             opt(loss.map(|l| l.before_mbps), 1),
-            match loss {
-                Some(Injected {
-                    recovery_s: None, ..
-                }) => "not by end".into(),
-                _ => opt(loss.and_then(|l| l.recovery_s), 2),
-            },
+            not_by_end(loss.and_then(|l| l.recovery_s), 2),
+            format!(
+                "{}/{}",
+                opt(loss.and_then(|l| l.second_before_mbps), 1),
+                opt(loss.and_then(|l| l.second_after_mbps), 1)
+            ),
+            not_by_end(loss.and_then(|l| l.recovery_1s_s), 0),
             seed_of(&label),
         ));
     };
@@ -361,6 +426,33 @@ mod tests {
         assert_eq!(injected(&d, 4.0), None);
         let not_back = injected(&d, 8.9).unwrap();
         assert_eq!(not_back.recovery_s, None);
+    }
+
+    #[test]
+    fn the_one_second_view_counts_whole_seconds_from_the_loss() {
+        // 100 Mbit/s until 5 s, 50 until 7 s, then 95; samples every 0.1 s.
+        let samples: Vec<Value> = (1..=100)
+            .map(|i| {
+                let t = i as f64 / 10.0;
+                let mbps = if t <= 5.0 {
+                    100.0
+                } else if t <= 7.0 {
+                    50.0
+                } else {
+                    95.0
+                };
+                json!({ "t": t, "acked_bytes": mbps * 1e6 * 0.1 / 8.0 })
+            })
+            .collect();
+        let doc = json!({ "summary": { "streams": [ { "sender": { "samples": samples } } ] } });
+        let (before, after, back) = by_seconds(&doc, 5.0);
+        assert!((before.unwrap() - 100.0).abs() < 1e-6);
+        assert!((after.unwrap() - 50.0).abs() < 1e-6);
+        assert_eq!(back, Some(3.0));
+        // Never back before the samples end.
+        let (_, _, back) = by_seconds(&doc, 2.0);
+        assert_eq!(back, Some(1.0));
+        assert_eq!(by_seconds(&doc, 9.5).2, None);
     }
 
     #[test]
