@@ -110,16 +110,18 @@ fn by_seconds(doc: &Value, t: f64) -> (Option<f64>, Option<f64>, Option<f64>) {
     (before, after, back)
 }
 
-/// The injected event of a result: the first loss event the sender saw at
-/// or after `at_s` (the schedule's first step), within a second of it (the
-/// sender sees a loss one round trip or more after the drop). None when the
-/// burst fell inside the recovery of an earlier event and merged with it.
+/// The injected event of a result: the first loss event the sender saw from
+/// half a second before `at_s` (the schedule's first step; a measured test's
+/// clock starts after its connection set-up, up to a few hundred ms after
+/// the schedule) to a second after it (the sender sees a loss one round trip
+/// or more after the drop). None when the burst fell inside the recovery of
+/// an earlier event and merged with it.
 pub fn injected(doc: &Value, at_s: f64) -> Option<Injected> {
     let losses = doc.pointer("/summary/dynamics/losses")?.as_array()?;
     losses
         .iter()
         .filter_map(|l| Some((l["t"].as_f64()?, l)))
-        .find(|(t, _)| *t >= at_s - 0.05 && *t <= at_s + 1.0)
+        .find(|(t, _)| *t >= at_s - 0.5 && *t <= at_s + 1.0)
         .map(|(t, l)| {
             let (second_before_mbps, second_after_mbps, recovery_1s_s) = by_seconds(doc, t);
             Injected {
@@ -422,7 +424,7 @@ mod tests {
         assert_eq!(got.loss_t_s, 6.03);
         assert_eq!(got.before_mbps, 180.0);
         assert_eq!(got.recovery_s, Some(7.5));
-        // Seen too late to be the burst: it merged with an earlier event.
+        // Nothing from 3.5 to 5 s: the burst merged with an earlier event.
         assert_eq!(injected(&d, 4.0), None);
         let not_back = injected(&d, 8.9).unwrap();
         assert_eq!(not_back.recovery_s, None);
