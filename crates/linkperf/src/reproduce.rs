@@ -492,15 +492,24 @@ pub fn table(r: &Reproduction) -> String {
         return title + &campaign_table(r);
     }
     let mut out = title + &sweep_table(r);
+    let measured: Vec<convergence::Measured> = (r.rows.iter())
+        .map(|x| convergence::Measured {
+            point: &x.point,
+            mbps: x.linkperf_mbps,
+            idle_rtt_ms: x.idle_rtt_ms,
+            loaded_rtt_ms: x.loaded_rtt_ms,
+            loss: x.loss,
+        })
+        .collect();
     if r.rows.iter().any(|x| x.idle_rtt_ms.is_some()) {
-        out.push_str(&convergence::rtt_table(&r.rows, r.payload_mbps));
+        out.push_str(&convergence::rtt_table(&measured, r.payload_mbps));
     }
     if r.rows.iter().any(|x| x.loss.is_some())
         || !r.simulated.is_empty()
         || !r.seed_recovery_s.is_empty()
     {
         out.push_str(&convergence::recovery_table(
-            &r.rows,
+            &measured,
             &r.simulated,
             &r.seed_recovery_s,
         ));

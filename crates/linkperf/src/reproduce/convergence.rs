@@ -303,13 +303,22 @@ pub fn simulate_all(
     (rows, None)
 }
 
+/// What the tables need of one measured point.
+pub struct Measured<'a> {
+    pub point: &'a str,
+    pub mbps: Option<f64>,
+    pub idle_rtt_ms: Option<f64>,
+    pub loaded_rtt_ms: Option<f64>,
+    pub loss: Option<Injected>,
+}
+
 fn opt(v: Option<f64>, digits: usize) -> String {
     v.map_or("-".into(), |x| format!("{x:.digits$}"))
 }
 
 /// Idle and loaded RTT per point, and the buffer each implies at `rate_mbps`
 /// (the seed's W = bandwidth x RTT), as text.
-pub fn rtt_table(rows: &[super::Row], rate_mbps: Option<f64>) -> String {
+pub fn rtt_table(rows: &[Measured], rate_mbps: Option<f64>) -> String {
     let width = rows.iter().map(|x| x.point.len()).max().unwrap_or(5).max(5);
     let mut out = format!(
         "\n{:<width$}  {:>13}  {:>15}\n",
@@ -331,12 +340,8 @@ pub fn rtt_table(rows: &[super::Row], rate_mbps: Option<f64>) -> String {
     let loaded = rows
         .iter()
         .filter(|x| x.loaded_rtt_ms.is_some())
-        .max_by(|a, b| {
-            a.linkperf_mbps
-                .unwrap_or(0.0)
-                .total_cmp(&b.linkperf_mbps.unwrap_or(0.0))
-        })
-        .and_then(|x| x.loaded_rtt_ms.map(|l| (x.point.clone(), l)));
+        .max_by(|a, b| a.mbps.unwrap_or(0.0).total_cmp(&b.mbps.unwrap_or(0.0)))
+        .and_then(|x| x.loaded_rtt_ms.map(|l| (x.point, l)));
     if let (Some(rate), Some(idle), Some((point, loaded))) = (rate_mbps, idle, loaded) {
         let kib = |ms: f64| rate * 1e6 * ms / 1e3 / 8.0 / 1024.0;
         out.push_str(&format!(
@@ -351,7 +356,7 @@ pub fn rtt_table(rows: &[super::Row], rate_mbps: Option<f64>) -> String {
 /// Recovery after the injected loss: measured per point, simulated per
 /// scale and congestion control, beside the seed's figures.
 pub fn recovery_table(
-    rows: &[super::Row],
+    rows: &[Measured],
     simulated: &[SimRow],
     seed: &std::collections::BTreeMap<String, f64>,
 ) -> String {
@@ -396,7 +401,7 @@ pub fn recovery_table(
         ));
     };
     for x in rows {
-        line(format!("measured {}", x.point), x.linkperf_mbps, x.loss);
+        line(format!("measured {}", x.point), x.mbps, x.loss);
     }
     for s in simulated {
         line(format!("ns-3 {} {}", s.scale, s.congestion), s.mbps, s.loss);
@@ -459,18 +464,12 @@ mod tests {
 
     #[test]
     fn the_rtt_table_gives_the_window_each_rtt_implies() {
-        let row = |point: &str, mbps: f64, idle: f64, loaded: f64| super::super::Row {
-            point: point.into(),
-            seed_mbps: None,
-            seed_scaled_mbps: None,
-            linkperf_mbps: Some(mbps),
-            sent_mbps: None,
-            model_mbps: None,
-            advertised_window_bytes: None,
+        let row = |point: &'static str, mbps: f64, idle: f64, loaded: f64| Measured {
+            point,
+            mbps: Some(mbps),
             idle_rtt_ms: Some(idle),
             loaded_rtt_ms: Some(loaded),
             loss: None,
-            runs: 1,
         };
         let rows = [
             row("window=64K", 17.0, 30.2, 30.4),
