@@ -110,8 +110,8 @@ fn by_seconds(doc: &Value, t: f64) -> (Option<f64>, Option<f64>, Option<f64>) {
     (before, after, back)
 }
 
-/// The injected event of a result: the first loss event the sender saw from
-/// half a second before `at_s` (the schedule's first step; a measured test's
+/// The injected event of a result: the loss event nearest `at_s` that the
+/// sender saw from half a second before it (the schedule's first step; a measured test's
 /// clock starts after its connection set-up, up to a few hundred ms after
 /// the schedule) to a second after it (the sender sees a loss one round trip
 /// or more after the drop). None when the burst fell inside the recovery of
@@ -121,7 +121,8 @@ pub fn injected(doc: &Value, at_s: f64) -> Option<Injected> {
     losses
         .iter()
         .filter_map(|l| Some((l["t"].as_f64()?, l)))
-        .find(|(t, _)| *t >= at_s - 0.5 && *t <= at_s + 1.0)
+        .filter(|(t, _)| *t >= at_s - 0.5 && *t <= at_s + 1.0)
+        .min_by(|(a, _), (b, _)| (a - at_s).abs().total_cmp(&(b - at_s).abs()))
         .map(|(t, l)| {
             let (second_before_mbps, second_after_mbps, recovery_1s_s) = by_seconds(doc, t);
             Injected {
