@@ -6,11 +6,14 @@
 //! throughput with the seed's figure and with the physics the experiment
 //! follows; an experiment with a `[cold]` table measures first-packet
 //! probes per site instead ([`cold`]), one with a `campaign` file runs many
-//! host pairs at once ([`campaign`]). It prints nothing; [`table`] renders
-//! the comparison.
+//! host pairs at once ([`campaign`]); a sweep sampled with `--sample` gets
+//! its idle and loaded RTT, one with a link `schedule` the recovery after
+//! the loss it injects, and `[[simulate_scale]]` scales the same in ns-3
+//! ([`convergence`]). It prints nothing; [`table`] renders the comparison.
 
 pub mod campaign;
 pub mod cold;
+pub mod convergence;
 
 use crate::spec::TestSpec;
 use crate::sweep::run::{self as sweep_run, Observer, Plan, Stop, SweepOptions};
@@ -65,6 +68,16 @@ pub struct Experiment {
     /// point's, or each campaign flow's.
     #[serde(default)]
     pub simulate: bool,
+    /// A link schedule file (relative to the directory) started right
+    /// before every run of the sweep: a loss burst, for instance.
+    pub schedule: Option<String>,
+    /// The seed's recovery times after a loss, seconds, by congestion control.
+    #[serde(default)]
+    pub seed_recovery_s: BTreeMap<String, f64>,
+    /// ns-3 runs of the same schedule after the sweep, per scale
+    /// (`[[simulate_scale]]` tables).
+    #[serde(default, rename = "simulate_scale")]
+    pub simulate_scales: Vec<convergence::SimScale>,
     pub repeat: Option<u32>,
     pub model: Option<Model>,
     /// The seed's figures, by point label (`clamp=512`).
@@ -185,7 +198,31 @@ impl Experiment {
                 .and_then(|network| c.check(&network, reduced))
                 .map_err(|e| format!("{}: {e}", self.name)),
             (None, Some(file)) => self.campaign_setup(file).check().map(|_| ()),
-            (None, None) => self.plan(reduced, repeat).map(|_| ()),
+            (None, None) => {
+                self.plan(reduced, repeat)?;
+                self.simulate_scales
+                    .iter()
+                    .try_for_each(|s| s.check(&self.dir, reduced))
+                    .map_err(|e| format!("{}: {e}", self.name))
+            }
+        }
+    }
+
+    /// When the schedule's first step comes (its injected loss), seconds.
+    fn loss_at(&self) -> Result<Option<f64>, String> {
+        self.schedule
+            .as_ref()
+            .map(|s| convergence::first_step_s(&self.dir, s, &self.topology))
+            .transpose()
+            .map_err(|e| format!("{}: {e}", self.name))
+    }
+
+    /// The link's payload rate the experiment's model names, Mbit/s.
+    fn payload_mbps(&self) -> Option<f64> {
+        match self.model.as_ref()? {
+            Model::WindowOverRtt { payload_mbps, .. } | Model::Ceiling { payload_mbps } => {
+                Some(*payload_mbps)
+            }
         }
     }
 
@@ -237,6 +274,7 @@ impl Experiment {
             client_host: self.client_host.clone(),
             server_host: self.server_host.clone(),
             simulate: self.simulate,
+            schedule: self.schedule.as_ref().map(|s| self.dir.join(s)),
             ..SweepOptions::default()
         };
         Plan::new(spec, &options, None).map_err(|e| format!("{}: {e}", self.name))
@@ -266,6 +304,16 @@ pub struct Row {
     pub seed_simulated_mbps: Option<f64>,
     /// The window the receiver advertised (the sender's tcp_info), median.
     pub advertised_window_bytes: Option<u64>,
+    /// With `--sample`: the first sample's smoothed RTT and the loaded one
+    /// (summary.dynamics.rtt), medians over the point's runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle_rtt_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loaded_rtt_ms: Option<f64>,
+    /// With a `schedule`: the loss it injected and the recovery (the
+    /// point's first run that saw it as its own event).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loss: Option<convergence::Injected>,
     pub runs: usize,
 }
 
@@ -288,6 +336,14 @@ pub struct Reproduction {
     /// A `[cold]` experiment's sites.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sites: Vec<cold::ColdRow>,
+    /// `[[simulate_scale]]`: the ns-3 runs, stored as runs.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub simulated: Vec<convergence::SimRow>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub seed_recovery_s: BTreeMap<String, f64>,
+    /// The link's payload rate (the model's), for the buffer an RTT implies.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payload_mbps: Option<f64>,
     /// Why it stopped early, if it did (the rows hold what ran).
     pub stopped: Option<String>,
 }
@@ -313,6 +369,9 @@ pub fn run(
         campaign_id: None,
         rows: Vec::new(),
         sites: Vec::new(),
+        simulated: Vec::new(),
+        seed_recovery_s: experiment.seed_recovery_s.clone(),
+        payload_mbps: experiment.payload_mbps(),
         stopped: None,
     };
     if let Some(cold) = &experiment.cold {
@@ -332,6 +391,7 @@ pub fn run(
         return Ok(r);
     }
     let plan = experiment.plan(reduced, repeat)?;
+    let loss_at = experiment.loss_at()?;
     let argv = vec![format!("reproduce {}", experiment.name)];
     let id = store
         .create_sweep(&plan.record(argv))
@@ -349,8 +409,22 @@ pub fn run(
     let runs = store.sweep_runs(id, true).map_err(|e| e.to_string())?;
     let points = sweep_mod::summarise(&sweep, &runs);
     r.sweep_id = Some(id);
-    r.rows = points.iter().map(|p| row(experiment, p, &runs)).collect();
+    r.rows = points
+        .iter()
+        .map(|p| row(experiment, p, &runs, loss_at))
+        .collect();
     r.stopped = stopped;
+    if r.stopped.is_none() {
+        let schedule = experiment.schedule.as_deref();
+        (r.simulated, r.stopped) = convergence::simulate_all(
+            &experiment.simulate_scales,
+            &experiment.dir,
+            schedule,
+            reduced,
+            store,
+            interrupt,
+        );
+    }
     Ok(r)
 }
 
@@ -366,12 +440,20 @@ fn campaign_row(experiment: &Experiment, m: campaign::Measure) -> Row {
         simulated_mbps: m.simulated_mbps,
         seed_simulated_mbps: seed.and_then(|r| r.simulated),
         advertised_window_bytes: None,
+        idle_rtt_ms: None,
+        loaded_rtt_ms: None,
+        loss: None,
         runs: m.sessions,
         point: m.point,
     }
 }
 
-fn row(experiment: &Experiment, point: &PointSummary, runs: &[RunRow]) -> Row {
+fn row(
+    experiment: &Experiment,
+    point: &PointSummary,
+    runs: &[RunRow],
+    loss_at: Option<f64>,
+) -> Row {
     let label = point.label();
     // The model reads the point's values over the experiment's fixed options.
     let mut params = experiment.options.clone();
@@ -380,7 +462,8 @@ fn row(experiment: &Experiment, point: &PointSummary, runs: &[RunRow]) -> Row {
             params.insert(k.clone(), v.as_str().unwrap_or_default().to_string());
         }
     }
-    let mut windows: Vec<u64> = sweep_mod::point_runs(runs, point.index)
+    let point_runs = sweep_mod::point_runs(runs, point.index);
+    let mut windows: Vec<u64> = point_runs
         .iter()
         .filter_map(|r| {
             r.report
@@ -406,6 +489,11 @@ fn row(experiment: &Experiment, point: &PointSummary, runs: &[RunRow]) -> Row {
         linkperf_mbps: point.received.as_ref().map(|s| s.median / 1e6),
         model_mbps: experiment.model.as_ref().and_then(|m| m.predict(&params)),
         advertised_window_bytes: windows.get(windows.len() / 2).copied(),
+        idle_rtt_ms: convergence::median_of(&point_runs, |d| convergence::rtt_ms(d).0),
+        loaded_rtt_ms: convergence::median_of(&point_runs, |d| convergence::rtt_ms(d).1),
+        loss: loss_at.and_then(|at| {
+            (point_runs.iter()).find_map(|r| convergence::injected(r.report.as_ref()?, at))
+        }),
         runs: point.run_ids.len(),
         point: label,
     }
@@ -428,7 +516,30 @@ pub fn table(r: &Reproduction) -> String {
     if r.rows.iter().any(|x| x.sent_mbps.is_some()) {
         return title + &campaign_table(r);
     }
-    title + &sweep_table(r)
+    let mut out = title + &sweep_table(r);
+    let measured: Vec<convergence::Measured> = (r.rows.iter())
+        .map(|x| convergence::Measured {
+            point: &x.point,
+            mbps: x.linkperf_mbps,
+            idle_rtt_ms: x.idle_rtt_ms,
+            loaded_rtt_ms: x.loaded_rtt_ms,
+            loss: x.loss,
+        })
+        .collect();
+    if r.rows.iter().any(|x| x.idle_rtt_ms.is_some()) {
+        out.push_str(&convergence::rtt_table(&measured, r.payload_mbps));
+    }
+    if r.rows.iter().any(|x| x.loss.is_some())
+        || !r.simulated.is_empty()
+        || !r.seed_recovery_s.is_empty()
+    {
+        out.push_str(&convergence::recovery_table(
+            &measured,
+            &r.simulated,
+            &r.seed_recovery_s,
+        ));
+    }
+    out
 }
 
 fn mbps(v: Option<f64>) -> String {

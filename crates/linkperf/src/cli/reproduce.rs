@@ -104,10 +104,12 @@ pub fn run(args: ReproduceArgs) -> ExitCode {
         if let (false, Some(id)) = (args.no_store, r.campaign_id) {
             say!("stored as campaign {id}: linkperf report {id} -o FILE.html");
         }
-        let runs: Vec<String> = r
-            .sites
-            .iter()
-            .filter_map(|s| s.run_id)
+        let mut simulated: Vec<i64> = r.simulated.iter().filter_map(|s| s.sweep_id).collect();
+        simulated.dedup();
+        for id in simulated.iter().filter(|_| !args.no_store) {
+            say!("ns-3 runs stored as sweep {id}: linkperf report {id} -o FILE.html");
+        }
+        let runs: Vec<String> = (r.sites.iter().filter_map(|s| s.run_id))
             .map(|i| i.to_string())
             .collect();
         if !args.no_store && !runs.is_empty() {

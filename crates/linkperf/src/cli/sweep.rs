@@ -58,6 +58,10 @@ pub struct SweepArgs {
     /// its first measured run and show it beside the measurement.
     #[arg(long)]
     pub simulate: bool,
+    /// With --testbed: a link schedule file (as `testbed set --schedule`)
+    /// started right before every run; its times count from the run's start.
+    #[arg(long, value_name = "FILE", requires = "testbed")]
+    pub schedule: Option<std::path::PathBuf>,
     /// Finish sweep ID from the archive (only --db and -J may be given with it).
     #[arg(long, value_name = "ID")]
     pub resume: Option<i64>,
@@ -87,6 +91,7 @@ impl SweepArgs {
             client_host: self.client_host.clone(),
             server_host: self.server_host.clone(),
             simulate: self.simulate,
+            schedule: self.schedule.clone(),
         }
     }
 
@@ -202,8 +207,8 @@ fn run_sweep(args: SweepArgs) -> ExitCode {
     execute(&mut store, id, &plan, json_out, db.as_deref(), no_store)
 }
 
-/// The command line with `--testbed FILE` made absolute, so `--resume`
-/// finds the file from any directory.
+/// The command line with `--testbed FILE` and `--schedule FILE` made
+/// absolute, so `--resume` finds the files from any directory.
 fn absolute_testbed(mut argv: Vec<String>) -> Vec<String> {
     let absolute = |f: &str| {
         std::path::absolute(f)
@@ -211,10 +216,12 @@ fn absolute_testbed(mut argv: Vec<String>) -> Vec<String> {
             .unwrap_or_else(|_| f.to_string())
     };
     for i in 0..argv.len() {
-        if let Some(f) = argv[i].strip_prefix("--testbed=") {
-            argv[i] = format!("--testbed={}", absolute(f));
-        } else if argv[i] == "--testbed" && i + 1 < argv.len() {
-            argv[i + 1] = absolute(&argv[i + 1]);
+        for flag in ["--testbed", "--schedule"] {
+            if let Some(f) = argv[i].strip_prefix(&format!("{flag}=")) {
+                argv[i] = format!("{flag}={}", absolute(f));
+            } else if argv[i] == flag && i + 1 < argv.len() {
+                argv[i + 1] = absolute(&argv[i + 1]);
+            }
         }
     }
     argv

@@ -17,7 +17,7 @@ use crate::report::Report;
 use crate::runner::run_test;
 use crate::server::{Server, ServerOptions};
 use crate::spec::TestSpec;
-use linkperf_testbed::schedule::LinkChange;
+use linkperf_testbed::schedule::{LinkChange, Schedule};
 use linkperf_testbed::topology::parse_set_args;
 use linkperf_testbed::{Testbed, Topology};
 use std::net::{SocketAddr, TcpStream};
@@ -224,6 +224,14 @@ impl Session {
             .map_err(|e| format!("cannot set {}: {e}", plan::label(&links)))?;
         self.applied = Some(links);
         Ok(())
+    }
+
+    /// Starts `schedule` now (its times count from here), replacing one
+    /// still running: a run that follows starts with it.
+    pub fn start_schedule(&self, schedule: &Schedule) -> Result<(), String> {
+        self.testbed
+            .start_schedule(schedule)
+            .map_err(|e| format!("cannot start the link schedule: {e}"))
     }
 
     /// One test from the client host.

@@ -12,6 +12,7 @@ use crate::client::ClientError;
 use crate::runner::run_test;
 use crate::spec::TestSpec;
 use linkperf_store::{NewRun, NewSweep, Store, SweepSlot};
+use linkperf_testbed::schedule::Schedule;
 use serde_json::json;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -49,6 +50,9 @@ pub struct SweepOptions {
     pub server_host: Option<String>,
     /// Simulate every point's ns-3 twin after its first measured run.
     pub simulate: bool,
+    /// A link schedule file (as `testbed set --schedule`) started right
+    /// before every run, so its times count from that run's start.
+    pub schedule: Option<std::path::PathBuf>,
 }
 
 /// A sweep ready to run: the base test and every point.
@@ -65,6 +69,8 @@ pub struct Plan {
     pub network: Option<Network>,
     /// `--simulate`: each point's ns-3 twin is stored beside its runs.
     pub simulate: bool,
+    /// `--schedule`: the file and its steps, started before every run.
+    pub schedule: Option<(std::path::PathBuf, Schedule)>,
 }
 
 /// Why a sweep stopped before its end.
@@ -101,6 +107,7 @@ impl Plan {
             .map(|v| plan::parse_vary(v))
             .collect::<Result<Vec<_>, _>>()?;
         let network = network_of(&mut base, options, &varies)?;
+        let schedule = schedule_of(network.as_ref(), options)?;
         let points = plan::expand(&varies)?;
         let confidence = match &options.confidence {
             Some(c) => {
@@ -150,6 +157,7 @@ impl Plan {
             confidence,
             network,
             simulate: options.simulate,
+            schedule,
         };
         for p in &plan.points {
             plan.point(p)?
@@ -194,6 +202,7 @@ impl Plan {
             "base_options": self.base.config(),
             "testbed": self.network.as_ref().map(Network::describe),
             "simulate": self.simulate,
+            "schedule": self.schedule.as_ref().map(|(file, _)| file),
         });
         NewSweep {
             host: self.base.host.clone(),
@@ -242,6 +251,30 @@ fn network_of(
     network.check(varies)?;
     base.host = network.server_address();
     Ok(Some(network))
+}
+
+/// The `--schedule` file read against the testbed's links. Its ns-3 twin
+/// would need the same steps, which a sweep's twins do not take yet.
+fn schedule_of(
+    network: Option<&Network>,
+    options: &SweepOptions,
+) -> Result<Option<(std::path::PathBuf, Schedule)>, String> {
+    let Some(file) = &options.schedule else {
+        return Ok(None);
+    };
+    let Some(network) = network else {
+        return Err("--schedule changes testbed links: add --testbed FILE.toml".into());
+    };
+    if options.simulate {
+        return Err(
+            "--schedule with --simulate: the twins do not take a schedule; simulate it with `linkperf simulate --schedule FILE`"
+                .into(),
+        );
+    }
+    let schedule = linkperf_testbed::topology::schedule_from_file(file, &network.topology)
+        .map_err(|e| format!("--schedule: {e}"))?;
+    let file = std::path::absolute(file).unwrap_or_else(|_| file.clone());
+    Ok(Some((file, schedule)))
 }
 
 fn now_ms() -> i64 {
@@ -402,6 +435,9 @@ impl Runner<'_> {
         let spec = self.plan.point(params).map_err(Stop::RunFailed)?;
         if let Some(session) = &mut self.session {
             session.set_point(params).map_err(Stop::RunFailed)?;
+            if let Some((_, schedule)) = &self.plan.schedule {
+                session.start_schedule(schedule).map_err(Stop::RunFailed)?;
+            }
         }
         let report = match self.attempt(&spec) {
             Ok(r) if r.interrupted => return Err(Stop::Interrupted),
