@@ -179,8 +179,12 @@ impl SimScale {
     }
 
     fn spec(&self, dir: &Path, congestion: &str, seconds: f64) -> Result<SimSpec, String> {
-        let sample = linkperf_units::parse_duration(&self.sample)
-            .map_err(|e| format!("[[simulate_scale]] {}: sample {}: {e}", self.name, self.sample))?;
+        let sample = linkperf_units::parse_duration(&self.sample).map_err(|e| {
+            format!(
+                "[[simulate_scale]] {}: sample {}: {e}",
+                self.name, self.sample
+            )
+        })?;
         simulate::ns3_congestion(congestion).map_err(|e| e.message)?;
         Ok(SimSpec {
             testbed: dir.join(&self.topology),
@@ -193,6 +197,7 @@ impl SimScale {
             streams: 1,
             window: None,
             window_clamp: None,
+            cwnd_clamp: None,
         })
     }
 
@@ -204,7 +209,10 @@ impl SimScale {
             None => self.seconds(false).expect("full time")?,
         };
         if self.congestion.is_empty() {
-            return Err(format!("[[simulate_scale]] {}: no congestion control", self.name));
+            return Err(format!(
+                "[[simulate_scale]] {}: no congestion control",
+                self.name
+            ));
         }
         for cc in &self.congestion {
             self.spec(dir, cc, seconds)?;
@@ -254,12 +262,22 @@ pub fn simulate_all(
         };
         let at = match schedule.map(|s| first_step_s(dir, s, &scale.topology)) {
             Some(Ok(at)) => Some(at),
-            Some(Err(e)) => return (rows, Some(format!("[[simulate_scale]] {}: {e}", scale.name))),
+            Some(Err(e)) => {
+                return (
+                    rows,
+                    Some(format!("[[simulate_scale]] {}: {e}", scale.name)),
+                )
+            }
             None => None,
         };
         let sweep_id = match scale.record(dir, seconds, store) {
             Ok(id) => id,
-            Err(e) => return (rows, Some(format!("[[simulate_scale]] {}: {e}", scale.name))),
+            Err(e) => {
+                return (
+                    rows,
+                    Some(format!("[[simulate_scale]] {}: {e}", scale.name)),
+                )
+            }
         };
         for (point, cc) in scale.congestion.iter().enumerate() {
             if interrupt.load(Ordering::Relaxed) {
@@ -272,7 +290,12 @@ pub fn simulate_all(
             });
             let doc = match doc {
                 Ok(d) => d,
-                Err(e) => return (rows, Some(format!("[[simulate_scale]] {} {cc}: {e}", scale.name))),
+                Err(e) => {
+                    return (
+                        rows,
+                        Some(format!("[[simulate_scale]] {} {cc}: {e}", scale.name)),
+                    )
+                }
             };
             let wall_s = started.elapsed().as_secs_f64();
             let run = NewRun::from_test_report(doc.clone()).in_sweep(SweepSlot {
