@@ -26,7 +26,8 @@ stream threads set both). Its modes: `timer` (its default sleeps) and
 the mode with the lower p99.
 
 With --scan, `--scan-runs` interleaved rounds at each scan rate find each
-tool's highest rate whose median misses stay under 1 %.
+tool's highest rate whose median misses stay under 1 % (a scan rate among
+--rates reuses those runs).
 
 Run it under the test lock on the shared machine:
     flock /tmp/lp-test.lock python3 bench/ditg.py --runs 5 --scan 20000,50000,100000,200000,500000,1000000
@@ -318,8 +319,11 @@ def main():
     rates = [int(float(r)) for r in cfg.rates.split(",") if r]
     scan = [int(float(r)) for r in cfg.scan.split(",") if r]
     started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
-    results = {"rates": measure(cfg, rates, cfg.runs, work, 1000),
-               "scan": measure(cfg, scan, cfg.scan_runs, work, 2000)}
+    results = {"rates": measure(cfg, rates, cfg.runs, work, 1000)}
+    # A scan rate already measured above (with as many runs) is not run again.
+    again = [r for r in scan if r not in rates or cfg.scan_runs > cfg.runs]
+    results["scan"] = {**{r: v for r, v in results["rates"].items() if r in scan},
+                       **measure(cfg, again, cfg.scan_runs, work, 2000)}
     benchlib.stop_children()
     results["started"] = started
     results["ended"] = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())

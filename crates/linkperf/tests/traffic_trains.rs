@@ -51,7 +51,7 @@ fn a_sender_in_trains_reports_what_it_sent_and_what_it_missed() {
     let config = TestConfig {
         protocol: Protocol::Udp,
         parallel: 1,
-        length: SIZE,
+        length: SIZE as u32,
         duration_s: SECONDS,
         interval_s: 0.0,
         traffic: Some(Box::new(traffic)),
