@@ -16,7 +16,9 @@ medians of:
     first packet. Both follow an absolute schedule: a late packet is sent at
     once (D-ITG's default -j 1, "guarantee the mean packet rate");
   - schedule misses: packets sent more than 1 ms late, plus packets due
-    before the end but never sent (both tools counted the same way);
+    before the end but never sent (both tools counted the same way; D-ITG
+    is asked for the packets due in --secs by count, -z, and given up to
+    three times as long to send them);
   - CPU per packet sent: the sender process's rusage (user + system, all
     threads, whole life) over the packets it sent.
 D-ITG gets the conditions linkperf's sender gives itself: ITGSend runs at
@@ -137,8 +139,14 @@ def ditg_run(cfg, rate, schedule, work, mode):
     for path in (log_file, txt):
         if os.path.exists(path):
             os.remove(path)
+    # The packets due in --secs, by count (-z): D-ITG's clock starts some
+    # milliseconds before its first packet, so a duration (-t) would end its
+    # run before the schedule's end (anchored at that first packet) and count
+    # its last packets as unsent. -t only bounds a sender far behind.
+    due_total = sum(1 for _ in iter_due(gaps_s, cfg.secs))
     argv = ["ITGSend", "-a", HOST, "-rp", str(cfg.ditg_port), "-T", "UDP", "-Ft", idt_file,
-            "-c", str(SIZE), "-t", str(int(cfg.secs * 1000)), "-l", log_file]
+            "-c", str(SIZE), "-z", str(due_total), "-t", str(int(3 * cfg.secs * 1000)),
+            "-l", log_file]
     if mode == "poll":
         argv.append("-poll")
     load = loadavg()
@@ -154,7 +162,7 @@ def ditg_run(cfg, rate, schedule, work, mode):
                     tx.append(tx_seconds(line[i + 7:].split()[0]))
     if not tx:
         log(f"D-ITG ({mode}) at {rate}/s left no log: {err.strip()[-300:]}")
-        due = sum(1 for _ in iter_due(gaps_s, cfg.secs))
+        due = due_total
         return {"load": load, "p50_us": float("nan"), "p99_us": float("nan"), "due": due,
                 "sent": 0, "late": 0, "misses": due, "cpu_us_per_packet": float("nan"),
                 "failed": True}
@@ -168,14 +176,7 @@ def ditg_run(cfg, rate, schedule, work, mode):
             sched.append(t)
         errs = [abs(a - b) * 1e6 for a, b in zip(tx, sched)]
         late = sum(1 for a, b in zip(tx, sched) if (a - b) * 1e6 > LATE_LIMIT_US)
-        # Due before the end of the run but never sent.
-        t, due = tx[0], 1
-        for g in gaps_s[offset:]:
-            t += g
-            if t >= tx[0] + cfg.secs:
-                break
-            due += 1
-        cand = (percentile(errs, 0.5), errs, late, due)
+        cand = (percentile(errs, 0.5), errs, late, due_total)
         if best is None or cand[0] < best[0]:
             best = cand
     _, errs, late, due = best
