@@ -27,10 +27,10 @@ const SIZE: usize = 100;
 /// crates/engine/src/stream.rs).
 const END_MARKERS: u64 = 5;
 
-/// Sequence numbers and lengths of the data datagrams that arrive, and how
-/// many others (end markers) did, until the socket has been empty for
-/// 300 ms after `done` is set.
-fn receive(sock: UdpSocket, done: Arc<AtomicBool>) -> (Vec<(u64, usize)>, u64) {
+/// Sequence numbers and lengths of the data datagrams that arrive, how many
+/// others (end markers) did, and how many the kernel dropped at the socket,
+/// once the socket has been empty for 300 ms after `done` is set.
+fn receive(sock: UdpSocket, done: Arc<AtomicBool>) -> (Vec<(u64, usize)>, u64, u64) {
     sock.set_read_timeout(Some(Duration::from_millis(300)))
         .unwrap();
     let mut got = Vec::with_capacity((RATE * SECONDS * 1.2) as usize);
@@ -39,7 +39,8 @@ fn receive(sock: UdpSocket, done: Arc<AtomicBool>) -> (Vec<(u64, usize)>, u64) {
     loop {
         let Ok(n) = sock.recv(&mut buf) else {
             if done.load(Ordering::Acquire) {
-                return (got, others);
+                // While the socket is still open: it leaves the table when closed.
+                return (got, others, kernel_drops(sock.local_addr().unwrap().port()));
             }
             continue;
         };
@@ -100,7 +101,6 @@ fn a_sender_in_trains_reports_what_it_sent_and_what_it_missed() {
         role: Role::Sender,
         socket: DataSocket::Udp(tx),
     }];
-    let port = rx.local_addr().unwrap().port();
     let done = Arc::new(AtomicBool::new(false));
     let receiver = std::thread::spawn({
         let done = done.clone();
@@ -111,8 +111,7 @@ fn a_sender_in_trains_reports_what_it_sent_and_what_it_missed() {
     side.start(start, Arc::new(|_: SideEvent| {}));
     let result = side.finish();
     done.store(true, Ordering::Release);
-    let (got, others) = receiver.join().unwrap();
-    let drops = kernel_drops(port);
+    let (got, others, drops) = receiver.join().unwrap();
     let s = result.streams[0]
         .schedule
         .clone()
