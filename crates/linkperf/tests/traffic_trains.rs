@@ -148,7 +148,7 @@ fn a_sender_in_trains_reports_what_it_sent_and_what_it_missed() {
     // and at its size.
     assert_eq!(seqs.len(), got.len(), "a datagram arrived twice");
     assert!(
-        seqs.last().map_or(true, |&m| m < s.messages_sent),
+        seqs.last().is_none_or(|&m| m < s.messages_sent),
         "a datagram numbered past the {} reported sent",
         s.messages_sent
     );
