@@ -3,8 +3,7 @@
 //! on the pacer's timer (no spinning); a message the sender reaches late is
 //! sent at once, so the mean rate holds, and counted as a schedule miss when
 //! it is more than [`LATE_LIMIT`] late. Over UDP, messages due together (the
-//! sender is behind, or they are closer than a timer wake-up) leave in one
-//! sendmmsg, each datagram still numbered and stamped, each message's error
+//! sender is behind) leave in one sendmmsg, each datagram still numbered and stamped, each message's error
 //! taken against its own due time; none leaves more than
 //! [`MAX_EARLY`](crate::pacer::MAX_EARLY) early. `burst` skips a burst a whole period
 //! late (NetSpec's semantics) and counts it. What was due but never sent by
@@ -230,11 +229,11 @@ struct Train {
 }
 
 /// Follows the schedule, calling `send(sizes)` with the sizes of the
-/// messages to send now: the one the sender woke for and, up to
-/// `max_train`, every further one already due or due within the sleeper's
-/// early margin (at most [`MAX_EARLY`](crate::pacer::MAX_EARLY) ahead), so
-/// a sender behind its schedule or facing messages closer together than a
-/// timer wake-up sends them in one call. `send` returns the bytes it sent,
+/// messages to send now: the one the sender woke for (at most
+/// [`MAX_EARLY`](crate::pacer::MAX_EARLY) before it is due) and, up to
+/// `max_train`, every further one already due, so a sender behind its
+/// schedule (messages closer together than one call takes) sends them in
+/// one call. `send` returns the bytes it sent,
 /// or `None` when the stream must stop.
 fn follow(
     shared: &StreamShared,
@@ -295,9 +294,12 @@ fn follow(
         train.dues.clear();
         train.sizes.clear();
         f.board(due, bytes, now, &mut train);
-        let horizon = now + sleeper.early_margin();
+        // Only messages already due join it: taking those due within the
+        // early margin too sends them back to back with one stamp time, and
+        // at low rates that moves the receiver's gap distribution measurably
+        // (tests/traffic_statistics.rs).
         while train.dues.len() < max_train {
-            match f.draw(Some(horizon), shared) {
+            match f.draw(Some(now), shared) {
                 Draw::Message(due, bytes) => f.board(due, bytes, now, &mut train),
                 _ => break,
             }
