@@ -36,6 +36,11 @@ const INITIAL_WAKE_LATE: Duration = Duration::from_micros(20);
 pub const WAKE_FACTOR: f64 = 4.0;
 /// Weight of a new lateness measurement (an exponential moving average).
 const LATE_GAIN: f64 = 1.0 / 16.0;
+/// The most a sleep ends before the time asked (and so the most a send on a
+/// schedule leaves early): half the timer's lateness, but never more than
+/// this, however late a loaded machine's timer has become (a sleep that
+/// would end too early is asked for and ends late instead).
+pub const MAX_EARLY: Duration = Duration::from_micros(10);
 
 /// Sleeps to a point in time on the high-resolution timer, waking early by
 /// the timer's own measured lateness (shared by the pacer and by senders
@@ -60,14 +65,22 @@ impl Sleeper {
         Duration::from_secs_f64(self.wake_late)
     }
 
+    /// How early a sleep may end: half the timer's lateness, at most
+    /// [`MAX_EARLY`]. Waking for anything due sooner would end later than
+    /// it is due by more than that.
+    pub fn early_margin(&self) -> Duration {
+        Duration::from_secs_f64(self.wake_late / 2.0).min(MAX_EARLY)
+    }
+
     /// Sleeps so as to wake at `at`: asks the timer for `at` minus its usual
-    /// lateness, and returns without sleeping when `at` is nearer than half
-    /// that lateness (sending a little early beats waking later than `at`).
+    /// lateness, and returns without sleeping when `at` is nearer than
+    /// [`Sleeper::early_margin`] (sending a little early beats waking later than `at`).
     pub fn sleep_until(&mut self, at: Instant) {
+        let margin = self.early_margin().as_secs_f64();
         loop {
             let now = Instant::now();
             let left = at.saturating_duration_since(now).as_secs_f64();
-            if left <= self.wake_late / 2.0 {
+            if left <= margin {
                 return;
             }
             let ask = Duration::from_secs_f64((left - self.wake_late).max(1e-9));
