@@ -123,20 +123,21 @@ fn aggregate(streams: &[StreamSeries]) -> Vec<Sample> {
             }
         })
         .collect();
-    let n = series.iter().map(|s| s.len()).max().unwrap_or(0);
+    sum_samples(&series)
+}
+
+/// Series summed sample by sample (sample i of each at the same moment):
+/// the latest time of the i-th samples, the sum of their bytes.
+pub fn sum_samples<S: AsRef<[Sample]>>(series: &[S]) -> Vec<Sample> {
+    let n = series.iter().map(|s| s.as_ref().len()).max().unwrap_or(0);
     (0..n)
-        .map(|i| Sample {
-            t: series
-                .iter()
-                .filter_map(|s| s.get(i))
-                .map(|s| s.t)
-                .fold(0.0, f64::max),
-            bytes: series
-                .iter()
-                .filter_map(|s| s.get(i))
-                .map(|s| s.bytes)
-                .sum(),
-            ..Sample::default()
+        .map(|i| {
+            let at = || series.iter().filter_map(move |s| s.as_ref().get(i));
+            Sample {
+                t: at().map(|s| s.t).fold(0.0, f64::max),
+                bytes: at().map(|s| s.bytes).sum(),
+                ..Sample::default()
+            }
         })
         .collect()
 }

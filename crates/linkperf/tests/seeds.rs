@@ -8,14 +8,8 @@
 //! (310 s for the 14 tests on 2026-11-27, 83 s of them seed 002's and 004's newest).
 
 mod common;
+use common::seeds::reproduce_doc;
 
-use serde_json::Value;
-use std::path::PathBuf;
-use std::process::Command;
-
-fn seeds_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/seeds")
-}
 
 /// `linkperf reproduce NAME -J`: the measured Mbit/s of each point, by label.
 fn reproduce(name: &str) -> Vec<(String, f64)> {
@@ -34,21 +28,6 @@ fn reproduce(name: &str) -> Vec<(String, f64)> {
         .collect();
     eprintln!("  {name}: {rows:?}");
     rows
-}
-
-/// `linkperf reproduce NAME -J`, the whole document.
-fn reproduce_doc(name: &str) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_linkperf"))
-        .args(["reproduce", name, "--no-store", "-J", "--dir"])
-        .arg(seeds_dir())
-        .output()
-        .expect("run linkperf reproduce");
-    assert!(
-        out.status.success(),
-        "reproduce {name}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("reproduce JSON")
 }
 
 /// Seed 000's SVC set-up: every site's first probe after the circuit was

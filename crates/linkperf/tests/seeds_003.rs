@@ -10,29 +10,9 @@
 //! message otherwise. About 1.5 minutes.
 
 mod common;
+use common::seeds::reproduce_doc;
 
 use serde_json::Value;
-use std::path::PathBuf;
-use std::process::Command;
-
-fn seeds_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/seeds")
-}
-
-/// `linkperf reproduce NAME -J`, the whole document.
-fn reproduce_doc(name: &str) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_linkperf"))
-        .args(["reproduce", name, "--no-store", "-J", "--dir"])
-        .arg(seeds_dir())
-        .output()
-        .expect("run linkperf reproduce");
-    assert!(
-        out.status.success(),
-        "reproduce {name}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("reproduce JSON")
-}
 
 /// Runs `check` on the testbed's turn; a failure while the machine stalled
 /// runs it again.

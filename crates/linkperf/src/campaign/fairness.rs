@@ -19,22 +19,7 @@ fn received_samples(report: &Value) -> Vec<Sample> {
         .iter()
         .filter_map(|s| serde_json::from_value(s["receiver"]["samples"].clone()).ok())
         .collect();
-    let n = series.iter().map(Vec::len).max().unwrap_or(0);
-    (0..n)
-        .map(|i| Sample {
-            t: series
-                .iter()
-                .filter_map(|s| s.get(i))
-                .map(|s| s.t)
-                .fold(0.0, f64::max),
-            bytes: series
-                .iter()
-                .filter_map(|s| s.get(i))
-                .map(|s| s.bytes)
-                .sum(),
-            ..Sample::default()
-        })
-        .collect()
+    dynamics::sum_samples(&series)
 }
 
 /// Jain's index over the phase's flows from the last one's start; None

@@ -8,6 +8,7 @@
 
 pub mod campaign;
 pub mod hostile;
+pub mod seeds;
 pub mod sweep;
 
 pub use linkperf_testsupport::bed::CliBed;
