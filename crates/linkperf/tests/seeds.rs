@@ -10,7 +10,6 @@
 mod common;
 use common::seeds::reproduce_doc;
 
-
 /// `linkperf reproduce NAME -J`: the measured Mbit/s of each point, by label.
 fn reproduce(name: &str) -> Vec<(String, f64)> {
     let doc = reproduce_doc(name);
