@@ -301,6 +301,20 @@ fn an_unreachable_agent_stops_the_campaign_before_anything_runs() {
     });
 }
 
+/// The agent binaries copied into /tmp for agents started over SSH.
+fn agent_copies() -> Vec<std::path::PathBuf> {
+    std::fs::read_dir("/tmp")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("linkperf-agent-")
+        })
+        .map(|e| e.path())
+        .collect()
+}
+
 #[test]
 fn an_agent_started_over_ssh_runs_its_flow_and_is_removed() {
     linkperf_testsupport::stall::retry_when_stalled(|| {
@@ -345,6 +359,8 @@ fn an_agent_started_over_ssh_runs_its_flow_and_is_removed() {
             dir.join("id").display()
         ),
     );
+        // Copies another run left (one killed mid-test) are not this one's.
+        let before = agent_copies();
         let (code, v, stderr) = bed.campaign("a1", &file, &[]);
         assert_eq!(code, 0, "{stderr}\n{v}");
         let f = &v["phases"][0]["flows"][0];
@@ -355,14 +371,9 @@ fn an_agent_started_over_ssh_runs_its_flow_and_is_removed() {
             wait_not_listening(&bed, "b1", 5211, Duration::from_secs(5)),
             "the SSH agent is still listening after the campaign"
         );
-        let leftovers: Vec<_> = std::fs::read_dir("/tmp")
-            .unwrap()
-            .filter_map(|e| e.ok())
-            .filter(|e| {
-                e.file_name()
-                    .to_string_lossy()
-                    .starts_with("linkperf-agent-")
-            })
+        let leftovers: Vec<_> = agent_copies()
+            .into_iter()
+            .filter(|p| !before.contains(p))
             .collect();
         assert!(
             leftovers.is_empty(),
