@@ -22,6 +22,33 @@ fn cmsg_space_u16() -> usize {
     unsafe { libc::CMSG_SPACE(std::mem::size_of::<u16>() as u32) as usize }
 }
 
+/// The header of one message of a sendmmsg call: the iovec, and with
+/// `segment` a UDP_SEGMENT cmsg in `control` (GSO: the kernel splits the
+/// message into datagrams of that size, the last may be shorter).
+fn message(
+    iov: &mut libc::iovec,
+    control: &mut [u64; CMSG_SPACE / 8],
+    segment: Option<usize>,
+) -> libc::mmsghdr {
+    // SAFETY: an all-zero msghdr is valid (no name, no control data).
+    let mut h: libc::mmsghdr = unsafe { std::mem::zeroed() };
+    h.msg_hdr.msg_iov = iov;
+    h.msg_hdr.msg_iovlen = 1;
+    if let Some(segment) = segment {
+        h.msg_hdr.msg_control = control.as_mut_ptr().cast();
+        h.msg_hdr.msg_controllen = cmsg_space_u16() as _;
+        // SAFETY: the control buffer holds one cmsg of a u16.
+        unsafe {
+            let c = libc::CMSG_FIRSTHDR(&h.msg_hdr);
+            (*c).cmsg_level = libc::SOL_UDP;
+            (*c).cmsg_type = libc::UDP_SEGMENT;
+            (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<u16>() as u32) as _;
+            std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<u16>(), segment as u16);
+        }
+    }
+    h
+}
+
 pub struct SendBatch {
     /// One buffer per message; in GSO mode each holds `segments` datagrams back to back.
     buffers: Vec<Vec<u8>>,
@@ -127,25 +154,7 @@ impl SendBatch {
             .iter_mut()
             .zip(self.control.iter_mut())
             .zip(&per_message)
-            .map(|((iov, control), &n)| {
-                // SAFETY: an all-zero msghdr is valid (no name, no control data).
-                let mut h: libc::mmsghdr = unsafe { std::mem::zeroed() };
-                h.msg_hdr.msg_iov = iov;
-                h.msg_hdr.msg_iovlen = 1;
-                if gso && n > 1 {
-                    h.msg_hdr.msg_control = control.as_mut_ptr().cast();
-                    h.msg_hdr.msg_controllen = cmsg_space_u16() as _;
-                    // SAFETY: the control buffer holds one cmsg of a u16.
-                    unsafe {
-                        let c = libc::CMSG_FIRSTHDR(&h.msg_hdr);
-                        (*c).cmsg_level = libc::SOL_UDP;
-                        (*c).cmsg_type = libc::UDP_SEGMENT;
-                        (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<u16>() as u32) as _;
-                        std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<u16>(), len as u16);
-                    }
-                }
-                h
-            })
+            .map(|((iov, control), &n)| message(iov, control, (gso && n > 1).then_some(len)))
             .collect();
         // SAFETY: headers, control buffers and payload buffers outlive the call.
         let rc = unsafe {
@@ -292,25 +301,9 @@ impl Train {
         }
         let mut first = self.done;
         for (m, (iov, &n)) in self.iovecs.iter_mut().zip(&self.per_message).enumerate() {
-            // SAFETY: an all-zero msghdr is valid (no name, no control data).
-            let mut h: libc::mmsghdr = unsafe { std::mem::zeroed() };
-            h.msg_hdr.msg_iov = iov;
-            h.msg_hdr.msg_iovlen = 1;
-            if n > 1 {
-                let seg = self.lens[first] as u16;
-                let control = &mut self.control[m];
-                h.msg_hdr.msg_control = control.as_mut_ptr().cast();
-                h.msg_hdr.msg_controllen = cmsg_space_u16() as _;
-                // SAFETY: the control buffer holds one cmsg of a u16.
-                unsafe {
-                    let c = libc::CMSG_FIRSTHDR(&h.msg_hdr);
-                    (*c).cmsg_level = libc::SOL_UDP;
-                    (*c).cmsg_type = libc::UDP_SEGMENT;
-                    (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<u16>() as u32) as _;
-                    std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<u16>(), seg);
-                }
-            }
-            self.headers.push(h);
+            let segment = (n > 1).then_some(self.lens[first]);
+            self.headers
+                .push(message(iov, &mut self.control[m], segment));
             first += n;
         }
         // SAFETY: headers, iovecs, control and data buffers outlive the call.

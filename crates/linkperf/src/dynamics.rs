@@ -270,13 +270,23 @@ fn fairness(streams: &[StreamSeries], window: f64) -> Option<Fairness> {
     let index: Vec<(f64, f64)> = (0..n)
         .filter_map(|k| {
             let xs: Vec<f64> = rates.iter().map(|r| r[k].1).collect();
-            let sum: f64 = xs.iter().sum();
-            let squares: f64 = xs.iter().map(|x| x * x).sum();
-            // At most 1 by Cauchy-Schwarz; rounding must not make it more.
-            let j = (sum * sum / (xs.len() as f64 * squares)).min(1.0);
-            (squares > 0.0).then_some((rates[0][k].0, j))
+            Some((rates[0][k].0, jain(&xs)?))
         })
         .collect();
+    summarise_index(&index)
+}
+
+/// Jain's index of `xs`; None when all are zero.
+fn jain(xs: &[f64]) -> Option<f64> {
+    let sum: f64 = xs.iter().sum();
+    let squares: f64 = xs.iter().map(|x| x * x).sum();
+    // At most 1 by Cauchy-Schwarz; rounding must not make it more.
+    (squares > 0.0).then(|| (sum * sum / (xs.len() as f64 * squares)).min(1.0))
+}
+
+/// Mean and minimum of an index over time (time, index), and from when it
+/// stayed at or above 0.9 to the end (None if it ends below).
+fn summarise_index(index: &[(f64, f64)]) -> Option<Fairness> {
     let last = index.last()?;
     let from = index
         .iter()
@@ -356,22 +366,16 @@ pub fn join_fairness(flows: &[FlowSeries], period_s: f64) -> Option<JoinFairness
                 .iter()
                 .map(|c| (bytes_at(c, t) - bytes_at(c, t - window)) * 8.0 / window)
                 .collect();
-            let sum: f64 = xs.iter().sum();
-            let squares: f64 = xs.iter().map(|x| x * x).sum();
-            (squares > 0.0).then(|| (t, (sum * sum / (xs.len() as f64 * squares)).min(1.0)))
+            Some((t, jain(&xs)?))
         })
         .collect();
-    let last = index.last()?;
-    let from = index
-        .iter()
-        .rposition(|j| j.1 < 0.9)
-        .map_or(Some(index[0].0), |i| index.get(i + 1).map(|j| j.0));
+    let f = summarise_index(&index)?;
     Some(JoinFairness {
         joined_at_s: join,
         window_s: window,
-        jain_mean: index.iter().map(|j| j.1).sum::<f64>() / index.len() as f64,
-        jain_min: index.iter().map(|j| j.1).fold(last.1, f64::min),
-        above_0_9_from_s: from.map(|t| t - join),
+        jain_mean: f.jain_mean,
+        jain_min: f.jain_min,
+        above_0_9_from_s: f.above_0_9_from_s.map(|t| t - join),
     })
 }
 

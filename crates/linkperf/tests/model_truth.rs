@@ -9,57 +9,26 @@
 
 mod common;
 
-use linkperf_testsupport::bed::{two_hosts, CliBed};
+use common::served::ServedBed;
 use linkperf_testsupport::json::f64_at;
 use serde_json::Value;
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_linkperf")
-}
 
 /// TCP payload per 1500-byte IPv4 packet with timestamps (1500 - 20 - 20 - 12).
 const MSS: f64 = 1448.0;
 /// Ethernet frame of a 1500-byte packet on the wire: + 14 + 4 + 8 + 12.
 const ETH_WIRE: f64 = 1538.0;
 
-/// Brings up a two-host testbed with `link`, a server in b, and runs
-/// `linkperf client` in a with `args` (JSON), returning its result.
-struct Bed {
-    bed: CliBed,
-}
+/// A two-host testbed with `link` and a server in b; `linkperf client` in a
+/// with `args` (JSON) returns its result.
+struct Bed(ServedBed);
 
 impl Bed {
     fn up(name: &str, link: &str) -> Bed {
-        let topology = two_hosts(name, "10.79.0.1", "10.79.0.2", link);
-        let mut bed = CliBed::up(bin(), &std::env::temp_dir(), name, &topology);
-        let mut server = bed.exec("b", bin());
-        bed.serve("b", server.args(["server", "-q"]), 5201 + 10);
-        Bed { bed }
+        Bed(ServedBed::up(name, "10.79.0", link))
     }
 
     fn client(&self, args: &[&str]) -> Value {
-        let out = self
-            .bed
-            .exec("a", bin())
-            .args([
-                "client",
-                "10.79.0.2",
-                "-p",
-                "5211",
-                "-i",
-                "0",
-                "-J",
-                "--no-store",
-            ])
-            .args(args)
-            .output()
-            .expect("run linkperf client in host a");
-        assert!(
-            out.status.success(),
-            "client {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).expect("client JSON")
+        self.0.client_json(args)
     }
 }
 

@@ -25,6 +25,7 @@
 //! Needs ns-3 (libns3-dev, g++); skipped with a message otherwise.
 
 mod common;
+use common::served::output_json as json;
 
 use linkperf_testsupport::bed::two_hosts;
 use linkperf_testsupport::json::{array_at, f64_at};
@@ -139,15 +140,6 @@ fn expected_recovery(cc: &str, p: &TestPath) -> (f64, f64) {
         other => panic!("no rule for {other}"),
     };
     value
-}
-
-fn json(out: std::process::Output, what: &str) -> Value {
-    assert!(
-        out.status.success(),
-        "{what}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("JSON")
 }
 
 /// The schedule file: 10 % loss on the data's direction for one round trip.

@@ -9,6 +9,7 @@
 //! otherwise.
 
 mod common;
+use common::served::output_json as json;
 
 use linkperf_testsupport::bed::{two_hosts, CliBed};
 use linkperf_testsupport::json::f64_at;
@@ -20,15 +21,6 @@ const MSS: f64 = 1448.0;
 /// Ethernet frame of a 1500-byte packet on the wire: + 14 + 4 + 8 + 12.
 const ETH_WIRE: f64 = 1538.0;
 const SECONDS: &str = "8";
-
-fn json(out: std::process::Output, what: &str) -> Value {
-    assert!(
-        out.status.success(),
-        "{what}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("JSON")
-}
 
 /// Measures with `cc` through a two-host testbed with `link`, then simulates
 /// the same file; returns (measured, simulated) bit/s.

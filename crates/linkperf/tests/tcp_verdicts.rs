@@ -10,7 +10,7 @@
 
 mod common;
 
-use linkperf_testsupport::bed::{two_hosts, CliBed};
+use common::served::{output_json, ServedBed};
 use linkperf_testsupport::json::f64_at;
 use serde_json::Value;
 
@@ -19,43 +19,26 @@ const MSS: f64 = 1448.0;
 /// An Ethernet frame of a 1500-byte packet on the wire: + 14 + 4 + 8 + 12.
 const ETH_WIRE: f64 = 1538.0;
 
-struct Bed {
-    bed: CliBed,
-}
+/// A two-host testbed with a server in b; TCP tests from a.
+struct Bed(ServedBed);
 
 impl Bed {
     fn up(name: &str, link: &str) -> Bed {
-        let topology = two_hosts(name, "10.89.0.1", "10.89.0.2", link);
-        let mut bed = CliBed::up(common::bin(), &std::env::temp_dir(), name, &topology);
-        let mut server = bed.exec("b", common::bin());
-        bed.serve("b", server.args(["server", "-q"]), 5211);
-        Bed { bed }
+        Bed(ServedBed::up(name, "10.89.0", link))
     }
 
     /// A TCP test from a to b with cubic (not this host's default, bbr, whose
     /// pacing is not what these cases are about), 1 s of warm-up left out.
     fn client(&self, seconds: &str, extra: &[&str]) -> std::process::Output {
-        let out = self
-            .bed
-            .exec("a", common::bin())
-            .args(["client", "10.89.0.2", "-i", "0", "-t", seconds, "-O", "1"])
-            .args(["-C", "cubic", "--no-store"])
-            .args(extra)
-            .output()
-            .expect("run linkperf client in host a");
-        assert!(
-            out.status.success(),
-            "client {extra:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out
+        let mut args = vec!["-t", seconds, "-O", "1", "-C", "cubic"];
+        args.extend_from_slice(extra);
+        self.0.client(&args)
     }
 
     fn json(&self, seconds: &str, extra: &[&str]) -> Value {
         let mut args = vec!["-J"];
         args.extend_from_slice(extra);
-        let doc: Value =
-            serde_json::from_slice(&self.client(seconds, &args).stdout).expect("client JSON");
+        let doc = output_json(self.client(seconds, &args), "client");
         common::assert_valid(&doc);
         doc
     }

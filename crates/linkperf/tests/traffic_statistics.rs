@@ -23,6 +23,8 @@
 //! threads, three times the late sends). Forty streams of 200 messages/s
 //! give 10^5 gaps in 12.5 s.
 
+mod common;
+
 use linkperf_engine::side::{LocalSide, SideEvent, StreamPlan};
 use linkperf_engine::DataSocket;
 use linkperf_proto::results::Role;
@@ -110,16 +112,7 @@ fn send_through_linkperf() -> (Arrivals, linkperf_proto::results::SideResult) {
         ..Default::default()
     };
     config.validate().unwrap();
-    let rx = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::DGRAM, None).unwrap();
-    let _ = rx.set_recv_buffer_size(8 << 20);
-    rx.bind(
-        &"127.0.0.1:0"
-            .parse::<std::net::SocketAddr>()
-            .unwrap()
-            .into(),
-    )
-    .unwrap();
-    let rx: UdpSocket = rx.into();
+    let rx = common::loopback_receiver(8 << 20);
     let target = rx.local_addr().unwrap();
     let plans: Vec<StreamPlan> = (0..STREAMS)
         .map(|id| {

@@ -10,6 +10,8 @@
 //! Whether it keeps up is a speed figure (bench/ditg.py, bench/RESULTS.md),
 //! not asserted here: a loaded machine may take the core away.
 
+mod common;
+
 use linkperf_engine::side::{LocalSide, SideEvent, StreamPlan};
 use linkperf_engine::DataSocket;
 use linkperf_proto::results::Role;
@@ -84,16 +86,7 @@ fn a_sender_in_trains_reports_what_it_sent_and_what_it_missed() {
         ..Default::default()
     };
     config.validate().unwrap();
-    let rx = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::DGRAM, None).unwrap();
-    let _ = rx.set_recv_buffer_size(32 << 20);
-    rx.bind(
-        &"127.0.0.1:0"
-            .parse::<std::net::SocketAddr>()
-            .unwrap()
-            .into(),
-    )
-    .unwrap();
-    let rx: UdpSocket = rx.into();
+    let rx = common::loopback_receiver(32 << 20);
     let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
     tx.connect(rx.local_addr().unwrap()).unwrap();
     let plans = vec![StreamPlan {

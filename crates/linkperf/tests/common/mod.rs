@@ -9,6 +9,7 @@
 pub mod campaign;
 pub mod hostile;
 pub mod seeds;
+pub mod served;
 pub mod sweep;
 
 pub use linkperf_testsupport::bed::CliBed;
@@ -338,4 +339,14 @@ pub fn iperf3_server_with(args: &[&str]) -> (Child, u16) {
             .then_some(())
     });
     (child, port)
+}
+
+/// A UDP socket bound to an ephemeral loopback port, asking for a receive
+/// buffer of `bytes` (the kernel caps it at rmem_max).
+pub fn loopback_receiver(bytes: usize) -> std::net::UdpSocket {
+    let rx = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::DGRAM, None).unwrap();
+    let _ = rx.set_recv_buffer_size(bytes);
+    let any: std::net::SocketAddr = "127.0.0.1:0".parse().unwrap();
+    rx.bind(&any.into()).unwrap();
+    rx.into()
 }
