@@ -4,8 +4,9 @@
 //! rather than the experiment file's own model. docs/reproductions.md gives
 //! the numbers and why they differ from the seeds'.
 //!
-//! Needs root (testbed); skipped with a message otherwise. About 5-6 minutes
-//! (310 s for the 14 tests on 2026-11-27, 83 s of them seed 002's and 004's newest).
+//! Needs root (testbed); skipped with a message otherwise. About 3.5 minutes
+//! (215 s for the 14 tests on 2026-11-27 after the bound-only experiments'
+//! reduced runs were shortened; each `reproduce` prints its wall time).
 
 mod common;
 use common::seeds::reproduce_doc;

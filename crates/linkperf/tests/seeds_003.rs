@@ -7,7 +7,7 @@
 //! docs/reproductions.md gives the numbers and why they differ from the seed's.
 //!
 //! Needs root (testbed) and, for the simulated part, ns-3; skipped with a
-//! message otherwise. About 1.5 minutes.
+//! message otherwise. About 1 minute (65 s on 2026-11-27).
 
 mod common;
 use common::seeds::reproduce_doc;

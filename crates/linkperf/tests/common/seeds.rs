@@ -10,13 +10,19 @@ pub fn seeds_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/seeds")
 }
 
-/// `linkperf reproduce NAME -J`, the whole document.
+/// `linkperf reproduce NAME -J`, the whole document. Prints the wall time it
+/// took (the suite's budget is kept by the experiments' reduced durations).
 pub fn reproduce_doc(name: &str) -> Value {
+    let started = std::time::Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_linkperf"))
         .args(["reproduce", name, "--no-store", "-J", "--dir"])
         .arg(seeds_dir())
         .output()
         .expect("run linkperf reproduce");
+    eprintln!(
+        "  reproduce {name}: {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
     assert!(
         out.status.success(),
         "reproduce {name}: {}",
