@@ -4,11 +4,12 @@
 //! join (docs/dynamics.md), and the late flow's intervals sit on the
 //! phase's clock. Needs root (namespaces, TAP devices).
 //!
-//! Sampling every 100 ms takes Jain's index over W = 1 s windows: four to six congestion epochs. Over one epoch the index
-//! measures the phase of each sawtooth rather than the shares: Reno flows
-//! through a tail-drop queue rarely lose together, and the flow that just
-//! halved sends at half the other's rate (J = 0.9 exactly) for a while after
-//! every loss, so 100 ms windows dip below 0.9 at random to the end.
+//! Sampling every 100 ms takes Jain's index over W = 1 s windows: four to
+//! six congestion epochs. Over one epoch the index measures the phase of
+//! each sawtooth rather than the shares: Reno flows through a tail-drop
+//! queue rarely lose together, and the flow that just halved sends at half
+//! the other's rate (J = 0.9 exactly) for a while after every loss, so
+//! 100 ms windows dip below 0.9 at random to the end.
 
 mod common;
 
@@ -92,8 +93,8 @@ fn a_flow_joining_later_is_measured_from_its_join() {
         // of the packets a full queue drops (Chiu and Jain 1989), so the
         // 1 s means come within 1 to 2 of each other (J = 0.9) a few
         // epochs after the newcomer's slow start, and one halving no longer
-        // moves a whole window. Measured on this path: 0.8-2.4 s. Allowed: 3 s,
-        // a dozen epochs, of the 4 s.
+        // moves a whole window. Measured on this path: 0.8-2.4 s. Allowed:
+        // 3 s, a dozen epochs, of the 4 s.
         let from = from.expect("the index never stayed above 0.9 after the join");
         assert!(from <= 3.0, "above 0.9 only {from} s after the join");
     });
