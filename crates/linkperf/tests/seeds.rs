@@ -4,9 +4,10 @@
 //! rather than the experiment file's own model. docs/reproductions.md gives
 //! the numbers and why they differ from the seeds'.
 //!
-//! Needs root (testbed); skipped with a message otherwise. About 3.5 minutes
-//! (215 s for the 14 tests on 2026-11-27 after the bound-only experiments'
-//! reduced runs were shortened; each `reproduce` prints its wall time).
+//! Needs root (testbed); skipped with a message otherwise. About 4.5 minutes
+//! (268 s for the 14 tests in a quiet CI run on 2026-11-27, 311 s before the
+//! bound-only experiments' reduced runs were shortened; each `reproduce`
+//! prints its wall time).
 
 mod common;
 use common::seeds::reproduce_doc;
