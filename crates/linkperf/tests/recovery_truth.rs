@@ -25,7 +25,7 @@
 //! Needs ns-3 (libns3-dev, g++); skipped with a message otherwise.
 
 mod common;
-use common::served::output_json as json;
+use common::served::command_json as json;
 
 use linkperf_testsupport::bed::two_hosts;
 use linkperf_testsupport::json::{array_at, f64_at};
@@ -203,10 +203,7 @@ fn simulate(file: &Path, p: &TestPath, cc: &str) -> Value {
                 &format!("{}ms", PERIOD * 1e3),
                 "-J",
                 "--no-store",
-            ])
-            .output()
-            .expect("run linkperf simulate"),
-        "simulate",
+            ]),
     );
     assert_eq!(simulated["source"], common::installed_ns3_source());
     the_loss(&simulated, p, &format!("{} {cc} ns-3", p.name))

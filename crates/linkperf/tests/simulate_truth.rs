@@ -9,9 +9,8 @@
 //! otherwise.
 
 mod common;
-use common::served::output_json as json;
+use common::served::{command_json as json, ServedBed};
 
-use linkperf_testsupport::bed::{two_hosts, CliBed};
 use linkperf_testsupport::json::f64_at;
 use serde_json::Value;
 use std::process::Command;
@@ -25,28 +24,14 @@ const SECONDS: &str = "8";
 /// Measures with `cc` through a two-host testbed with `link`, then simulates
 /// the same file; returns (measured, simulated) bit/s.
 fn measure_and_simulate(name: &str, link: &str, cc: &str) -> (f64, f64) {
-    let bin = common::bin();
-    let topology = two_hosts(name, "10.78.0.1", "10.78.0.2", link);
-    let mut bed = CliBed::up(bin, &std::env::temp_dir(), name, &topology);
-    let mut server = bed.exec("b", bin);
-    bed.serve("b", server.args(["server", "-q", "-p", "5231"]), 5231);
-    let measured = json(
-        bed.exec("a", bin)
-            .args(["client", "10.78.0.2", "-p", "5231", "-i", "0", "-J"])
-            .args(["--no-store", "-t", SECONDS, "-C", cc])
-            .output()
-            .expect("run linkperf client"),
-        "client",
-    );
+    let bed = ServedBed::up(name, "10.78.0", link);
+    let measured = bed.client_json(&["-t", SECONDS, "-C", cc]);
     let file = std::env::temp_dir().join(format!("{name}.toml"));
     let simulated = json(
-        Command::new(bin)
+        Command::new(common::bin())
             .args(["simulate", "--testbed"])
             .arg(&file)
-            .args(["-t", SECONDS, "-C", cc, "-J", "--no-store"])
-            .output()
-            .expect("run linkperf simulate"),
-        "simulate",
+            .args(["-t", SECONDS, "-C", cc, "-J", "--no-store"]),
     );
     assert_eq!(simulated["source"], common::installed_ns3_source());
     let rate = |d: &Value| f64_at(d, "/summary/received/bits_per_second");

@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::served::{output_json, ServedBed};
+use common::served::ServedBed;
 use linkperf_testsupport::json::f64_at;
 use serde_json::Value;
 
@@ -29,16 +29,18 @@ impl Bed {
 
     /// A TCP test from a to b with cubic (not this host's default, bbr, whose
     /// pacing is not what these cases are about), 1 s of warm-up left out.
-    fn client(&self, seconds: &str, extra: &[&str]) -> std::process::Output {
+    fn args<'a>(seconds: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
         let mut args = vec!["-t", seconds, "-O", "1", "-C", "cubic"];
         args.extend_from_slice(extra);
-        self.0.client(&args)
+        args
+    }
+
+    fn client(&self, seconds: &str, extra: &[&str]) -> std::process::Output {
+        self.0.client(&Self::args(seconds, extra))
     }
 
     fn json(&self, seconds: &str, extra: &[&str]) -> Value {
-        let mut args = vec!["-J"];
-        args.extend_from_slice(extra);
-        let doc = output_json(self.client(seconds, &args), "client");
+        let doc = self.0.client_json(&Self::args(seconds, extra));
         common::assert_valid(&doc);
         doc
     }

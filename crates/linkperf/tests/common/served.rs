@@ -2,8 +2,9 @@
 //! against it; and a command's JSON output that must have succeeded.
 
 use linkperf_testsupport::bed::{two_hosts, CliBed};
+use linkperf_testsupport::process::output_ok;
 use serde_json::Value;
-use std::process::Output;
+use std::process::{Command, Output};
 
 /// Hosts a (SUBNET.1) and b (SUBNET.2) joined by `link` (the body of its
 /// [[link]] table), `linkperf server` listening in b on its default port.
@@ -22,37 +23,26 @@ impl ServedBed {
         ServedBed { bed, peer }
     }
 
-    /// `linkperf client B -i 0 --no-store ARGS` in a, which must succeed.
-    pub fn client(&self, args: &[&str]) -> Output {
-        let out = self
-            .bed
-            .exec("a", super::bin())
-            .args(["client", &self.peer, "-i", "0", "--no-store"])
-            .args(args)
-            .output()
-            .expect("run linkperf client in host a");
-        assert!(
-            out.status.success(),
-            "client {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out
+    /// `linkperf client B -i 0 --no-store ARGS` in a.
+    fn client_command(&self, args: &[&str]) -> Command {
+        let mut cmd = self.bed.exec("a", super::bin());
+        cmd.args(["client", &self.peer, "-i", "0", "--no-store"])
+            .args(args);
+        cmd
     }
 
-    /// The client's JSON document (`-J` added).
+    /// The client's output; it must have succeeded.
+    pub fn client(&self, args: &[&str]) -> Output {
+        output_ok(&mut self.client_command(args))
+    }
+
+    /// The client's JSON document (`-J` added); it must have succeeded.
     pub fn client_json(&self, args: &[&str]) -> Value {
-        let mut all = vec!["-J"];
-        all.extend_from_slice(args);
-        output_json(self.client(&all), "client")
+        command_json(self.client_command(args).arg("-J"))
     }
 }
 
 /// The JSON a command printed; it must have succeeded.
-pub fn output_json(out: Output, what: &str) -> Value {
-    assert!(
-        out.status.success(),
-        "{what}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("JSON")
+pub fn command_json(cmd: &mut Command) -> Value {
+    serde_json::from_slice(&output_ok(cmd).stdout).expect("JSON")
 }
