@@ -202,10 +202,14 @@ pub fn require_root() -> Result<(), TestbedError> {
 /// Is process `pid` alive (and not a zombie)?
 pub fn process_alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // The state letter follows the parenthesised command name.
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')),
+        // The state letter follows the parenthesised command name. A zombie leader may still
+        // have threads running (they exit after it), holding the process's descriptors.
+        Ok(stat) => {
+            let zombie = stat
+                .rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+            !zombie || std::fs::read_dir(format!("/proc/{pid}/task")).is_ok_and(|t| t.count() > 1)
+        }
         Err(_) => false,
     }
 }

@@ -63,6 +63,10 @@ const TESTS: &[(&str, TestFn)] = &[
         "teardown_leaves_nothing_even_after_kill_9",
         teardown_leaves_nothing_even_after_kill_9,
     ),
+    (
+        "idle_cpus_poll_while_a_testbed_is_up_unless_it_says_os",
+        idle_cpus_poll_while_a_testbed_is_up_unless_it_says_os,
+    ),
 ];
 
 fn main() {
@@ -545,4 +549,42 @@ fn teardown_leaves_nothing_even_after_kill_9() {
     down(name).unwrap();
     assert!(leftovers(name).is_empty(), "{:?}", leftovers(name));
     let _ = tb;
+}
+
+/// The kernel's CPU wake-up latency target in µs: what /dev/cpu_dma_latency reads, the
+/// smallest request any process holds (2,000 s when none does).
+fn cpu_latency_target_us() -> i32 {
+    use std::io::Read;
+    let mut value = [0u8; 4];
+    std::fs::File::open("/dev/cpu_dma_latency")
+        .and_then(|mut f| f.read_exact(&mut value))
+        .expect("read /dev/cpu_dma_latency");
+    i32::from_ne_bytes(value)
+}
+
+fn idle_cpus_poll_while_a_testbed_is_up_unless_it_says_os() {
+    let before = cpu_latency_target_us();
+    println!("  wake-up latency target before: {before} us");
+    assert!(
+        before > 0,
+        "another process holds a zero target: {before} us"
+    );
+    let tb = Guard::up("lpt-idle", &pair("delay = \"1ms\""));
+    assert_eq!(
+        cpu_latency_target_us(),
+        0,
+        "the emulator holds a zero target"
+    );
+    drop(tb);
+    assert_eq!(cpu_latency_target_us(), before, "down releases it");
+    let tb = Guard::up(
+        "lpt-idle",
+        &format!("cpu_idle = \"os\"\n{}", pair("delay = \"1ms\"")),
+    );
+    assert_eq!(
+        cpu_latency_target_us(),
+        before,
+        "cpu_idle = \"os\" leaves it"
+    );
+    drop(tb);
 }

@@ -47,10 +47,13 @@ pub fn start_udp_echo(ns: &str, port: u16) -> Echo {
     start_echo(ns, (std::net::Ipv4Addr::UNSPECIFIED, port).into())
 }
 
-/// A UDP echo that holds each datagram `hold` before answering (a precise sleep, then a
-/// spin) and writes the hold it actually gave into bytes 8..16 of the answer (ns): over a
-/// zero-length wire it makes a client wait as long as through a link, so the hosts' own
-/// wake-up costs after such a wait are measured too.
+/// A UDP echo that answers each datagram `hold` after the kernel received it (its receive
+/// timestamp; a precise sleep, then a spin) and writes into bytes 8..16 of the answer how
+/// long it kept the datagram from that stamp to just before its send (ns). Over a
+/// zero-length wire it makes a client wait as long as through a link; with no hold it
+/// reports only its own turnaround. Either way a client that subtracts the report and
+/// stamps the answer in its own kernel measures the path without either end's wake-up,
+/// as ping does.
 pub fn start_udp_echo_holding(ns: &str, port: u16, hold: Duration) -> Echo {
     let stop = Arc::new(AtomicBool::new(false));
     let (ready_tx, ready_rx) = mpsc::channel();
@@ -62,25 +65,31 @@ pub fn start_udp_echo_holding(ns: &str, port: u16, hold: Duration) -> Echo {
         let sock = UdpSocket::bind((std::net::Ipv4Addr::UNSPECIFIED, port)).expect("bind echo");
         sock.set_read_timeout(Some(Duration::from_millis(50)))
             .unwrap();
+        set_kernel_rx_timestamps(sock.as_raw_fd());
         ready_tx.send(()).unwrap();
         let mut buf = [0u8; 65536];
+        let hold_ns = hold.as_nanos() as u64;
         while !flag.load(Ordering::Relaxed) {
-            let Ok((n, from)) = sock.recv_from(&mut buf) else {
+            let Some((n, from, received)) = recv_stamped(sock.as_raw_fd(), &mut buf) else {
                 continue;
             };
-            let got = Instant::now();
-            let due = got + hold;
-            if hold > Duration::from_micros(300) {
-                std::thread::sleep(hold - Duration::from_micros(300));
+            let due = received + hold_ns;
+            let rest = due.saturating_sub(realtime_ns());
+            if rest > 300_000 {
+                std::thread::sleep(Duration::from_nanos(rest - 300_000));
             }
-            while Instant::now() < due {
+            while realtime_ns() < due {
                 std::hint::spin_loop();
             }
-            let held = got.elapsed().as_nanos() as u64;
+            let held = realtime_ns() - received;
             if n >= 16 {
                 buf[8..16].copy_from_slice(&held.to_be_bytes());
             }
-            let _ = sock.send_to(&buf[..n], from);
+            let to = std::net::SocketAddrV4::new(
+                u32::from_be(from.sin_addr.s_addr).into(),
+                u16::from_be(from.sin_port),
+            );
+            let _ = sock.send_to(&buf[..n], to);
         }
     });
     ready_rx.recv().expect("echo ready");
@@ -456,7 +465,9 @@ impl Drop for Wire {
 /// UDP echo RTTs in ms to several servers, each reached from its own namespace, probed in
 /// turn (one probe to each, then a pause) so all see the same machine load. `count` probes
 /// per server after one warm-up round; pauses are drawn between `min_gap` and `max_gap`.
-/// The hold a [`start_udp_echo_holding`] server reports is taken out of its RTTs.
+/// Each RTT runs from just before the send to the kernel's receive timestamp of the answer,
+/// less what a [`start_udp_echo_holding`] server reports it kept the request: the path
+/// without either end's wake-up, as ping measures it.
 pub fn udp_rtts_interleaved(
     targets: &[(String, SocketAddr)],
     count: usize,
@@ -474,6 +485,7 @@ pub fn udp_rtts_interleaved(
                 let sock = UdpSocket::bind("0.0.0.0:0").unwrap();
                 sock.connect(server).unwrap();
                 sock.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+                set_kernel_rx_timestamps(sock.as_raw_fd());
                 sock
             })
             .collect();
@@ -485,20 +497,15 @@ pub fn udp_rtts_interleaved(
             for (sock, out) in socks.iter().zip(&mut rtts) {
                 payload[..8].copy_from_slice(&i.to_be_bytes());
                 payload[8..16].fill(0);
-                let sent = Instant::now();
+                let sent = realtime_ns();
                 sock.send(&payload).unwrap();
-                loop {
-                    match sock.recv(&mut buf) {
-                        Ok(n) if n >= 16 && buf[..8] == i.to_be_bytes() => {
-                            // A holding echo says how long it held; the rest is the path.
-                            let held = u64::from_be_bytes(buf[8..16].try_into().unwrap());
-                            if i > 0 {
-                                out.push((sent.elapsed().as_nanos() as u64 - held) as f64 / 1e6);
-                            }
-                            break;
+                while let Some((n, _, received)) = recv_stamped(sock.as_raw_fd(), &mut buf) {
+                    if n >= 16 && buf[..8] == i.to_be_bytes() {
+                        let held = u64::from_be_bytes(buf[8..16].try_into().unwrap());
+                        if i > 0 {
+                            out.push((received as f64 - sent as f64 - held as f64) / 1e6);
                         }
-                        Ok(_) => continue,
-                        Err(_) => break,
+                        break;
                     }
                 }
                 lcg = lcg.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);

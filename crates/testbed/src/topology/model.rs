@@ -22,6 +22,9 @@ pub struct Topology {
     pub name: String,
     /// Seed of the impairment RNGs; absent means fresh entropy on every `up`.
     pub seed: Option<u64>,
+    /// What idle CPUs do while the emulator runs (the file's `cpu_idle`).
+    #[serde(default)]
+    pub cpu_idle: CpuIdle,
     pub hosts: Vec<Host>,
     pub switches: Vec<Switch>,
     /// IP routers: several interfaces, forwarding between them (see [`crate::routes`]).
@@ -31,6 +34,20 @@ pub struct Topology {
     /// Link changes started at `up` (the file's `[schedule]`).
     #[serde(default)]
     pub schedule: Option<Schedule>,
+}
+
+/// What idle CPUs do while the emulator runs. A halted CPU (on a virtual machine, a vCPU the
+/// hypervisor has descheduled) takes tens of microseconds to wake for a frame or a timer,
+/// which no learned compensation removes exactly.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CpuIdle {
+    /// The emulator asks the kernel for zero wake-up latency (a PM QoS request on
+    /// /dev/cpu_dma_latency, held while it runs): idle CPUs poll instead of halting.
+    #[default]
+    Poll,
+    /// The machine's own idle states (less power; wake-ups as slow as they are).
+    Os,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,7 +1,7 @@
 //! Checking and converting the raw file: names, ends, presets, units, percentages, shape.
 
 use super::model::{
-    offload_default, txqueuelen_default, validate_name, Link, Switch, Topology, MAX_MTU,
+    offload_default, txqueuelen_default, validate_name, CpuIdle, Link, Switch, Topology, MAX_MTU,
     MAX_TXQUEUELEN, MIN_CPU_SHARE, MIN_MTU,
 };
 use super::raw::*;
@@ -102,6 +102,24 @@ impl<'t> Parser<'t> {
             Some(s) => Some(*s.get_ref() as u64),
             None => None,
         };
+        let cpu_idle = match raw
+            .cpu_idle
+            .as_ref()
+            .map(|c| (c.get_ref().as_str(), c.span()))
+        {
+            None | Some(("poll", _)) => CpuIdle::Poll,
+            Some(("os", _)) => CpuIdle::Os,
+            Some((other, span)) => {
+                return Err(self.error(
+                    Some(span),
+                    "cpu_idle",
+                    format!(
+                        "'{other}' is not accepted: \"poll\" (idle CPUs poll, fast \
+                         wake-ups; the default) or \"os\" (the machine's idle states)"
+                    ),
+                ))
+            }
+        };
 
         let mut nodes = BTreeMap::new();
         let mut check_node = |n: &Spanned<String>, kind: &str| -> Result<(), TestbedError> {
@@ -163,6 +181,7 @@ impl<'t> Parser<'t> {
         let topology = Topology {
             name,
             seed,
+            cpu_idle,
             hosts,
             switches,
             routers,

@@ -9,6 +9,7 @@ use toml::{Spanned, Value};
 pub(super) struct RawFile {
     pub(super) name: Option<Spanned<String>>,
     pub(super) seed: Option<Spanned<i64>>,
+    pub(super) cpu_idle: Option<Spanned<String>>,
     pub(super) subnet: Option<Spanned<String>>,
     pub(super) subnet6: Option<Spanned<String>>,
     #[serde(default)]

@@ -674,3 +674,19 @@ fn router_interfaces_take_the_network_of_the_hosts_on_their_segment() {
         "fd00:50::fe".parse::<Ipv6Addr>().unwrap()
     );
 }
+
+#[test]
+fn cpu_idle_is_poll_unless_the_file_says_os_and_other_values_are_refused() {
+    let hosts = "[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n[[link]]\nends = [\"a\", \"b\"]\n";
+    let t = Topology::from_toml_str("t", hosts).unwrap();
+    assert_eq!(t.cpu_idle, CpuIdle::Poll);
+    let t = Topology::from_toml_str("t", &format!("cpu_idle = \"os\"\n{hosts}")).unwrap();
+    assert_eq!(t.cpu_idle, CpuIdle::Os);
+    let e = err(&format!("cpu_idle = \"halt\"\n{hosts}"));
+    assert!(
+        e.starts_with("topology 't': line 1: cpu_idle: 'halt' is not accepted: \"poll\"")
+            && e.contains("\"os\"")
+            && !e.contains('\n'),
+        "{e}"
+    );
+}
