@@ -1,8 +1,9 @@
 //! Recovery after an injected loss (issue 16): on three paths (different
-//! rate, round trip and queue), for reno and cubic, `linkperf simulate` runs
-//! a topology file and a link schedule that injects one loss event in ns-3,
-//! and `summary.dynamics.losses[].recovery_s` must match what the congestion
-//! control's own rule gives for that path (derived below).
+//! rate, round trip and queue), for reno and cubic, one loss event is
+//! injected by a link schedule, in ns-3 (`linkperf simulate`) and through
+//! the testbed (`linkperf client`); ns-3's `summary.dynamics.losses[].
+//! recovery_s` must match what the congestion control's own rule gives for
+//! that path (derived below), and lie within 25 % of the measured one.
 //!
 //! The pre-loss state is fixed: the sender's congestion window is clamped at
 //! N segments (the route metric `cwnd lock N` in the sending host,
@@ -18,16 +19,12 @@
 //! The loss: 10 % of the packets during one round trip (all N of the window
 //! cross the link then; the chance that none is lost is 0.9^N, under 0.2 %),
 //! over before any retransmission leaves. One congestion event results.
-//!
-//! The same comparison measured through the testbed (Linux's `cwnd lock N`
-//! route metric) does not hold yet, so it is not here: docs/simulate.md says
-//! what failed, and commit 183d8bf's version of this file has those tests.
-//! Needs ns-3 (libns3-dev, g++); skipped with a message otherwise.
+//! Needs ns-3 (libns3-dev, g++) and root; skipped with a message otherwise.
 
 mod common;
 use common::served::command_json as json;
 
-use linkperf_testsupport::bed::two_hosts;
+use linkperf_testsupport::bed::{two_hosts, CliBed};
 use linkperf_testsupport::json::{array_at, f64_at};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -42,7 +39,14 @@ const PERIOD: f64 = 0.02;
 const WINDOW: f64 = 10.0 * PERIOD;
 /// When the loss starts, seconds from the schedule's start.
 const LOSS_AT: f64 = 1.0;
+/// The same for a measured run: its client starts up to half a second after
+/// the schedule and must have reached the clamp (slow start takes a few round
+/// trips) before the loss.
+const MEASURED_LOSS_AT: f64 = 2.0;
 const SECONDS: f64 = 8.0;
+/// A measured run: the slowest recovery (reno, 100 ms round trip) is over
+/// about 5 s after the schedule's start, and the client starts after it.
+const MEASURED_SECONDS: f64 = 7.0;
 /// CUBIC (RFC 9438, and Linux's tcp_cubic): beta and C (segments / s^3).
 const CUBIC_BETA: f64 = 0.7;
 const CUBIC_C: f64 = 0.4;
@@ -92,13 +96,12 @@ impl TestPath {
 /// rising through the target is seen by a window mean at the end of the
 /// window whose middle crossed it: + W/2.
 ///
-/// - Reno, not asserted: linkperf simulates reno with ns-3's `TcpNewReno`
-///   (its `TcpLinuxReno` misses the throughput truth of simulate_truth.rs),
-///   which grows by one segment per window of ACKs, so with delayed ACKs
-///   about half a segment per round trip: 1.5 R + R + 0.8 N R + W/2 by that
-///   reading, 4.23 s on the first path, where ns-3 gave 4.64 s (its
-///   whole-byte increments and ACK timing are not modelled here). Linux
-///   counts acknowledged segments: 0.4 N R. docs/simulate.md.
+/// - Reno (Linux: tcp_reno_ssthresh, tcp_cong_avoid_ai): the window halves
+///   to N/2 and grows one segment per round trip. Linux counts acknowledged
+///   segments, not ACKs (a delayed ACK for two segments counts two), so
+///   delayed ACKs do not slow it; ns-3 simulates a clamped reno with
+///   `TcpLinuxReno`, which counts them too. 0.9 N is reached 0.4 N round
+///   trips later: 1.5 R + R + 0.4 N R + W/2.
 /// - CUBIC (RFC 9438 4.2-4.6; Linux's tcp_cubic): the window drops to
 ///   beta N and follows W(t) = C (t - K)^3 + W_max from the epoch's start
 ///   (the first ACK after the recovery), with W_max = N and
@@ -122,6 +125,7 @@ fn expected_recovery(cc: &str, p: &TestPath) -> (f64, f64) {
     let (r, n) = (p.rtt(), f64::from(p.clamp));
     let timing = 1.5 * r + 2.0 * PERIOD;
     let value = match cc {
+        "reno" => (1.5 * r + r + 0.4 * n * r + WINDOW / 2.0, timing + r),
         "cubic" => {
             let k = (n * (1.0 - CUBIC_BETA) / CUBIC_C).cbrt();
             let below = (0.1 * n / CUBIC_C).cbrt();
@@ -143,13 +147,13 @@ fn expected_recovery(cc: &str, p: &TestPath) -> (f64, f64) {
 }
 
 /// The schedule file: 10 % loss on the data's direction for one round trip.
-fn loss_schedule(p: &TestPath) -> PathBuf {
+fn loss_schedule(p: &TestPath, at: f64) -> PathBuf {
     let file = std::env::temp_dir().join(format!("{}-loss.toml", p.name));
     let text = format!(
         "[[step]]\nat = \"{}ms\"\nlink = \"l.a_to_b\"\nloss = \"10%\"\n\
          [[step]]\nat = \"{}ms\"\nlink = \"l.a_to_b\"\nloss = \"0%\"\n",
-        LOSS_AT * 1e3,
-        ((LOSS_AT + p.rtt()) * 1e3).round()
+        at * 1e3,
+        ((at + p.rtt()) * 1e3).round()
     );
     std::fs::write(&file, text).unwrap();
     file
@@ -195,7 +199,7 @@ fn simulate(file: &Path, p: &TestPath, cc: &str) -> Value {
             .args(["simulate", "--testbed"])
             .arg(file)
             .arg("--schedule")
-            .arg(loss_schedule(p))
+            .arg(loss_schedule(p, LOSS_AT))
             .args(["--cwnd-clamp", &p.clamp.to_string()])
             .args(["-t", &SECONDS.to_string(), "-C", cc])
             .args([
@@ -215,12 +219,20 @@ impl TestPath {
     }
 }
 
-/// Checks one event: when it was seen, the rate before it (the clamped
-/// window's), and the recovery against the rule.
-fn check_event(e: &Value, p: &TestPath, cc: &str, what: &str, seen_from: f64) -> f64 {
+/// Checks one event: when it was seen (from `early` s before `loss_at`, the
+/// time the schedule injects it, on a client's clock that started late) and
+/// the rate before it (the clamped window's); prints the recovery beside the
+/// rule and returns the recovery and the rule's (value, tolerance).
+fn check_event(
+    e: &Value,
+    p: &TestPath,
+    cc: &str,
+    what: &str,
+    (loss_at, early): (f64, f64),
+) -> (f64, (f64, f64)) {
     let t = f64_at(e, "/t");
     assert!(
-        (seen_from..=LOSS_AT + 2.5 * p.rtt() + PERIOD).contains(&t),
+        (loss_at - early..=loss_at + 2.5 * p.rtt() + PERIOD).contains(&t),
         "{what}: the loss seen at {t} s"
     );
     // The clamped window's rate: N x MSS per round trip; a window of N
@@ -242,6 +254,13 @@ fn check_event(e: &Value, p: &TestPath, cc: &str, what: &str, seen_from: f64) ->
         before / 1e6,
         clamped / 1e6
     );
+    (recovery, (expected, tolerance))
+}
+
+/// ns-3's event for `cc` on `p`, checked against the rule.
+fn check_simulated_event(s: &Value, p: &TestPath, cc: &str) -> f64 {
+    let what = format!("{} {cc} ns-3", p.name);
+    let (recovery, (expected, tolerance)) = check_event(s, p, cc, &what, (LOSS_AT, 0.0));
     assert!(
         (recovery - expected).abs() <= tolerance,
         "{what}: recovery {recovery} s, the rule gives {expected} +- {tolerance} s"
@@ -273,8 +292,84 @@ fn check_simulated(p: &TestPath) {
     }
     check_path(p);
     let file = topology_file(p);
-    let s = simulate(&file, p, "cubic");
-    check_event(&s, p, "cubic", &format!("{} cubic ns-3", p.name), LOSS_AT);
+    for cc in ["reno", "cubic"] {
+        check_simulated_event(&simulate(&file, p, cc), p, cc);
+    }
+}
+
+/// The measured loss event for `cc` through `p`'s testbed: the schedule
+/// started, then the client.
+fn measure(bed: &CliBed, p: &TestPath, cc: &str) -> Value {
+    let bin = common::bin();
+    linkperf_testsupport::process::output_ok(
+        Command::new(bin)
+            .args(["testbed", "set", "--testbed", bed.name(), "--schedule"])
+            .arg(loss_schedule(p, MEASURED_LOSS_AT)),
+    );
+    let measured = json(
+        bed.exec("a", bin)
+            .args(["client", &p.subnet_host(2), "-p", "5241", "-i", "0", "-J"])
+            .args(["--no-store", "-t", &MEASURED_SECONDS.to_string(), "-C", cc])
+            .args(["--sample", &format!("{}ms", PERIOD * 1e3)]),
+    );
+    the_loss(&measured, p, &format!("{} {cc} measured", p.name))
+}
+
+/// Measured through the testbed against ns-3 (itself checked against the
+/// rule), the issue's 25 %. The measured recovery is printed beside the rule
+/// but not held to its tolerance: Linux's reno came 0.1-0.25 s (one to two
+/// and a half round trips) after it on every path (2026-11-27: 2.32 against
+/// 2.225 +- 0.165 s, 2.12 against 1.973 +- 0.207, 3.06-3.16 against
+/// 2.910 +- 0.290), more than the rule's terms explain (RACK's reordering
+/// window, a quarter of the minimum RTT, is one Linux adds and ns-3 lacks).
+fn check_measured(p: &TestPath) {
+    if !common::ns3_installed() {
+        return;
+    }
+    check_path(p);
+    let file = topology_file(p);
+    let simulated: Vec<Value> = ["reno", "cubic"]
+        .iter()
+        .map(|cc| simulate(&file, p, cc))
+        .collect();
+    linkperf_testsupport::stall::retry_when_stalled(|| {
+        let Some(_turn) = common::testbed_turn() else {
+            return;
+        };
+        let bin = common::bin();
+        let topology = two_hosts(p.name, &p.subnet_host(1), &p.subnet_host(2), &p.link());
+        let mut bed = CliBed::up(bin, &std::env::temp_dir(), p.name, &topology);
+        // Linux's congestion window clamp: the route metric `cwnd lock N`
+        // (snd_cwnd_clamp), on the sender's route to the receiver.
+        linkperf_testsupport::process::output_ok(
+            bed.in_netns("a", "ip")
+                .args(["route", "add", &format!("{}/32", p.subnet_host(2))])
+                .args(["dev", "eth0", "cwnd", "lock", &p.clamp.to_string()]),
+        );
+        let mut server = bed.exec("b", bin);
+        bed.serve("b", server.args(["server", "-q", "-p", "5241"]), 5241);
+        // Linux applies the lock from the destination's tcp_metrics entry,
+        // which the first connection to it creates when it closes (the
+        // route's metrics copied in): one short test first.
+        linkperf_testsupport::process::output_ok(
+            bed.exec("a", bin)
+                .args(["client", &p.subnet_host(2), "-p", "5241", "-n", "64K"])
+                .args(["-i", "0", "--no-store"]),
+        );
+        for (cc, simulated) in ["reno", "cubic"].iter().zip(&simulated) {
+            let measured = measure(&bed, p, cc);
+            // The client starts a little after the schedule: its clock is behind.
+            let what = format!("{} {cc} measured", p.name);
+            let (m, _) = check_event(&measured, p, cc, &what, (MEASURED_LOSS_AT, 0.7));
+            let s = check_simulated_event(simulated, p, cc);
+            eprintln!("  {} {cc}: ns-3 / measured recovery {:.3}", p.name, s / m);
+            assert!(
+                (s / m - 1.0).abs() <= 0.25,
+                "{} {cc}: ns-3 recovery {s} s against measured {m} s",
+                p.name
+            );
+        }
+    });
 }
 
 const P1: TestPath = TestPath {
@@ -303,8 +398,23 @@ const P3: TestPath = TestPath {
 };
 
 #[test]
-fn simulated_cubic_recovery_follows_rfc_9438_on_three_paths() {
+fn simulated_recovery_follows_reno_and_cubic_on_three_paths() {
     for p in [&P1, &P2, &P3] {
         check_simulated(p);
     }
+}
+
+#[test]
+fn sixty_megabits_fifty_ms_byte_queue_measured() {
+    check_measured(&P1);
+}
+
+#[test]
+fn thirty_megabits_two_thirds_of_100_ms_measured() {
+    check_measured(&P2);
+}
+
+#[test]
+fn twenty_megabits_100_ms_small_queue_measured() {
+    check_measured(&P3);
 }

@@ -113,6 +113,8 @@ pub fn parse_lines(lines: &[String], mss: u64) -> Result<Vec<Flow>, SimError> {
 pub struct Context<'a> {
     pub spec: &'a SimSpec,
     pub congestion: &'a str,
+    /// ns-3's TCP model for it.
+    pub model: &'a str,
     pub route: &'a Route,
     pub source: String,
     pub rcvbuf: u64,
@@ -219,6 +221,7 @@ pub fn document(ctx: &Context, flows: &[Flow]) -> Value {
         "start": {"timestamp_unix_ms": now_ms(), "local": {"hostname": route.from},
             "remote": {"hostname": route.to}},
         "simulation": {"testbed": route.testbed, "from": route.from, "to": route.to,
+            "ns3_model": ctx.model,
             "rtt_s": route.rtt_s(), "bottleneck_bps": route.bottleneck_bps(), "hops": hops},
         "intervals": intervals(flows),
         "summary": {"direction": "client_to_server",
