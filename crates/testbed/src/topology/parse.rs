@@ -102,24 +102,7 @@ impl<'t> Parser<'t> {
             Some(s) => Some(*s.get_ref() as u64),
             None => None,
         };
-        let cpu_idle = match raw
-            .cpu_idle
-            .as_ref()
-            .map(|c| (c.get_ref().as_str(), c.span()))
-        {
-            None | Some(("poll", _)) => CpuIdle::Poll,
-            Some(("os", _)) => CpuIdle::Os,
-            Some((other, span)) => {
-                return Err(self.error(
-                    Some(span),
-                    "cpu_idle",
-                    format!(
-                        "'{other}' is not accepted: \"poll\" (idle CPUs poll, fast \
-                         wake-ups; the default) or \"os\" (the machine's idle states)"
-                    ),
-                ))
-            }
-        };
+        let cpu_idle = self.cpu_idle(raw.cpu_idle.as_ref())?;
 
         let mut nodes = BTreeMap::new();
         let mut check_node = |n: &Spanned<String>, kind: &str| -> Result<(), TestbedError> {
@@ -678,6 +661,22 @@ impl<'t> Parser<'t> {
     /// Every host reaches every other host when routes are computed between them (a
     /// topology with routers or multi-homed hosts). Plain segments need no routes, so
     /// separate segments in one testbed (side-by-side experiments) stay allowed.
+    /// The top-level `cpu_idle` key: "poll" (the default) or "os".
+    fn cpu_idle(&self, value: Option<&Spanned<String>>) -> Result<CpuIdle, TestbedError> {
+        match value.map(|c| (c.get_ref().as_str(), c.span())) {
+            None | Some(("poll", _)) => Ok(CpuIdle::Poll),
+            Some(("os", _)) => Ok(CpuIdle::Os),
+            Some((other, span)) => Err(self.error(
+                Some(span),
+                "cpu_idle",
+                format!(
+                    "'{other}' is not accepted: \"poll\" (idle CPUs poll, fast wake-ups; the \
+                     default) or \"os\" (the machine's idle states)"
+                ),
+            )),
+        }
+    }
+
     fn check_connected(&self, raw: &RawFile, topo: &Topology) -> Result<(), TestbedError> {
         let multi_homed = topo.hosts.iter().any(|h| {
             let links = topo.links.iter().filter(|l| l.ends.contains(&h.name));
