@@ -68,20 +68,11 @@ pub fn start_udp_echo_holding(ns: &str, port: u16, hold: Duration) -> Echo {
         set_kernel_rx_timestamps(sock.as_raw_fd());
         ready_tx.send(()).unwrap();
         let mut buf = [0u8; 65536];
-        let hold_ns = hold.as_nanos() as u64;
         while !flag.load(Ordering::Relaxed) {
             let Some((n, from, received)) = recv_stamped(sock.as_raw_fd(), &mut buf) else {
                 continue;
             };
-            let due = received + hold_ns;
-            let rest = due.saturating_sub(realtime_ns());
-            if rest > 300_000 {
-                std::thread::sleep(Duration::from_nanos(rest - 300_000));
-            }
-            while realtime_ns() < due {
-                std::hint::spin_loop();
-            }
-            let held = realtime_ns() - received;
+            let held = hold_from(received, hold);
             if n >= 16 {
                 buf[8..16].copy_from_slice(&held.to_be_bytes());
             }
@@ -618,6 +609,21 @@ pub fn send_timed(ns: &str, to: SocketAddr, size: usize, count: u64, gap: Durati
     .unwrap()
 }
 
+/// Waits until `hold` after `received` (a kernel receive timestamp, CLOCK_REALTIME ns): a
+/// precise sleep, then a spin for the last 300 µs. Returns how long after `received` it
+/// returned (ns).
+fn hold_from(received: u64, hold: Duration) -> u64 {
+    let due = received + hold.as_nanos() as u64;
+    let rest = due.saturating_sub(realtime_ns());
+    if rest > 300_000 {
+        std::thread::sleep(Duration::from_nanos(rest - 300_000));
+    }
+    while realtime_ns() < due {
+        std::hint::spin_loop();
+    }
+    realtime_ns() - received
+}
+
 /// One datagram from a socket with kernel receive timestamps on (see
 /// [`set_kernel_rx_timestamps`]): bytes, sender (IPv4), and the kernel's receive time
 /// (CLOCK_REALTIME ns), so the receiving thread's wake-up is not in it; None on timeout.
@@ -726,17 +732,7 @@ pub fn start_icmp_echo_holding(ns: &str, hold: Duration) -> Echo {
             reply[2..4].fill(0);
             let sum = icmp_checksum(&reply);
             reply[2..4].copy_from_slice(&sum.to_be_bytes());
-            // From the kernel's receive time to the monotonic clock: both read now.
-            let waited = realtime_ns().saturating_sub(received);
-            let due = Instant::now() + hold.saturating_sub(Duration::from_nanos(waited));
-            if let Some(rest) = due.checked_duration_since(Instant::now()) {
-                if rest > Duration::from_micros(300) {
-                    std::thread::sleep(rest - Duration::from_micros(300));
-                }
-            }
-            while Instant::now() < due {
-                std::hint::spin_loop();
-            }
+            hold_from(received, hold);
             // SAFETY: sendto with our buffer and the sender's address.
             unsafe {
                 libc::sendto(

@@ -185,7 +185,7 @@ impl SimScale {
                 self.name, self.sample
             )
         })?;
-        simulate::ns3_congestion(congestion).map_err(|e| e.message)?;
+        simulate::ns3_model(congestion, false).map_err(|e| e.message)?;
         Ok(SimSpec {
             testbed: dir.join(&self.topology),
             ends: None,

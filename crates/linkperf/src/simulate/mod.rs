@@ -16,43 +16,34 @@ pub mod twin;
 
 pub use spec::{SimError, SimSpec};
 
-/// Kernel congestion control names and ns-3's TCP models for them. Reno is
-/// `TcpNewReno` unless the congestion window is clamped ([`ns3_model`]):
-/// `TcpLinuxReno` (Linux's per-segment growth) simulated the 80 Mbit/s,
-/// 60 ms, half-BDP-queue truth path at 56-58 Mbit/s against 63-70 measured,
-/// `TcpNewReno` at 70 (docs/simulate.md).
-pub const CONGESTION: &[(&str, &str)] = &[
-    ("reno", "ns3::TcpNewReno"),
-    ("cubic", "ns3::TcpCubic"),
-    ("bic", "ns3::TcpBic"),
-    ("bbr", "ns3::TcpBbr"),
-];
-
-/// The ns-3 model that simulates `name` in a run with or without a congestion
-/// window clamp. Linux's reno grows by one segment per window of
+/// Kernel congestion control names and ns-3's TCP models for them: the model
+/// of a run without a congestion window clamp, and of one with it. They
+/// differ for reno only. Linux's reno grows by one segment per window of
 /// acknowledged *segments*; `TcpNewReno` by one per window of *ACKs*, half as
 /// fast with delayed ACKs (a reno recovery took 4.64 s in ns-3 where Linux
-/// took 2.38 s). `TcpLinuxReno` grows as Linux does, but its slow start
+/// took 2.3 s). `TcpLinuxReno` grows as Linux does, but its slow start
 /// (doubling per round trip, as Linux's) overshoots a path into losses whose
 /// retransmissions are lost again, which Linux's RACK repairs within the
-/// recovery and ns-3 (no RACK) only with a second halving. A clamped window
-/// cannot overshoot: there `TcpLinuxReno` is Linux's reno, elsewhere
-/// `TcpNewReno` is the closer (docs/simulate.md).
-pub fn ns3_model(name: &str, clamped: bool) -> Result<&'static str, SimError> {
-    match (name, clamped) {
-        ("reno", true) => Ok("ns3::TcpLinuxReno"),
-        _ => ns3_congestion(name),
-    }
-}
+/// recovery and ns-3 (no RACK) only with a second halving: it simulated the
+/// 80 Mbit/s, 60 ms, half-BDP-queue truth path at 56 Mbit/s against 63-71
+/// measured, `TcpNewReno` at 70. A clamped window cannot overshoot, so there
+/// `TcpLinuxReno` is Linux's reno (docs/simulate.md).
+pub const CONGESTION: &[(&str, &str, &str)] = &[
+    ("reno", "ns3::TcpNewReno", "ns3::TcpLinuxReno"),
+    ("cubic", "ns3::TcpCubic", "ns3::TcpCubic"),
+    ("bic", "ns3::TcpBic", "ns3::TcpBic"),
+    ("bbr", "ns3::TcpBbr", "ns3::TcpBbr"),
+];
 
-/// ns-3's model for a kernel congestion control name.
-pub fn ns3_congestion(name: &str) -> Result<&'static str, SimError> {
+/// ns-3's model for a kernel congestion control name, in a run with or
+/// without a congestion window clamp.
+pub fn ns3_model(name: &str, clamped: bool) -> Result<&'static str, SimError> {
     CONGESTION
         .iter()
-        .find(|(k, _)| *k == name)
-        .map(|(_, n)| *n)
+        .find(|(k, _, _)| *k == name)
+        .map(|&(_, free, clamp)| if clamped { clamp } else { free })
         .ok_or_else(|| {
-            let names: Vec<&str> = CONGESTION.iter().map(|(k, _)| *k).collect();
+            let names: Vec<&str> = CONGESTION.iter().map(|(k, _, _)| *k).collect();
             SimError::usage(format!(
                 "congestion control '{name}' has no ns-3 model (accepted: {})",
                 names.join(", ")

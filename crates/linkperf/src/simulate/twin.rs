@@ -51,7 +51,7 @@ pub fn sim_spec(
         )));
     }
     if let Some(cc) = &test.congestion {
-        super::ns3_congestion(cc)?;
+        super::ns3_model(cc, false)?;
     }
     let window = |v: Option<u32>| v.map(u64::from);
     Ok(SimSpec {
