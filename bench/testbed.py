@@ -17,6 +17,8 @@ Modes (link key `offload`):
               binary (an older emulator), for a side-by-side ratio
   baseline-offload
               only with --baseline LP: the offload link, built by the other binary
+  offload-os  the offload link with `cpu_idle = "os"`: idle CPUs may halt, as before the
+              emulator kept them polling (the same binary, for a side-by-side ratio)
 Optionally `--iperf3` adds one iperf3 run per mode and round as a reference sender.
 With `--rtt` the runs measure the round-trip time instead (exact delay, issue 12): per mode
 and round, the median of `linkperf rr -n PROBES` and of PROBES pings (one every 2 ms),
@@ -40,7 +42,10 @@ from datetime import datetime, timezone
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEADING = "## Testbed emulator (issue 3)"
 TICKS = os.sysconf("SC_CLK_TCK")
-MODES = {"per-packet": False, "offload": True, "baseline": None, "baseline-offload": True}
+MODES = {"per-packet": False, "offload": True, "baseline": None, "baseline-offload": True,
+         "offload-os": True}
+# Modes whose topology sets `cpu_idle` (the emulator's default is "poll").
+CPU_IDLE = {"offload-os": "os"}
 
 LP = None  # path of the linkperf binary
 BASELINE = None  # another linkperf binary whose emulator is compared ("baseline" mode)
@@ -84,9 +89,10 @@ def build(target_dir):
                    check=True)
 
 
-def topology(name, offload, delay, rate, mtu):
+def topology(name, offload, delay, rate, mtu, cpu_idle=None):
     return "\n".join([
         f'name = "{name}"',
+        *([] if cpu_idle is None else [f'cpu_idle = "{cpu_idle}"']),
         "[[host]]", 'name = "a"', 'address = "10.88.0.1/24"',
         "[[host]]", 'name = "b"', 'address = "10.88.0.2/24"',
         "[[link]]", 'ends = ["a", "b"]',
@@ -102,7 +108,7 @@ def bring_up(mode, args, tmp):
     subprocess.run([LP, "testbed", "down", name], capture_output=True)
     path = os.path.join(tmp, f"{name}.toml")
     with open(path, "w") as f:
-        f.write(topology(name, MODES[mode], args.delay, args.rate, args.mtu))
+        f.write(topology(name, MODES[mode], args.delay, args.rate, args.mtu, CPU_IDLE.get(mode)))
     # Only the emulator differs between modes: the baseline binary builds its testbed, and
     # the same linkperf client and server run in every mode.
     run([BASELINE if mode.startswith("baseline") else LP, "testbed", "up", path])
