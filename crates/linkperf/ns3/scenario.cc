@@ -1,11 +1,12 @@
-// linkperf's ns-3 twin of a testbed path (docs/simulate.md): a chain of
-// point-to-point links from the sender node to the receiver node, one bulk TCP
-// flow per stream, and every result printed as one JSON object per line.
-// A congestion window clamp (--cwndclamp) wraps the congestion control.
+// linkperf's ns-3 twin of testbed paths (docs/simulate.md): nodes joined by
+// point-to-point links (--links), routed by shortest path, and groups of bulk
+// TCP flows between them (--flows: one group per measured test, one flow per
+// stream, each group with its own congestion control, window clamp, buffers
+// and segment size), every result printed as one JSON object per line.
 // Every parameter comes from the command line; linkperf builds this file once
 // into its cache and runs the binary (crates/linkperf/src/simulate/). Link
 // schedule steps (--steps) change a direction's rate, queue and loss and a
-// hop's delay at their times while the flows run.
+// link's delay at their times while the flows run.
 #include "ns3/applications-module.h"
 #include "ns3/core-module.h"
 #include "ns3/internet-module.h"
@@ -21,8 +22,9 @@
 
 using namespace ns3;
 
-// One link of the chain: data goes a -> b.
+// One link between nodes a and b.
 struct Hop {
+  uint32_t a, b;
   double rate_ab, rate_ba;  // bit/s as ns-3 charges them (PPP framing)
   double delay_s;           // one way, both directions
   uint32_t queue_ab, queue_ba;  // packets
@@ -40,20 +42,49 @@ static std::vector<std::string> Split(const std::string &s, char sep) {
   return out;
 }
 
-// "rate_ab:rate_ba:delay_s:queue_ab:queue_ba:loss_ab:loss_ba:mtu,..."
-static std::vector<Hop> ParseHops(const std::string &s) {
+// "a:b:rate_ab:rate_ba:delay_s:queue_ab:queue_ba:loss_ab:loss_ba:mtu,..."
+static std::vector<Hop> ParseLinks(const std::string &s, uint32_t nodes) {
   std::vector<Hop> hops;
   for (const auto &h : Split(s, ',')) {
     auto f = Split(h, ':');
-    if (f.size() != 8) {
-      std::fprintf(stderr, "bad hop '%s'\n", h.c_str());
+    if (f.size() != 10 || std::stoul(f[0]) >= nodes || std::stoul(f[1]) >= nodes) {
+      std::fprintf(stderr, "bad link '%s'\n", h.c_str());
       std::exit(2);
     }
-    hops.push_back({std::stod(f[0]), std::stod(f[1]), std::stod(f[2]),
-                    (uint32_t)std::stoul(f[3]), (uint32_t)std::stoul(f[4]),
-                    std::stod(f[5]), std::stod(f[6]), (uint32_t)std::stoul(f[7])});
+    hops.push_back({(uint32_t)std::stoul(f[0]), (uint32_t)std::stoul(f[1]), std::stod(f[2]),
+                    std::stod(f[3]), std::stod(f[4]), (uint32_t)std::stoul(f[5]),
+                    (uint32_t)std::stoul(f[6]), std::stod(f[7]), std::stod(f[8]),
+                    (uint32_t)std::stoul(f[9])});
   }
   return hops;
+}
+
+// One measured test: `streams` bulk flows from node src to node dst until
+// `stop_s`, its TCP options those of the measurement.
+struct Group {
+  uint32_t src, dst, streams;
+  std::string cc;
+  uint32_t clamp;  // congestion window clamp, segments (0: none)
+  uint64_t rcvbuf, sndbuf;
+  uint32_t segment;
+  double stop_s;
+};
+
+// "src:dst:streams:cc:clamp:rcvbuf:sndbuf:segment:stop_s,...", cc without "ns3::"
+static std::vector<Group> ParseGroups(const std::string &s, uint32_t nodes) {
+  std::vector<Group> groups;
+  for (const auto &g : Split(s, ',')) {
+    auto f = Split(g, ':');
+    if (f.size() != 9 || std::stoul(f[0]) >= nodes || std::stoul(f[1]) >= nodes) {
+      std::fprintf(stderr, "bad flow group '%s'\n", g.c_str());
+      std::exit(2);
+    }
+    groups.push_back({(uint32_t)std::stoul(f[0]), (uint32_t)std::stoul(f[1]),
+                      (uint32_t)std::stoul(f[2]), "ns3::" + f[3], (uint32_t)std::stoul(f[4]),
+                      std::stoull(f[5]), std::stoull(f[6]), (uint32_t)std::stoul(f[7]),
+                      std::stod(f[8])});
+  }
+  return groups;
 }
 
 // One change of a schedule step: direction `side` (0: a -> b) of hop `hop`.
@@ -119,7 +150,8 @@ static void ApplyLoss(uint32_t hop, uint32_t side, double loss) { links[hop].los
 
 // Linux's route metric `cwnd lock N` (snd_cwnd_clamp): the congestion window
 // never grows past N segments. A congestion control of the inner type, its
-// growth cut at the clamp; everything else goes to it unchanged.
+// growth cut at the clamp; everything else goes to it unchanged. The inner type
+// and the clamp are those in force when the socket is made (ConfigureGroup).
 static TypeId clampedInner;
 static uint32_t cwndClamp = 0;  // segments
 
@@ -131,13 +163,13 @@ class ClampedCongestion : public TcpCongestionOps {
                             .AddConstructor<ClampedCongestion>();
     return tid;
   }
-  ClampedCongestion() {
+  ClampedCongestion() : m_clamp(cwndClamp) {
     ObjectFactory factory;
     factory.SetTypeId(clampedInner);
     m_inner = factory.Create<TcpCongestionOps>();
   }
   ClampedCongestion(const ClampedCongestion &other)
-      : TcpCongestionOps(other), m_inner(other.m_inner->Fork()) {}
+      : TcpCongestionOps(other), m_inner(other.m_inner->Fork()), m_clamp(other.m_clamp) {}
   std::string GetName() const override { return m_inner->GetName(); }
   void Init(Ptr<TcpSocketState> tcb) override { m_inner->Init(tcb); }
   uint32_t GetSsThresh(Ptr<const TcpSocketState> tcb, uint32_t inFlight) override {
@@ -145,7 +177,7 @@ class ClampedCongestion : public TcpCongestionOps {
   }
   void IncreaseWindow(Ptr<TcpSocketState> tcb, uint32_t acked) override {
     m_inner->IncreaseWindow(tcb, acked);
-    uint32_t limit = cwndClamp * tcb->m_segmentSize;
+    uint32_t limit = m_clamp * tcb->m_segmentSize;
     if (tcb->m_cWnd.Get() > limit) tcb->m_cWnd = limit;
   }
   void PktsAcked(Ptr<TcpSocketState> tcb, uint32_t acked, const Time &rtt) override {
@@ -167,11 +199,14 @@ class ClampedCongestion : public TcpCongestionOps {
 
  private:
   Ptr<TcpCongestionOps> m_inner;
+  uint32_t m_clamp;
 };
 NS_OBJECT_ENSURE_REGISTERED(ClampedCongestion);
 
 // What one flow's sender did, kept by trace sinks.
 struct FlowState {
+  uint32_t group = 0, stream = 0;  // the stream's place in its group
+  double stop_s = 0;
   Ptr<BulkSendApplication> app;
   Ptr<PacketSink> sink;
   uint32_t cwnd = 0, ssthresh = 0xffffffff, inflight = 0;
@@ -184,7 +219,8 @@ struct FlowState {
 };
 
 static std::vector<FlowState> flows;
-static uint32_t segment = 1448;
+static NodeContainer nodes;
+static std::vector<Group> groups;
 
 static void OnCwnd(FlowState *f, uint32_t, uint32_t v) { f->cwnd = v; }
 static void OnSsthresh(FlowState *f, uint32_t, uint32_t v) { f->ssthresh = v; }
@@ -225,10 +261,11 @@ static void Sample(double period, double end) {
   double t = Simulator::Now().GetSeconds();
   for (uint32_t i = 0; i < flows.size(); i++) {
     FlowState &f = flows[i];
+    if (t > f.stop_s + 1e-9) continue;
     uint64_t rx = f.sink->GetTotalRx();
-    std::printf("{\"type\":\"sample\",\"flow\":%u,\"t\":%.6f,\"sent\":%llu,\"acked\":%llu,"
-                "\"received\":%llu,\"cwnd\":%u,\"inflight\":%u,\"retrans\":%llu",
-                i, t, (unsigned long long)(f.sent - f.s_sent),
+    std::printf("{\"type\":\"sample\",\"group\":%u,\"flow\":%u,\"t\":%.6f,\"sent\":%llu,"
+                "\"acked\":%llu,\"received\":%llu,\"cwnd\":%u,\"inflight\":%u,\"retrans\":%llu",
+                f.group, f.stream, t, (unsigned long long)(f.sent - f.s_sent),
                 (unsigned long long)(f.acked - f.s_acked), (unsigned long long)(rx - f.s_rx),
                 f.cwnd, f.inflight, (unsigned long long)f.retrans);
     if (f.ssthresh < 0x7fffffff) std::printf(",\"ssthresh\":%u", f.ssthresh);
@@ -245,10 +282,11 @@ static void Interval(double start, double length, double end) {
   double t = Simulator::Now().GetSeconds();
   for (uint32_t i = 0; i < flows.size(); i++) {
     FlowState &f = flows[i];
+    if (start >= f.stop_s - 1e-9) continue;
     uint64_t rx = f.sink->GetTotalRx();
-    std::printf("{\"type\":\"interval\",\"flow\":%u,\"start\":%.6f,\"end\":%.6f,\"sent\":%llu,"
-                "\"received\":%llu,\"retrans\":%llu,\"cwnd\":%u",
-                i, start, t, (unsigned long long)(f.sent - f.i_sent),
+    std::printf("{\"type\":\"interval\",\"group\":%u,\"flow\":%u,\"start\":%.6f,\"end\":%.6f,"
+                "\"sent\":%llu,\"received\":%llu,\"retrans\":%llu,\"cwnd\":%u",
+                f.group, f.stream, start, t, (unsigned long long)(f.sent - f.i_sent),
                 (unsigned long long)(rx - f.i_rx), (unsigned long long)(f.retrans - f.i_retrans),
                 f.cwnd);
     if (f.srtt_ms >= 0) std::printf(",\"srtt_ms\":%.4f", f.srtt_ms);
@@ -263,58 +301,19 @@ static void Interval(double start, double length, double end) {
   }
 }
 
-int main(int argc, char *argv[]) {
-  std::string hopSpec, stepSpec, cc = "ns3::TcpCubic";
-  uint32_t streams = 1;
-  double duration = 10, interval = 1, sample = 0.01;
-  uint64_t rcvbuf = 3 << 20, sndbuf = 4 << 20;
-  uint32_t seed = 1;
-  CommandLine cmd;
-  cmd.AddValue("cwndclamp", "largest congestion window, segments (0: none)", cwndClamp);
-  cmd.AddValue("hops", "links from sender to receiver", hopSpec);
-  cmd.AddValue("steps", "schedule steps", stepSpec);
-  cmd.AddValue("cc", "congestion control TypeId", cc);
-  cmd.AddValue("streams", "parallel flows", streams);
-  cmd.AddValue("duration", "seconds of sending", duration);
-  cmd.AddValue("interval", "interval report period, s", interval);
-  cmd.AddValue("sample", "sample period, s (0: none)", sample);
-  cmd.AddValue("rcvbuf", "receive buffer (window), bytes", rcvbuf);
-  cmd.AddValue("sndbuf", "send buffer, bytes", sndbuf);
-  cmd.AddValue("seed", "RNG run number", seed);
-  cmd.Parse(argc, argv);
-  RngSeedManager::SetRun(seed);
-
-  auto hops = ParseHops(hopSpec);
-  uint32_t mtu = 65535;
-  for (auto &h : hops) mtu = std::min(mtu, h.mtu);
-  segment = mtu - 52;  // IPv4 + TCP + timestamps, as Linux
-  if (cwndClamp > 0) {
-    clampedInner = TypeId::LookupByName(cc);
-    cc = "ns3::LinkperfClampedCongestion";
-  }
-  Config::SetDefault("ns3::TcpL4Protocol::SocketType", StringValue(cc));
-  Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(segment));
-  // Linux: the initial window is 10 segments, at most the clamp.
-  uint32_t initialCwnd = cwndClamp > 0 ? std::min(10u, cwndClamp) : 10u;
-  Config::SetDefault("ns3::TcpSocket::InitialCwnd", UintegerValue(initialCwnd));
-  Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(rcvbuf));
-  Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(sndbuf));
-  Config::SetDefault("ns3::TcpSocket::DelAckCount", UintegerValue(2));
-  Config::SetDefault("ns3::TcpSocketBase::MinRto", TimeValue(MilliSeconds(200)));
-  Config::SetDefault("ns3::TcpSocketBase::ClockGranularity", TimeValue(MilliSeconds(1)));
-
-  NodeContainer nodes;
-  nodes.Create(hops.size() + 1);
+// The links between the nodes, each direction's rate, queue and loss, no
+// qdisc in front (the emulator has one drop-tail queue per direction), and
+// routes by shortest path.
+static void BuildLinks(const std::vector<Hop> &hops) {
   InternetStackHelper stack;
   stack.Install(nodes);
   Ipv4AddressHelper addr;
-  Ipv4InterfaceContainer last;
   for (uint32_t i = 0; i < hops.size(); i++) {
     const Hop &h = hops[i];
     PointToPointHelper p2p;
     p2p.SetChannelAttribute("Delay", TimeValue(Seconds(h.delay_s)));
     p2p.SetDeviceAttribute("Mtu", UintegerValue(h.mtu));
-    NetDeviceContainer d = p2p.Install(nodes.Get(i), nodes.Get(i + 1));
+    NetDeviceContainer d = p2p.Install(nodes.Get(h.a), nodes.Get(h.b));
     double rates[2] = {h.rate_ab, h.rate_ba};
     uint32_t queues[2] = {h.queue_ab, h.queue_ba};
     double lossOf[2] = {h.loss_ab, h.loss_ba};
@@ -336,49 +335,107 @@ int main(int argc, char *argv[]) {
     std::ostringstream net;
     net << "10." << (i / 250) << "." << (i % 250) << ".0";
     addr.SetBase(net.str().c_str(), "255.255.255.0");
-    last = addr.Assign(d);
-    // The emulator has one drop-tail queue per direction: no qdisc in front
-    // (Assign installed the default one).
+    addr.Assign(d);
     TrafficControlHelper tch;
     tch.Uninstall(d);
   }
   Ipv4GlobalRoutingHelper::PopulateRoutingTables();
+}
+
+// Just before group g's sockets are made: its TCP options become the
+// defaults and its congestion control the sending node's.
+static void ConfigureGroup(uint32_t g) {
+  const Group &grp = groups[g];
+  std::string cc = grp.cc;
+  cwndClamp = grp.clamp;
+  if (grp.clamp > 0) {
+    clampedInner = TypeId::LookupByName(cc);
+    cc = "ns3::LinkperfClampedCongestion";
+  }
+  Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(grp.segment));
+  // Linux: the initial window is 10 segments, at most the clamp.
+  uint32_t initialCwnd = grp.clamp > 0 ? std::min(10u, grp.clamp) : 10u;
+  Config::SetDefault("ns3::TcpSocket::InitialCwnd", UintegerValue(initialCwnd));
+  Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(grp.rcvbuf));
+  Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(grp.sndbuf));
+  nodes.Get(grp.src)->GetObject<TcpL4Protocol>()->SetAttribute(
+      "SocketType", TypeIdValue(TypeId::LookupByName(cc)));
+}
+
+// Group g's flows: configured at 2g ns, started at 2g + 1 ns (a socket takes
+// the defaults in force when its application starts), sending until stop_s.
+static void InstallGroup(uint32_t g) {
+  const Group &grp = groups[g];
+  Simulator::Schedule(NanoSeconds(2 * g), &ConfigureGroup, g);
+  Time start = NanoSeconds(2 * g + 1);
+  Ipv4Address to = nodes.Get(grp.dst)->GetObject<Ipv4>()->GetAddress(1, 0).GetLocal();
+  for (uint32_t k = 0; k < grp.streams; k++) {
+    uint32_t i = flows.size();
+    uint16_t port = 5201 + i;
+    BulkSendHelper send("ns3::TcpSocketFactory", InetSocketAddress(to, port));
+    send.SetAttribute("MaxBytes", UintegerValue(0));
+    send.SetAttribute("SendSize", UintegerValue(128 * 1024));
+    ApplicationContainer a = send.Install(nodes.Get(grp.src));
+    a.Start(start);
+    a.Stop(Seconds(grp.stop_s));
+    PacketSinkHelper sink("ns3::TcpSocketFactory", InetSocketAddress(Ipv4Address::GetAny(), port));
+    ApplicationContainer s = sink.Install(nodes.Get(grp.dst));
+    s.Start(start);
+    FlowState f;
+    f.group = g;
+    f.stream = k;
+    f.stop_s = grp.stop_s;
+    f.app = DynamicCast<BulkSendApplication>(a.Get(0));
+    f.sink = DynamicCast<PacketSink>(s.Get(0));
+    flows.push_back(f);
+    Simulator::Schedule(start + NanoSeconds(1), &Connect, i);
+  }
+}
+
+int main(int argc, char *argv[]) {
+  std::string linkSpec, groupSpec, stepSpec;
+  uint32_t nodeCount = 2;
+  double duration = 10, interval = 1, sample = 0.01;
+  uint32_t seed = 1;
+  CommandLine cmd;
+  cmd.AddValue("nodes", "nodes", nodeCount);
+  cmd.AddValue("links", "links between nodes", linkSpec);
+  cmd.AddValue("flows", "flow groups", groupSpec);
+  cmd.AddValue("steps", "schedule steps", stepSpec);
+  cmd.AddValue("duration", "seconds simulated", duration);
+  cmd.AddValue("interval", "interval report period, s", interval);
+  cmd.AddValue("sample", "sample period, s (0: none)", sample);
+  cmd.AddValue("seed", "RNG run number", seed);
+  cmd.Parse(argc, argv);
+  RngSeedManager::SetRun(seed);
+
+  auto hops = ParseLinks(linkSpec, nodeCount);
+  groups = ParseGroups(groupSpec, nodeCount);
+  Config::SetDefault("ns3::TcpSocket::DelAckCount", UintegerValue(2));
+  Config::SetDefault("ns3::TcpSocketBase::MinRto", TimeValue(MilliSeconds(200)));
+  Config::SetDefault("ns3::TcpSocketBase::ClockGranularity", TimeValue(MilliSeconds(1)));
+  nodes.Create(nodeCount);
+  BuildLinks(hops);
   for (const Step &st : ParseSteps(stepSpec)) {
     if (st.hop >= links.size() || st.side > 1) {
-      std::fprintf(stderr, "step on hop %u side %u: no such link\n", st.hop, st.side);
+      std::fprintf(stderr, "step on link %u side %u: no such link\n", st.hop, st.side);
       return 2;
     }
     Simulator::Schedule(Seconds(st.at_s), &ApplyLink, st.hop, st.side, st.rate, st.queue,
                         st.delay_s);
     Simulator::Schedule(Seconds(st.loss_at_s), &ApplyLoss, st.hop, st.side, st.loss);
   }
-
-  flows.resize(streams);
-  for (uint32_t i = 0; i < streams; i++) {
-    uint16_t port = 5201 + i;
-    BulkSendHelper send("ns3::TcpSocketFactory", InetSocketAddress(last.GetAddress(1), port));
-    send.SetAttribute("MaxBytes", UintegerValue(0));
-    send.SetAttribute("SendSize", UintegerValue(128 * 1024));
-    ApplicationContainer a = send.Install(nodes.Get(0));
-    a.Start(Seconds(0));
-    a.Stop(Seconds(duration));
-    PacketSinkHelper sink("ns3::TcpSocketFactory", InetSocketAddress(Ipv4Address::GetAny(), port));
-    ApplicationContainer s = sink.Install(nodes.Get(hops.size()));
-    s.Start(Seconds(0));
-    flows[i].app = DynamicCast<BulkSendApplication>(a.Get(0));
-    flows[i].sink = DynamicCast<PacketSink>(s.Get(0));
-    Simulator::Schedule(NanoSeconds(1), &Connect, i);
-  }
+  for (uint32_t g = 0; g < groups.size(); g++) InstallGroup(g);
   if (sample > 0) Simulator::Schedule(Seconds(sample), &Sample, sample, duration);
   Simulator::Schedule(Seconds(std::min(interval, duration)), &Interval, 0.0,
                       std::min(interval, duration), duration);
-  Simulator::Stop(Seconds(duration) + NanoSeconds(2));
+  Simulator::Stop(Seconds(duration) + NanoSeconds(2 * groups.size() + 2));
   Simulator::Run();
-  for (uint32_t i = 0; i < streams; i++) {
-    std::printf("{\"type\":\"end\",\"flow\":%u,\"sent\":%llu,\"received\":%llu,\"retrans\":%llu}\n",
-                i, (unsigned long long)flows[i].sent,
-                (unsigned long long)flows[i].sink->GetTotalRx(),
-                (unsigned long long)flows[i].retrans);
+  for (const FlowState &f : flows) {
+    std::printf("{\"type\":\"end\",\"group\":%u,\"flow\":%u,\"sent\":%llu,\"received\":%llu,"
+                "\"retrans\":%llu}\n",
+                f.group, f.stream, (unsigned long long)f.sent,
+                (unsigned long long)f.sink->GetTotalRx(), (unsigned long long)f.retrans);
   }
   Simulator::Destroy();
   return 0;

@@ -256,24 +256,37 @@ fn campaign_simulate_puts_a_twin_on_each_flow() {
             check_pair(&format!("campaign phase {name}"), measured, simulated, 20e6);
             assert_eq!(f["simulated"]["source"], common::installed_ns3_source());
         }
-        // Two flows in one phase share the link: the scenario cannot say.
+        // Two flows in one phase share the link, in ns-3 as measured: together
+        // they fill it, each near half (neither starved).
         let shared = common::campaign::write(
             file.parent().unwrap(),
             "shared.toml",
             &format!(
-                "testbed = \"twc\"\n{}[[phase]]\nname = \"both\"\nduration = \"2s\"\n{}{}",
+                "testbed = \"twc\"\nstart_delay = \"300ms\"\n{}[[phase]]\nname = \"both\"\nduration = \"4s\"\n{}{}",
                 agents(),
                 flow("a1", "b1"),
                 flow("a2", "b2")
             ),
         );
-        let (code, _, stderr) = bed.campaign("a1", &shared, &["--simulate"]);
-        assert_eq!(code, 2, "{stderr}");
-        let line = one_line(&stderr);
-        assert!(
-            line.contains("flow a2 -> b2 of phase 'both'") && line.contains("both cross link"),
-            "{line}"
+        let (code, v, stderr) = bed.campaign("a1", &shared, &["--simulate"]);
+        assert_eq!(code, 0, "campaign failed: {stderr}\n{v}");
+        let flows = phases(&v, "both")[0]["flows"].as_array().unwrap().clone();
+        assert_eq!(flows.len(), 2, "{v}");
+        let sum = |key: &str| -> f64 { flows.iter().map(|f| f64_at(f, key)).sum() };
+        let (measured, simulated) = (
+            sum("/received/bits_per_second"),
+            sum("/simulated/bits_per_second"),
         );
+        check_pair("two flows sharing the link", measured, simulated, 20e6);
+        let bound = 20e6 * MSS / ETH_WIRE;
+        for f in &flows {
+            assert_eq!(f["simulated"]["flows_together"], 2, "{f}");
+            let own = f64_at(f, "/simulated/bits_per_second");
+            assert!(
+                own >= 0.3 * bound && own <= 0.7 * bound,
+                "one of two simulated flows got {own} of {bound}: not near half"
+            );
+        }
     });
 }
 

@@ -2,13 +2,15 @@
 //! run in a testbed (`testbed = "NAME"`), simulated right after its phase
 //! ran (never beside a measurement) on the links then in force, and put
 //! on the flow's result as `simulated` (one simulation per phase and sweep
-//! point: ns-3 is deterministic, sessions share it). The scenario simulates
-//! one path at a time, so flows of one phase must not share a link;
-//! [`check`] refuses what it cannot express before anything runs.
+//! point: ns-3 is deterministic, sessions share it). The flows of a phase
+//! are simulated together, sharing the links their paths have in common as
+//! the measured flows did; [`check`] refuses what the scenario cannot
+//! express before anything runs.
 
 use super::analysis::PhaseResult;
 use super::plan::{Campaign, Flow, Phase, Point};
 use crate::model::testbed::host_by_address;
+use crate::simulate::path::Route;
 use crate::simulate::{self, twin, SimError, SimSpec};
 use linkperf_testbed::{Testbed, Topology};
 use serde_json::{json, Value};
@@ -40,33 +42,25 @@ fn flow_spec(campaign: &Campaign, topology: &Topology, flow: &Flow) -> Result<Si
 }
 
 /// Each flow's simulation and route in `phase`, or why one has none
-/// (naming the flow); flows may not share a link.
+/// (naming the flow).
 fn phase_specs(
     campaign: &Campaign,
     topology: &Topology,
     phase: &Phase,
-) -> Result<Vec<SimSpec>, String> {
-    let mut specs = Vec::new();
-    let mut crossed: Vec<(String, String)> = Vec::new();
-    for flow in &phase.flows {
-        let what = format!(
-            "flow {} -> {} of phase '{}'",
-            flow.from, flow.to, phase.name
-        );
-        let spec = flow_spec(campaign, topology, flow).map_err(|e| format!("{what}: {e}"))?;
-        let route = twin::route(&spec, topology).map_err(|e| format!("{what}: {e}"))?;
-        for hop in &route.hops {
-            if let Some((_, other)) = crossed.iter().find(|(l, _)| *l == hop.link) {
-                return Err(format!(
-                    "{what} and {other} both cross link {}: the ns-3 scenario simulates one path at a time",
-                    hop.link
-                ));
-            }
-        }
-        crossed.extend(route.hops.iter().map(|h| (h.link.clone(), what.clone())));
-        specs.push(spec);
-    }
-    Ok(specs)
+) -> Result<Vec<(SimSpec, Route)>, String> {
+    phase
+        .flows
+        .iter()
+        .map(|flow| {
+            let what = format!(
+                "flow {} -> {} of phase '{}'",
+                flow.from, flow.to, phase.name
+            );
+            let spec = flow_spec(campaign, topology, flow).map_err(|e| format!("{what}: {e}"))?;
+            let route = twin::route(&spec, topology).map_err(|e| format!("{what}: {e}"))?;
+            Ok((spec, route))
+        })
+        .collect()
 }
 
 /// Before anything runs: a testbed, ns-3, and a twin for every flow of
@@ -104,6 +98,7 @@ fn compact(doc: &Value) -> Value {
         "source": doc["source"],
         "bits_per_second": doc["summary"]["received"]["bits_per_second"],
         "retransmits": doc["summary"]["sent"]["retransmits"],
+        "flows_together": doc["simulation"]["flows_together"],
         "intervals": intervals,
     })
 }
@@ -112,14 +107,9 @@ fn simulate_all(campaign: &Campaign, phase: &Phase) -> Result<Vec<Option<Value>>
     let name = campaign.testbed.as_deref().unwrap_or_default();
     let testbed = Testbed::attach(name).map_err(|e| SimError::failed(e.to_string()))?;
     let topology = crate::runner::live_topology(&testbed);
-    let specs = phase_specs(campaign, &topology, phase).map_err(SimError::usage)?;
-    specs
-        .iter()
-        .map(|spec| {
-            let route = twin::route(spec, &topology)?;
-            simulate::run_route(spec, &route).map(|doc| Some(compact(&doc)))
-        })
-        .collect()
+    let twins = phase_specs(campaign, &topology, phase).map_err(SimError::usage)?;
+    let docs = simulate::run_together(&twins, &topology)?;
+    Ok(docs.iter().map(|doc| Some(compact(doc))).collect())
 }
 
 /// Puts each flow's twin on `result` (simulated now unless this phase at

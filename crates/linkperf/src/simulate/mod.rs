@@ -1,12 +1,14 @@
-//! `linkperf simulate`: the ns-3 twin of a test through a testbed path
-//! (docs/simulate.md). Owns the mapping from a topology's path and a test
-//! spec to the scenario program's parameters ([`path`]), finding ns-3 and
+//! `linkperf simulate`: the ns-3 twin of a test through a testbed path, or of
+//! tests run together through one testbed (docs/simulate.md). Owns the
+//! mapping from a topology's paths and test specs to the scenario program's
+//! network and flow groups ([`path`], [`network`]), finding ns-3 and
 //! building the scenario once into a cache ([`ns3`]), a link schedule's
 //! steps on that path ([`schedule`]), and turning its JSON
 //! lines into a result in linkperf's schema, `"source": "ns-3 <version>"`
 //! ([`result`]). Convergence metrics come from [`crate::dynamics`], the same
 //! code as for measurements.
 
+pub mod network;
 pub mod ns3;
 pub mod path;
 pub mod result;
@@ -97,13 +99,13 @@ pub fn run_with_schedule(
     schedule_file: Option<&std::path::Path>,
 ) -> Result<serde_json::Value, SimError> {
     check(spec)?;
-    let (topology, route, crossed) = path::load(&spec.testbed, spec.ends.as_ref(), spec.reverse)?;
+    let (topology, route) = path::load(&spec.testbed, spec.ends.as_ref(), spec.reverse)?;
     let from_file = schedule_file
         .map(|f| linkperf_testbed::topology::schedule_from_file(f, &topology))
         .transpose()
         .map_err(|e| SimError::usage(e.to_string()))?;
     let steps = match from_file.as_ref().or(topology.schedule.as_ref()) {
-        Some(s) => schedule::link_steps(&topology, &route, &crossed, s, spec.duration_s)?,
+        Some(s) => schedule::link_steps(&topology, &route, s, spec.duration_s)?,
         None => Vec::new(),
     };
     simulate_route(spec, &route, &steps)
@@ -117,48 +119,153 @@ pub fn run_route(spec: &SimSpec, route: &path::Route) -> Result<serde_json::Valu
     simulate_route(spec, route, &[])
 }
 
-/// Builds (once) and runs the scenario for `spec` along `route` with `steps`.
+/// The tests of `twins` (each a spec and its route through `topology`) run
+/// together, sharing the links their paths have in common, as a campaign's
+/// flows of one phase do; one result document per test, in order. They are
+/// reported at the first one's interval and sampled at the finest period
+/// any asks for.
+pub fn run_together(
+    twins: &[(SimSpec, path::Route)],
+    topology: &linkperf_testbed::Topology,
+) -> Result<Vec<serde_json::Value>, SimError> {
+    let Some((first, _)) = twins.first() else {
+        return Ok(Vec::new());
+    };
+    let sample_s = twins
+        .iter()
+        .map(|(s, _)| s.sample_s)
+        .fold(f64::MAX, f64::min);
+    let mut twins = twins.to_vec();
+    for (spec, _) in &mut twins {
+        (spec.sample_s, spec.interval_s) = (sample_s, first.interval_s);
+        check(spec)?;
+    }
+    let routes: Vec<&path::Route> = twins.iter().map(|(_, r)| r).collect();
+    let (network, ends) = network::Network::of_routes(topology, &routes);
+    let groups = twins
+        .iter()
+        .zip(&ends)
+        .map(|((spec, route), &(src, dst))| group(spec, route, src, dst))
+        .collect::<Result<Vec<_>, _>>()?;
+    let run = Scenario {
+        network: &network,
+        groups: &groups,
+        duration_s: twins.iter().map(|(s, _)| s.duration_s).fold(0.0, f64::max),
+        interval_s: first.interval_s,
+        sample_s,
+        steps: &[],
+    };
+    let (lines, version) = run.run()?;
+    let mut docs = Vec::new();
+    for ((spec, route), (group, lines)) in twins.iter().zip(groups.iter().zip(&lines)) {
+        let mut doc = document(spec, route, group, lines, &version)?;
+        doc["simulation"]["flows_together"] = twins.len().into();
+        docs.push(doc);
+    }
+    Ok(docs)
+}
+
+/// A test's flow group between nodes `src` and `dst`, and the congestion
+/// control it names.
+fn group(
+    spec: &SimSpec,
+    route: &path::Route,
+    src: usize,
+    dst: usize,
+) -> Result<(network::Group, String), SimError> {
+    let congestion = spec.congestion.clone().unwrap_or_else(host_congestion);
+    let (rcvbuf, sndbuf) = path::buffers(spec);
+    let group = network::Group {
+        src,
+        dst,
+        streams: spec.streams,
+        model: ns3_model(&congestion, spec.cwnd_clamp.is_some())?,
+        cwnd_clamp: spec.cwnd_clamp.unwrap_or(0),
+        rcvbuf,
+        sndbuf,
+        segment: route.segment(),
+        stop_s: spec.duration_s,
+    };
+    Ok((group, congestion))
+}
+
+/// One run of the scenario program: a network, its flow groups, the
+/// reporting periods and a link schedule's steps.
+struct Scenario<'a> {
+    network: &'a network::Network,
+    groups: &'a [(network::Group, String)],
+    duration_s: f64,
+    interval_s: f64,
+    sample_s: f64,
+    steps: &'a [schedule::LinkStep],
+}
+
+impl Scenario<'_> {
+    /// Builds the program (once) and runs it; each group's output lines and
+    /// ns-3's version.
+    fn run(&self) -> Result<(Vec<Vec<String>>, String), SimError> {
+        let install = ns3::Install::find()?;
+        let program = install.scenario()?;
+        let groups: Vec<network::Group> = self.groups.iter().map(|(g, _)| g.clone()).collect();
+        let mut args = vec![
+            format!("--nodes={}", self.network.nodes.len()),
+            format!("--links={}", self.network.links_arg()),
+            format!("--flows={}", network::flows_arg(&groups)),
+            format!("--duration={}", self.duration_s),
+            format!("--interval={}", self.interval_s),
+            format!("--sample={}", self.sample_s),
+        ];
+        // ns-3's command line refuses an empty value.
+        if !self.steps.is_empty() {
+            args.push(format!("--steps={}", schedule::steps_arg(self.steps)));
+        }
+        let lines = ns3::run_scenario(&program, &args)?;
+        let by_group = result::split_groups(&lines, groups.len())?;
+        Ok((by_group, format!("ns-3 {}", install.version)))
+    }
+}
+
+/// The result document of one test from its group's output lines.
+fn document(
+    spec: &SimSpec,
+    route: &path::Route,
+    (group, congestion): &(network::Group, String),
+    lines: &[String],
+    source: &str,
+) -> Result<serde_json::Value, SimError> {
+    let parsed = result::parse_lines(lines, group.segment)?;
+    Ok(result::document(
+        &result::Context {
+            spec,
+            congestion,
+            model: group.model,
+            route,
+            source: source.to_string(),
+            rcvbuf: group.rcvbuf,
+        },
+        &parsed,
+    ))
+}
+
+/// Runs the simulation of `spec` alone along `route` with `steps`.
 fn simulate_route(
     spec: &SimSpec,
     route: &path::Route,
     steps: &[schedule::LinkStep],
 ) -> Result<serde_json::Value, SimError> {
-    let congestion = spec.congestion.clone().unwrap_or_else(host_congestion);
-    let model = ns3_model(&congestion, spec.cwnd_clamp.is_some())?;
-    let install = ns3::Install::find()?;
-    let program = install.scenario()?;
-    let (rcvbuf, sndbuf) = path::buffers(spec);
-    let mut args = vec![
-        format!("--hops={}", route.hops_arg()),
-        format!("--cc={model}"),
-        format!("--streams={}", spec.streams),
-        format!("--duration={}", spec.duration_s),
-        format!("--interval={}", spec.interval_s),
-        format!("--sample={}", spec.sample_s),
-        format!("--rcvbuf={rcvbuf}"),
-        format!("--sndbuf={sndbuf}"),
-    ];
-    if let Some(clamp) = spec.cwnd_clamp {
-        args.push(format!("--cwndclamp={clamp}"));
-    }
-    // ns-3's command line refuses an empty value.
-    if !steps.is_empty() {
-        args.push(format!("--steps={}", schedule::steps_arg(steps)));
-    }
-    let lines = ns3::run_scenario(&program, &args)?;
-    let mss = u64::from(route.hops.iter().map(|h| h.mtu).min().unwrap_or(1500)) - 52;
-    let parsed = result::parse_lines(&lines, mss)?;
-    let mut doc = result::document(
-        &result::Context {
-            spec,
-            congestion: &congestion,
-            model,
-            route,
-            source: format!("ns-3 {}", install.version),
-            rcvbuf,
-        },
-        &parsed,
-    );
+    let network = network::Network::chain(route);
+    let groups = [group(spec, route, 0, route.hops.len())?];
+    let run = Scenario {
+        network: &network,
+        groups: &groups,
+        duration_s: spec.duration_s,
+        interval_s: spec.interval_s,
+        sample_s: spec.sample_s,
+        steps,
+    };
+    let (lines, version) = run.run()?;
+    let mut doc = document(spec, route, &groups[0], &lines[0], &version)?;
     doc["simulation"]["schedule"] = result::steps_json(steps);
+    doc["simulation"]["flows_together"] = 1.into();
     Ok(doc)
 }

@@ -30,6 +30,9 @@ pub struct Direction {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hop {
     pub link: String,
+    /// The topology link's index, and whether the data crosses it a -> b.
+    pub index: usize,
+    pub data_a_to_b: bool,
     pub forward: Direction,
     pub backward: Direction,
     pub delay_s: f64,
@@ -46,26 +49,10 @@ pub struct Route {
 }
 
 impl Route {
-    /// The scenario's `--hops` value.
-    pub fn hops_arg(&self) -> String {
-        let hops: Vec<String> = self
-            .hops
-            .iter()
-            .map(|h| {
-                format!(
-                    "{}:{}:{}:{}:{}:{}:{}:{}",
-                    h.forward.ns3_rate_bps,
-                    h.backward.ns3_rate_bps,
-                    h.delay_s,
-                    h.forward.queue_packets,
-                    h.backward.queue_packets,
-                    h.forward.loss,
-                    h.backward.loss,
-                    h.mtu
-                )
-            })
-            .collect();
-        hops.join(",")
+    /// The TCP segment of the path's smallest MTU (IPv4, TCP and timestamps
+    /// off it, as Linux).
+    pub fn segment(&self) -> u64 {
+        u64::from(self.hops.iter().map(|h| h.mtu).min().unwrap_or(1500)) - 52
     }
 
     /// Round trip of propagation delays, seconds.
@@ -134,18 +121,6 @@ pub(super) fn direction(d: &DirectionParams, mtu: u32) -> Direction {
 /// The route from `from` to `to` through `topology` (its link schedule is
 /// [`super::schedule`]'s business).
 pub fn route(topology: &Topology, from: &str, to: &str) -> Result<Route, SimError> {
-    route_links(topology, from, to).map(|(route, _)| route)
-}
-
-/// Per hop, the topology link's index and whether the data crosses it a -> b.
-pub type Crossed = Vec<(usize, bool)>;
-
-/// The route and the links it crosses.
-pub fn route_links(
-    topology: &Topology,
-    from: &str,
-    to: &str,
-) -> Result<(Route, Crossed), SimError> {
     let name = &topology.name;
     for h in [from, to] {
         if topology.host(h).is_none() {
@@ -166,7 +141,6 @@ pub fn route_links(
         .filter(|l| !l.is_empty())
         .ok_or_else(|| SimError::usage(format!("testbed {name}: no path from {from} to {to}")))?;
     let mut hops = Vec::new();
-    let mut crossed = Vec::new();
     for (index, entered) in links {
         let link = &topology.links[index];
         let forward = link.ends[1] == entered;
@@ -181,22 +155,22 @@ pub fn route_links(
                 link.label()
             )));
         }
-        crossed.push((index, forward));
         hops.push(Hop {
             link: link.label(),
+            index,
+            data_a_to_b: forward,
             forward: direction(data, link.mtu),
             backward: direction(acks, link.mtu),
             delay_s: (data.delay_ns + acks.delay_ns) as f64 / 2e9,
             mtu: link.mtu,
         });
     }
-    let route = Route {
+    Ok(Route {
         testbed: name.clone(),
         from: from.into(),
         to: to.into(),
         hops,
-    };
-    Ok((route, crossed))
+    })
 }
 
 /// Reads the topology file and takes the path the spec names.
@@ -205,16 +179,15 @@ pub fn from_file(
     ends: Option<&(String, String)>,
     reverse: bool,
 ) -> Result<Route, SimError> {
-    load(file, ends, reverse).map(|(_, route, _)| route)
+    load(file, ends, reverse).map(|(_, route)| route)
 }
 
-/// The topology file, the path the spec names and its links as
-/// [`route_links`] gives them.
+/// The topology file and the path the spec names.
 pub fn load(
     file: &std::path::Path,
     ends: Option<&(String, String)>,
     reverse: bool,
-) -> Result<(Topology, Route, Crossed), SimError> {
+) -> Result<(Topology, Route), SimError> {
     let topology = Topology::from_file(file).map_err(|e| SimError::usage(e.to_string()))?;
     let (from, to) = match (ends, topology.hosts.as_slice()) {
         (Some((f, t)), _) => (f.clone(), t.clone()),
@@ -228,8 +201,8 @@ pub fn load(
         }
     };
     let (from, to) = if reverse { (to, from) } else { (from, to) };
-    let (route, links) = route_links(&topology, &from, &to)?;
-    Ok((topology, route, links))
+    let route = route(&topology, &from, &to)?;
+    Ok((topology, route))
 }
 
 /// The kernel's largest socket buffer of a tcp_rmem/tcp_wmem file.

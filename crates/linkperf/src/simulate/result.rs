@@ -66,6 +66,21 @@ fn sample(v: &Value, mss: u64) -> (Sample, Sample) {
     (sender, receiver)
 }
 
+/// The scenario's output lines of each of its `groups` flow groups (by
+/// their `group` key).
+pub fn split_groups(lines: &[String], groups: usize) -> Result<Vec<Vec<String>>, SimError> {
+    let mut out = vec![Vec::new(); groups];
+    for line in lines.iter().filter(|l| !l.trim().is_empty()) {
+        let v: Value = serde_json::from_str(line)
+            .map_err(|e| SimError::failed(format!("the ns-3 scenario printed '{line}': {e}")))?;
+        let g = u(&v, "group") as usize;
+        out.get_mut(g)
+            .ok_or_else(|| SimError::failed(format!("group {g} in '{line}'")))?
+            .push(line.clone());
+    }
+    Ok(out)
+}
+
 /// Parses the scenario's output; `mss` converts bytes to segments.
 pub fn parse_lines(lines: &[String], mss: u64) -> Result<Vec<Flow>, SimError> {
     let mut flows: Vec<Flow> = Vec::new();

@@ -89,28 +89,26 @@ fn frame_time_s(d: &DirectionParams, mtu: u32) -> f64 {
     d.framing.wire_bytes(u64::from(mtu)) as f64 * 8.0 / d.rate_bps as f64
 }
 
-/// The changes `schedule` makes to the path `route` (whose hops cross the
-/// topology links `crossed`, as [`path::route_links`] gives them) within
-/// `duration_s`.
+/// The changes `schedule` makes to the path `route` within `duration_s`.
 pub fn link_steps(
     topology: &Topology,
     route: &Route,
-    crossed: &[(usize, bool)],
     schedule: &Schedule,
     duration_s: f64,
 ) -> Result<Vec<LinkStep>, SimError> {
     // The parameters in force on each crossed link, [a_to_b, b_to_a].
-    let mut now: Vec<[DirectionParams; 2]> = crossed
+    let mut now: Vec<[DirectionParams; 2]> = route
+        .hops
         .iter()
-        .map(|&(i, _)| {
-            let l = &topology.links[i];
+        .map(|h| {
+            let l = &topology.links[h.index];
             [l.a_to_b.clone(), l.b_to_a.clone()]
         })
         .collect();
     let mut out = Vec::new();
     for (at_ns, index) in times(schedule, duration_s)? {
         let change = &schedule.steps[index].change;
-        let Some(hop) = crossed.iter().position(|&(i, _)| i == change.link) else {
+        let Some(hop) = route.hops.iter().position(|h| h.index == change.link) else {
             continue;
         };
         let link = &topology.links[change.link];
@@ -143,7 +141,7 @@ pub fn link_steps(
             .find(|s: &&LinkStep| s.hop == hop)
             .map_or(old_delay_s, |s| s.delay_s);
         let delay_s = (now[hop][0].delay_ns + now[hop][1].delay_ns) as f64 / 2e9;
-        let data_dir = if crossed[hop].1 { 0 } else { 1 };
+        let data_dir = if route.hops[hop].data_a_to_b { 0 } else { 1 };
         for dir in (0..2).filter(|&d| change.directions[d]) {
             out.push(LinkStep {
                 at_s,
@@ -179,8 +177,8 @@ mod tests {
     fn steps(extra: &str, reverse: bool, duration: f64) -> Result<Vec<LinkStep>, SimError> {
         let t = topology(extra);
         let (from, to) = if reverse { ("b", "a") } else { ("a", "b") };
-        let (route, crossed) = path::route_links(&t, from, to).unwrap();
-        link_steps(&t, &route, &crossed, t.schedule.as_ref().unwrap(), duration)
+        let route = path::route(&t, from, to).unwrap();
+        link_steps(&t, &route, t.schedule.as_ref().unwrap(), duration)
     }
 
     #[test]
