@@ -282,6 +282,11 @@ fn campaign_simulate_puts_a_twin_on_each_flow() {
         for f in &flows {
             assert_eq!(f["simulated"]["flows_together"], 2, "{f}");
             let own = f64_at(f, "/simulated/bits_per_second");
+            eprintln!(
+                "  one of them: measured {:.2} Mbit/s, simulated {:.2} Mbit/s",
+                f64_at(f, "/received/bits_per_second") / 1e6,
+                own / 1e6
+            );
             assert!(
                 own >= 0.3 * bound && own <= 0.7 * bound,
                 "one of two simulated flows got {own} of {bound}: not near half"
