@@ -42,15 +42,27 @@ static std::vector<std::string> Split(const std::string &s, char sep) {
   return out;
 }
 
+// The ':'-separated fields of each ','-separated item of `s`; an item without
+// `n` fields, or (nodes > 0) whose first two fields are not node numbers below
+// `nodes`, ends the program naming it.
+static std::vector<std::vector<std::string>> Items(const std::string &s, size_t n,
+                                                   uint32_t nodes, const char *what) {
+  std::vector<std::vector<std::string>> items;
+  for (const auto &item : Split(s, ',')) {
+    auto f = Split(item, ':');
+    if (f.size() != n || (nodes > 0 && (std::stoul(f[0]) >= nodes || std::stoul(f[1]) >= nodes))) {
+      std::fprintf(stderr, "bad %s '%s'\n", what, item.c_str());
+      std::exit(2);
+    }
+    items.push_back(f);
+  }
+  return items;
+}
+
 // "a:b:rate_ab:rate_ba:delay_s:queue_ab:queue_ba:loss_ab:loss_ba:mtu,..."
 static std::vector<Hop> ParseLinks(const std::string &s, uint32_t nodes) {
   std::vector<Hop> hops;
-  for (const auto &h : Split(s, ',')) {
-    auto f = Split(h, ':');
-    if (f.size() != 10 || std::stoul(f[0]) >= nodes || std::stoul(f[1]) >= nodes) {
-      std::fprintf(stderr, "bad link '%s'\n", h.c_str());
-      std::exit(2);
-    }
+  for (const auto &f : Items(s, 10, nodes, "link")) {
     hops.push_back({(uint32_t)std::stoul(f[0]), (uint32_t)std::stoul(f[1]), std::stod(f[2]),
                     std::stod(f[3]), std::stod(f[4]), (uint32_t)std::stoul(f[5]),
                     (uint32_t)std::stoul(f[6]), std::stod(f[7]), std::stod(f[8]),
@@ -73,12 +85,7 @@ struct Group {
 // "src:dst:streams:cc:clamp:rcvbuf:sndbuf:segment:stop_s,...", cc without "ns3::"
 static std::vector<Group> ParseGroups(const std::string &s, uint32_t nodes) {
   std::vector<Group> groups;
-  for (const auto &g : Split(s, ',')) {
-    auto f = Split(g, ':');
-    if (f.size() != 9 || std::stoul(f[0]) >= nodes || std::stoul(f[1]) >= nodes) {
-      std::fprintf(stderr, "bad flow group '%s'\n", g.c_str());
-      std::exit(2);
-    }
+  for (const auto &f : Items(s, 9, nodes, "flow group")) {
     groups.push_back({(uint32_t)std::stoul(f[0]), (uint32_t)std::stoul(f[1]),
                       (uint32_t)std::stoul(f[2]), "ns3::" + f[3], (uint32_t)std::stoul(f[4]),
                       std::stoull(f[5]), std::stoull(f[6]), (uint32_t)std::stoul(f[7]),
@@ -98,12 +105,7 @@ struct Step {
 // "at:loss_at:hop:side:rate:queue:loss:delay_s,..."
 static std::vector<Step> ParseSteps(const std::string &s) {
   std::vector<Step> steps;
-  for (const auto &h : Split(s, ',')) {
-    auto f = Split(h, ':');
-    if (f.size() != 8) {
-      std::fprintf(stderr, "bad step '%s'\n", h.c_str());
-      std::exit(2);
-    }
+  for (const auto &f : Items(s, 8, 0, "step")) {
     steps.push_back({std::stod(f[0]), std::stod(f[1]), (uint32_t)std::stoul(f[2]),
                      (uint32_t)std::stoul(f[3]), std::stod(f[4]), std::stod(f[6]),
                      std::stod(f[7]), (uint32_t)std::stoul(f[5])});
