@@ -271,7 +271,7 @@ pub(super) fn campaign_phase(name: &str, phases: &[&Phase], sec: &mut Section) {
     if plot.has_data() {
         sec.figure(
             &plot.render(),
-            "Aggregate received throughput per interval: the first session as measured (black, solid, filled circles) and the flows' ns-3 twins summed (purple, dashed, open downward triangles); each twin simulates its flow's path alone.",
+            "Aggregate received throughput per interval: the first session as measured (black, solid, filled circles) and the flows' ns-3 twins summed (purple, dashed, open downward triangles); the phase's flows are simulated together, sharing the links they share in the testbed.",
         );
     }
 }
