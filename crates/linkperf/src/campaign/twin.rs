@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
 /// Simulated flows of each phase at each point, by "point label / phase".
-pub type Cache = BTreeMap<String, Vec<Option<Value>>>;
+pub type Cache = BTreeMap<String, Vec<Value>>;
 
 /// The testbed hosts of `flow`'s agents and its simulation.
 fn flow_spec(campaign: &Campaign, topology: &Topology, flow: &Flow) -> Result<SimSpec, String> {
@@ -103,13 +103,13 @@ fn compact(doc: &Value) -> Value {
     })
 }
 
-fn simulate_all(campaign: &Campaign, phase: &Phase) -> Result<Vec<Option<Value>>, SimError> {
+fn simulate_all(campaign: &Campaign, phase: &Phase) -> Result<Vec<Value>, SimError> {
     let name = campaign.testbed.as_deref().unwrap_or_default();
     let testbed = Testbed::attach(name).map_err(|e| SimError::failed(e.to_string()))?;
     let topology = crate::runner::live_topology(&testbed);
     let twins = phase_specs(campaign, &topology, phase).map_err(SimError::usage)?;
     let docs = simulate::run_together(&twins, &topology)?;
-    Ok(docs.iter().map(|doc| Some(compact(doc))).collect())
+    Ok(docs.iter().map(compact).collect())
 }
 
 /// Puts each flow's twin on `result` (simulated now unless this phase at
@@ -128,9 +128,7 @@ pub fn simulate_phase(
         cache.insert(key.clone(), twins);
     }
     for (flow, twin) in result.flows.iter_mut().zip(&cache[&key]) {
-        let Some(mut twin) = twin.clone() else {
-            continue;
-        };
+        let mut twin = twin.clone();
         let simulated = twin["bits_per_second"].as_f64().unwrap_or(0.0);
         if simulated > 0.0 && flow.status == "ok" {
             twin["measured_over_simulated"] =

@@ -203,14 +203,14 @@ struct Scenario<'a> {
 impl Scenario<'_> {
     /// Builds the program (once) and runs it; each group's output lines and
     /// ns-3's version.
-    fn run(&self) -> Result<(Vec<Vec<String>>, String), SimError> {
+    fn run(&self) -> Result<(Vec<Vec<serde_json::Value>>, String), SimError> {
         let install = ns3::Install::find()?;
         let program = install.scenario()?;
-        let groups: Vec<network::Group> = self.groups.iter().map(|(g, _)| g.clone()).collect();
+        let groups = self.groups.iter().map(|(g, _)| g);
         let mut args = vec![
             format!("--nodes={}", self.network.nodes.len()),
             format!("--links={}", self.network.links_arg()),
-            format!("--flows={}", network::flows_arg(&groups)),
+            format!("--flows={}", network::flows_arg(groups)),
             format!("--duration={}", self.duration_s),
             format!("--interval={}", self.interval_s),
             format!("--sample={}", self.sample_s),
@@ -220,7 +220,7 @@ impl Scenario<'_> {
             args.push(format!("--steps={}", schedule::steps_arg(self.steps)));
         }
         let lines = ns3::run_scenario(&program, &args)?;
-        let by_group = result::split_groups(&lines, groups.len())?;
+        let by_group = result::split_groups(&lines, self.groups.len())?;
         Ok((by_group, format!("ns-3 {}", install.version)))
     }
 }
@@ -230,7 +230,7 @@ fn document(
     spec: &SimSpec,
     route: &path::Route,
     (group, congestion): &(network::Group, String),
-    lines: &[String],
+    lines: &[serde_json::Value],
     source: &str,
 ) -> Result<serde_json::Value, SimError> {
     let parsed = result::parse_lines(lines, group.segment)?;

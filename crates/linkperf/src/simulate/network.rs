@@ -131,9 +131,9 @@ impl Network {
 }
 
 /// The scenario's `--flows` value.
-pub fn flows_arg(groups: &[Group]) -> String {
+pub fn flows_arg<'a>(groups: impl IntoIterator<Item = &'a Group>) -> String {
     let all: Vec<String> = groups
-        .iter()
+        .into_iter()
         .map(|g| {
             format!(
                 "{}:{}:{}:{}:{}:{}:{}:{}:{}",
@@ -239,7 +239,7 @@ mod tests {
             stop_s: 4.0,
         };
         assert_eq!(
-            flows_arg(&[g.clone(), g]),
+            flows_arg([&g, &g]),
             "0:3:2:TcpCubic:0:3145728:4194304:1448:4,0:3:2:TcpCubic:0:3145728:4194304:1448:4"
         );
     }

@@ -66,9 +66,9 @@ fn sample(v: &Value, mss: u64) -> (Sample, Sample) {
     (sender, receiver)
 }
 
-/// The scenario's output lines of each of its `groups` flow groups (by
-/// their `group` key).
-pub fn split_groups(lines: &[String], groups: usize) -> Result<Vec<Vec<String>>, SimError> {
+/// The scenario's output, one JSON object per line, parsed and split by
+/// the `group` each belongs to (of `groups`).
+pub fn split_groups(lines: &[String], groups: usize) -> Result<Vec<Vec<Value>>, SimError> {
     let mut out = vec![Vec::new(); groups];
     for line in lines.iter().filter(|l| !l.trim().is_empty()) {
         let v: Value = serde_json::from_str(line)
@@ -76,20 +76,18 @@ pub fn split_groups(lines: &[String], groups: usize) -> Result<Vec<Vec<String>>,
         let g = u(&v, "group") as usize;
         out.get_mut(g)
             .ok_or_else(|| SimError::failed(format!("group {g} in '{line}'")))?
-            .push(line.clone());
+            .push(v);
     }
     Ok(out)
 }
 
-/// Parses the scenario's output; `mss` converts bytes to segments.
-pub fn parse_lines(lines: &[String], mss: u64) -> Result<Vec<Flow>, SimError> {
+/// One group's output objects as its flows; `mss` converts bytes to segments.
+pub fn parse_lines(lines: &[Value], mss: u64) -> Result<Vec<Flow>, SimError> {
     let mut flows: Vec<Flow> = Vec::new();
-    for line in lines.iter().filter(|l| !l.trim().is_empty()) {
-        let v: Value = serde_json::from_str(line)
-            .map_err(|e| SimError::failed(format!("the ns-3 scenario printed '{line}': {e}")))?;
-        let i = u(&v, "flow") as usize;
+    for v in lines {
+        let i = u(v, "flow") as usize;
         if i >= 4096 {
-            return Err(SimError::failed(format!("flow {i} in '{line}'")));
+            return Err(SimError::failed(format!("flow {i} in '{v}'")));
         }
         if flows.len() <= i {
             flows.resize_with(i + 1, Flow::default);
@@ -97,23 +95,23 @@ pub fn parse_lines(lines: &[String], mss: u64) -> Result<Vec<Flow>, SimError> {
         let flow = &mut flows[i];
         match v.get("type").and_then(Value::as_str) {
             Some("sample") => {
-                let (s, r) = sample(&v, mss);
+                let (s, r) = sample(v, mss);
                 flow.sender.push(s);
                 flow.receiver.push(r);
             }
             Some("interval") => flow.intervals.push(Interval {
-                start: f(&v, "start"),
-                end: f(&v, "end"),
-                sent: u(&v, "sent"),
-                received: u(&v, "received"),
-                retransmits: u(&v, "retrans"),
-                cwnd_bytes: u(&v, "cwnd"),
+                start: f(v, "start"),
+                end: f(v, "end"),
+                sent: u(v, "sent"),
+                received: u(v, "received"),
+                retransmits: u(v, "retrans"),
+                cwnd_bytes: u(v, "cwnd"),
                 srtt_ms: v.get("srtt_ms").and_then(Value::as_f64),
             }),
             Some("end") => {
-                flow.sent = u(&v, "sent");
-                flow.received = u(&v, "received");
-                flow.retransmits = u(&v, "retrans");
+                flow.sent = u(v, "sent");
+                flow.received = u(v, "received");
+                flow.retransmits = u(v, "retrans");
             }
             _ => {}
         }
