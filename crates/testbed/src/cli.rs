@@ -480,9 +480,12 @@ fn describe_nodes(s: &mut String, tb: &Testbed) {
         let dev = plan
             .host_device(&h.name)
             .map_or("-".to_string(), |e| e.device.clone());
+        let clamp = h
+            .cwnd_clamp
+            .map_or(String::new(), |n| format!("  cwnd_clamp {n}"));
         let _ = writeln!(
             s,
-            "  host   {:<12} netns {:<24} {:<6} {}/{}  {}/{}",
+            "  host   {:<12} netns {:<24} {:<6} {}/{}  {}/{}{clamp}",
             h.name,
             tb.netns(&h.name).unwrap_or_default(),
             dev,

@@ -35,6 +35,7 @@ pub mod scheduler;
 pub mod state;
 pub mod status;
 pub mod tap;
+pub mod tcp_metrics;
 pub mod testbed;
 pub mod timing;
 pub mod topology;

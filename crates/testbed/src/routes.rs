@@ -107,7 +107,9 @@ fn segment_neighbours(plan: &Plan, host: &Host) -> Vec<String> {
 
 /// Neighbour entries and routes of host `host` on all its devices: to every address beyond
 /// a router, and for a multi-homed host to every other address out of the device its path
-/// starts from. A single-homed host needs no route on its own segment (the subnet's).
+/// starts from. A single-homed host needs no route on its own segment (the subnet's),
+/// unless it has a `cwnd_clamp`: then every other address gets a route of its own, and
+/// every route carries `cwnd lock N`.
 pub fn host_commands(plan: &Plan, host: &str) -> Vec<String> {
     let topo = &plan.topology;
     let Some(me) = topo.host(host) else {
@@ -122,6 +124,9 @@ pub fn host_commands(plan: &Plan, host: &str) -> Vec<String> {
             continue;
         };
         let device = &device.device;
+        let lock = me
+            .cwnd_clamp
+            .map_or(String::new(), |n| format!(" cwnd lock {n}"));
         match first_router(topo, &hops) {
             Some((router, gw)) => {
                 if let Some(mac) = interface_mac(plan, router, gw) {
@@ -132,17 +137,23 @@ pub fn host_commands(plan: &Plan, host: &str) -> Vec<String> {
                     ));
                 }
                 cmds.push(format!(
-                    "route replace {}/32 via {} dev {device}",
+                    "route replace {}/32 via {} dev {device}{lock}",
                     target.ipv4, gw.ipv4
                 ));
                 cmds.push(format!(
-                    "route replace {}/128 via {} dev {device}",
+                    "route replace {}/128 via {} dev {device}{lock}",
                     target.ipv6, gw.ipv6
                 ));
             }
-            None if me.interfaces.len() > 1 => {
-                cmds.push(format!("route replace {}/32 dev {device}", target.ipv4));
-                cmds.push(format!("route replace {}/128 dev {device}", target.ipv6));
+            None if me.interfaces.len() > 1 || me.cwnd_clamp.is_some() => {
+                cmds.push(format!(
+                    "route replace {}/32 dev {device}{lock}",
+                    target.ipv4
+                ));
+                cmds.push(format!(
+                    "route replace {}/128 dev {device}{lock}",
+                    target.ipv6
+                ));
             }
             None => {}
         }
@@ -283,6 +294,24 @@ ends = ["r2", "c"]
         );
         let c = host_commands(&p, "c");
         assert!(c.contains(&"route replace 10.50.0.1/32 via 10.50.0.251 dev eth0".to_string()));
+    }
+
+    #[test]
+    fn a_clamped_host_routes_every_address_with_its_cwnd_lock() {
+        let text = TWO_ROUTERS.replacen("name = \"a\"", "name = \"a\"\ncwnd_clamp = 250", 1);
+        let p = Plan::new(&Topology::from_toml_str("t", &text).unwrap(), 1);
+        let a = host_commands(&p, "a");
+        // b, on a's own segment, now has a route of its own; c's keeps its gateway.
+        for want in [
+            "route replace 10.50.0.2/32 dev eth0 cwnd lock 250",
+            "route replace fd00:50::2/128 dev eth0 cwnd lock 250",
+            "route replace 10.50.0.3/32 via 10.50.0.254 dev eth0 cwnd lock 250",
+            "route replace fd00:50::3/128 via fd00:50::fe dev eth0 cwnd lock 250",
+        ] {
+            assert!(a.contains(&want.to_string()), "{want} not in {a:?}");
+        }
+        // Only a is clamped.
+        assert!(host_commands(&p, "c").iter().all(|c| !c.contains("cwnd")));
     }
 
     #[test]

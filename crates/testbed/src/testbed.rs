@@ -302,7 +302,7 @@ fn build(plan: &Plan, dir: &Path) -> Result<(), TestbedError> {
             &routes::router_commands(plan, r),
         )?;
     }
-    Ok(())
+    crate::tcp_metrics::prime(plan)
 }
 
 /// One end of a link: its MAC, MTU and queue, a switch port's bridge, a host interface's

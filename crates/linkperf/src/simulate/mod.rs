@@ -175,12 +175,14 @@ fn group(
 ) -> Result<(network::Group, String), SimError> {
     let congestion = spec.congestion.clone().unwrap_or_else(host_congestion);
     let (rcvbuf, sndbuf) = path::buffers(spec);
+    // `--cwnd-clamp`, or else the sending host's `cwnd_clamp` in the topology.
+    let cwnd_clamp = spec.cwnd_clamp.or(route.cwnd_clamp);
     let group = network::Group {
         src,
         dst,
         streams: spec.streams,
-        model: ns3_model(&congestion, spec.cwnd_clamp.is_some())?,
-        cwnd_clamp: spec.cwnd_clamp.unwrap_or(0),
+        model: ns3_model(&congestion, cwnd_clamp.is_some())?,
+        cwnd_clamp: cwnd_clamp.unwrap_or(0),
         rcvbuf,
         sndbuf,
         segment: route.segment(),

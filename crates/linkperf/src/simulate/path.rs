@@ -46,6 +46,8 @@ pub struct Route {
     pub from: String,
     pub to: String,
     pub hops: Vec<Hop>,
+    /// The sending host's `cwnd_clamp` in the topology, segments.
+    pub cwnd_clamp: Option<u32>,
 }
 
 impl Route {
@@ -170,6 +172,7 @@ pub fn route(topology: &Topology, from: &str, to: &str) -> Result<Route, SimErro
         from: from.into(),
         to: to.into(),
         hops,
+        cwnd_clamp: topology.host(from).and_then(|h| h.cwnd_clamp),
     })
 }
 

@@ -229,7 +229,7 @@ pub fn document(ctx: &Context, flows: &[Flow]) -> Value {
         "test": {"server": route.to, "port": 0, "protocol": "tcp", "direction": "forward",
             "duration_s": secs, "interval_s": spec.interval_s, "parallel": spec.streams,
             "congestion": ctx.congestion, "rcvbuf": ctx.rcvbuf, "window_clamp": spec.window_clamp,
-            "cwnd_clamp": spec.cwnd_clamp,
+            "cwnd_clamp": spec.cwnd_clamp.or(route.cwnd_clamp),
             "sample_s": spec.sample_s},
         "start": {"timestamp_unix_ms": now_ms(), "local": {"hostname": route.from},
             "remote": {"hostname": route.to}},

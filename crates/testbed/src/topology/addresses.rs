@@ -235,6 +235,7 @@ impl Parser<'_> {
                 cpu: self.cpu_share(h)?,
                 interfaces: Vec::new(),
                 mptcp: h.mptcp.as_ref().is_some_and(|m| *m.get_ref()),
+                cwnd_clamp: self.cwnd_clamp(h)?,
             });
         }
         Ok(hosts)

@@ -15,6 +15,8 @@ pub const MIN_MTU: u32 = 576;
 pub const MAX_MTU: u32 = 65_000;
 /// Smallest CPU share a host may have: 1 ms of CPU per 1 s period (the kernel's minimum quota).
 pub const MIN_CPU_SHARE: f64 = 0.001;
+/// Largest `cwnd_clamp` a host may have, in segments.
+pub const MAX_CWND_CLAMP: u32 = 1_000_000;
 
 /// A resolved topology: every value checked, presets merged, addresses assigned.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -70,6 +72,10 @@ pub struct Host {
     /// for every interface but the first, and limits to match (see `crate::mptcp`).
     #[serde(default)]
     pub mptcp: bool,
+    /// `cwnd_clamp = N`: the host's TCP senders keep their congestion window at N segments
+    /// or fewer (every route of the host carries `cwnd lock N`; see [`crate::tcp_metrics`]).
+    #[serde(default)]
+    pub cwnd_clamp: Option<u32>,
 }
 
 /// A host's address on one of its links (a multi-homed host has several).

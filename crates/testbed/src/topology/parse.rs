@@ -1,8 +1,8 @@
 //! Checking and converting the raw file: names, ends, presets, units, percentages, shape.
 
 use super::model::{
-    offload_default, txqueuelen_default, validate_name, CpuIdle, Link, Switch, Topology, MAX_MTU,
-    MAX_TXQUEUELEN, MIN_CPU_SHARE, MIN_MTU,
+    offload_default, txqueuelen_default, validate_name, CpuIdle, Link, Switch, Topology,
+    MAX_CWND_CLAMP, MAX_MTU, MAX_TXQUEUELEN, MIN_CPU_SHARE, MIN_MTU,
 };
 use super::raw::*;
 use crate::error::TestbedError;
@@ -617,6 +617,23 @@ impl<'t> Parser<'t> {
             return Err(bad(show(v.get_ref())));
         }
         Ok(Some(share))
+    }
+
+    /// A host's `cwnd_clamp`: whole segments, at least 2 (Linux's smallest window after a
+    /// loss) and at most [`MAX_CWND_CLAMP`].
+    pub(super) fn cwnd_clamp(&self, h: &RawHost) -> Result<Option<u32>, TestbedError> {
+        let Some(v) = &h.cwnd_clamp else {
+            return Ok(None);
+        };
+        let n = *v.get_ref();
+        if !(2..=i64::from(MAX_CWND_CLAMP)).contains(&n) {
+            return Err(self.error(
+                Some(v.span()),
+                "host.cwnd_clamp",
+                format!("{n} is not a congestion window clamp: a whole number of segments from 2 to {MAX_CWND_CLAMP}"),
+            ));
+        }
+        Ok(Some(n as u32))
     }
 
     /// Switches run no spanning tree, so the switches and the links between them must be

@@ -690,3 +690,25 @@ fn cpu_idle_is_poll_unless_the_file_says_os_and_other_values_are_refused() {
         "{e}"
     );
 }
+
+#[test]
+fn a_host_cwnd_clamp_is_whole_segments_from_2() {
+    let host = |clamp: &str| {
+        format!("[[host]]\nname = \"a\"\n{clamp}\n[[host]]\nname = \"b\"\n[[link]]\nends = [\"a\", \"b\"]\n")
+    };
+    let t = Topology::from_toml_str("t", &host("cwnd_clamp = 250")).unwrap();
+    assert_eq!(
+        (t.hosts[0].cwnd_clamp, t.hosts[1].cwnd_clamp),
+        (Some(250), None)
+    );
+    for bad in ["cwnd_clamp = 1", "cwnd_clamp = 2000000", "cwnd_clamp = -5"] {
+        let e = err(&host(bad));
+        assert!(
+            e.contains("host.cwnd_clamp")
+                && e.contains("a whole number of segments from 2 to 1000000"),
+            "{bad}: {e}"
+        );
+    }
+    let e = err(&host("cwnd_clamp = \"250\""));
+    assert!(e.contains("line 3") && e.contains("expected i64"), "{e}");
+}
