@@ -12,6 +12,10 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// The largest cgroup v2 `cpu.weight` and v1 `cpu.shares`.
+const MAX_WEIGHT_V2: &str = "10000";
+const MAX_SHARES_V1: &str = "262144";
+
 /// CFS bandwidth period: 100 ms (the kernel's default), or 1 s when the share's quota would
 /// fall below the kernel's 1 ms minimum.
 fn period_us(share: f64) -> u64 {
@@ -72,13 +76,21 @@ pub fn ensure_group(testbed: &str, host: &str, share: f64) -> Result<PathBuf, Te
     }
     let period = period_us(share);
     let quota = ((share * period as f64).round() as u64).max(1_000);
+    // The highest weight as well: the host's share is what limits it, not what the rest of
+    // the machine leaves it. A cgroup competes by its weight, whatever its tasks' nice: at
+    // the default weight a host limited to 25 % got 4-20 % of a CPU beside a build's
+    // dozens of compiler threads.
     match hierarchy {
-        Hierarchy::V2 => write(&dir.join("cpu.max"), &format!("{quota} {period}"))?,
+        Hierarchy::V2 => {
+            write(&dir.join("cpu.max"), &format!("{quota} {period}"))?;
+            write(&dir.join("cpu.weight"), MAX_WEIGHT_V2)?;
+        }
         Hierarchy::V1 => {
             // The quota may not exceed what a new period allows: clear it first.
             write(&dir.join("cpu.cfs_quota_us"), "-1")?;
             write(&dir.join("cpu.cfs_period_us"), &period.to_string())?;
             write(&dir.join("cpu.cfs_quota_us"), &quota.to_string())?;
+            write(&dir.join("cpu.shares"), MAX_SHARES_V1)?;
         }
     }
     Ok(dir.join("cgroup.procs"))
