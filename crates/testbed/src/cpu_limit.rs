@@ -78,7 +78,7 @@ pub fn ensure_group(testbed: &str, host: &str, share: f64) -> Result<PathBuf, Te
     let quota = ((share * period as f64).round() as u64).max(1_000);
     // The highest weight as well: the host's share is what limits it, not what the rest of
     // the machine leaves it. A cgroup competes by its weight, whatever its tasks' nice: at
-    // the default weight a host limited to 25 % got 4-20 % of a CPU beside a build's
+    // the default weight a host limited to 25 % got 3-23 % of a CPU beside a build's
     // dozens of compiler threads.
     match hierarchy {
         Hierarchy::V2 => {
