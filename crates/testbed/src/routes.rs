@@ -116,6 +116,9 @@ pub fn host_commands(plan: &Plan, host: &str) -> Vec<String> {
         return Vec::new();
     };
     let mut cmds = segment_neighbours(plan, me);
+    let lock = me
+        .cwnd_clamp
+        .map_or(String::new(), |n| format!(" cwnd lock {n}"));
     for (other, target) in host_interfaces(topo).filter(|(o, _)| o.name != host) {
         let Some(hops) = path_to(topo, host, &other.name, target.link) else {
             continue;
@@ -124,9 +127,6 @@ pub fn host_commands(plan: &Plan, host: &str) -> Vec<String> {
             continue;
         };
         let device = &device.device;
-        let lock = me
-            .cwnd_clamp
-            .map_or(String::new(), |n| format!(" cwnd lock {n}"));
         match first_router(topo, &hops) {
             Some((router, gw)) => {
                 if let Some(mac) = interface_mac(plan, router, gw) {

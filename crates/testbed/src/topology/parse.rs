@@ -625,15 +625,17 @@ impl<'t> Parser<'t> {
         let Some(v) = &h.cwnd_clamp else {
             return Ok(None);
         };
-        let n = *v.get_ref();
-        if !(2..=i64::from(MAX_CWND_CLAMP)).contains(&n) {
-            return Err(self.error(
+        match v.get_ref().as_integer() {
+            Some(n) if (2..=i64::from(MAX_CWND_CLAMP)).contains(&n) => Ok(Some(n as u32)),
+            _ => Err(self.error(
                 Some(v.span()),
                 "host.cwnd_clamp",
-                format!("{n} is not a congestion window clamp: a whole number of segments from 2 to {MAX_CWND_CLAMP}"),
-            ));
+                format!(
+                    "{} is not a congestion window clamp: a whole number of segments from 2 to {MAX_CWND_CLAMP}",
+                    show(v.get_ref())
+                ),
+            )),
         }
-        Ok(Some(n as u32))
     }
 
     /// Switches run no spanning tree, so the switches and the links between them must be

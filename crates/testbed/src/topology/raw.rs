@@ -44,7 +44,7 @@ pub(super) struct RawHost {
     pub(super) packet_rate: Option<Spanned<Value>>,
     pub(super) backlog: Option<Spanned<i64>>,
     pub(super) mptcp: Option<Spanned<bool>>,
-    pub(super) cwnd_clamp: Option<Spanned<i64>>,
+    pub(super) cwnd_clamp: Option<Spanned<Value>>,
 }
 
 #[derive(Deserialize)]
