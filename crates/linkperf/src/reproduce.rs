@@ -304,6 +304,14 @@ pub struct Row {
     pub seed_simulated_mbps: Option<f64>,
     /// The window the receiver advertised (the sender's tcp_info), median.
     pub advertised_window_bytes: Option<u64>,
+    /// Segments the sender retransmitted (tcp_info), median over the runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retransmits: Option<u64>,
+    /// What the emulator dropped over a run, by cause (`backlog`, `queue`,
+    /// `loss`, ...; every link direction summed), median over the runs;
+    /// causes that dropped nothing are left out.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub emulator_drops: BTreeMap<String, u64>,
     /// With `--sample`: the first sample's smoothed RTT and the loaded one
     /// (summary.dynamics.rtt), medians over the point's runs.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -440,6 +448,8 @@ fn campaign_row(experiment: &Experiment, m: campaign::Measure) -> Row {
         simulated_mbps: m.simulated_mbps,
         seed_simulated_mbps: seed.and_then(|r| r.simulated),
         advertised_window_bytes: None,
+        retransmits: None,
+        emulator_drops: BTreeMap::new(),
         idle_rtt_ms: None,
         loaded_rtt_ms: None,
         loss: None,
@@ -489,6 +499,11 @@ fn row(
         linkperf_mbps: point.received.as_ref().map(|s| s.median / 1e6),
         model_mbps: experiment.model.as_ref().and_then(|m| m.predict(&params)),
         advertised_window_bytes: windows.get(windows.len() / 2).copied(),
+        retransmits: convergence::median_of(&point_runs, |d| {
+            d.pointer("/summary/sent/retransmits")?.as_f64()
+        })
+        .map(|v| v as u64),
+        emulator_drops: emulator_drops(&point_runs),
         idle_rtt_ms: convergence::median_of(&point_runs, |d| convergence::rtt_ms(d).0),
         loaded_rtt_ms: convergence::median_of(&point_runs, |d| convergence::rtt_ms(d).1),
         loss: loss_at.and_then(|at| {
@@ -497,6 +512,37 @@ fn row(
         runs: point.run_ids.len(),
         point: label,
     }
+}
+
+/// The emulator's frame drop counters a run's result carries
+/// (`testbed.links[].counters.dropped_*`).
+const DROP_CAUSES: [&str; 6] = ["queue", "loss", "ber", "oversize", "resize", "backlog"];
+
+/// Per cause, the median over `runs` of what every link direction dropped;
+/// only causes with drops.
+fn emulator_drops(runs: &[&RunRow]) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for cause in DROP_CAUSES {
+        let key = format!("dropped_{cause}");
+        let median = convergence::median_of(runs, |doc| {
+            let links = doc.pointer("/testbed/links")?.as_array()?;
+            let sum = links.iter().filter_map(|l| l["counters"][&key].as_u64());
+            Some(sum.sum::<u64>() as f64)
+        });
+        if let Some(n) = median.filter(|&n| n > 0.0) {
+            out.insert(cause.to_string(), n as u64);
+        }
+    }
+    out
+}
+
+/// A row's drops as `412 backlog, 3 queue`, or `0`.
+fn drops_text(drops: &BTreeMap<String, u64>) -> String {
+    if drops.is_empty() {
+        return "0".into();
+    }
+    let parts: Vec<String> = drops.iter().map(|(k, n)| format!("{n} {k}")).collect();
+    parts.join(", ")
 }
 
 /// The comparison as a text table: one line per point (or site).
@@ -613,19 +659,23 @@ fn sweep_table(r: &Reproduction) -> String {
         .unwrap_or(5)
         .max(5);
     let mut out = format!(
-        "{:<width$}  {:>10}  {:>14}  {:>10}  {:>12}\n",
-        "point", "seed Mb/s", "linkperf Mb/s", "model Mb/s", "adv. window"
+        "{:<width$}  {:>10}  {:>14}  {:>10}  {:>12}  {:>8}  emulator dropped\n",
+        "point", "seed Mb/s", "linkperf Mb/s", "model Mb/s", "adv. window", "retrans"
     );
     for x in &r.rows {
         out.push_str(&format!(
-            "{:<width$}  {:>10}  {:>14}  {:>10}  {:>12}\n",
+            "{:<width$}  {:>10}  {:>14}  {:>10}  {:>12}  {:>8}  {}\n",
             x.point,
             mbps(x.seed_mbps),
             mbps(x.linkperf_mbps),
             mbps(x.model_mbps),
             x.advertised_window_bytes
                 .map(|w| format!("{w} B"))
-                .unwrap_or_else(|| "-".into())
+                .unwrap_or_else(|| "-".into()),
+            x.retransmits
+                .map(|n| n.to_string())
+                .unwrap_or_else(|| "-".into()),
+            drops_text(&x.emulator_drops),
         ));
     }
     out

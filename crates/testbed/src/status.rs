@@ -51,6 +51,10 @@ pub struct TimingReport {
     pub configured_delay_ns: u64,
     /// Median delay the emulator gave (release minus end of serialisation), its own clock.
     pub measured_delay_p50_ns: u64,
+    /// What the direction carried and dropped over the window, by cause (absent from
+    /// results stored before it was added).
+    #[serde(default)]
+    pub counters: CounterValues,
 }
 
 impl DirectionStatus {
@@ -76,6 +80,7 @@ impl DirectionStatus {
             queueing: t.queueing.summary(),
             configured_delay_ns: self.params.delay_ns,
             measured_delay_p50_ns: t.delay.quantile(0.5).unwrap_or(0),
+            counters: self.counters,
         }
     }
 
