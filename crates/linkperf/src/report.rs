@@ -55,11 +55,16 @@ pub struct ServerOutput {
 
 /// The emulator's own account of its links over one test: per link direction,
 /// packets, release lateness (and how many left over 100 us late), queueing,
-/// and the configured against the measured delay.
+/// and the configured against the measured delay, with its counters; and what
+/// the hosts' own shaped interfaces (`line_rate` links) dropped.
 #[derive(Debug, Clone, Serialize)]
 pub struct TestbedTiming {
     pub name: String,
     pub links: Vec<linkperf_testbed::status::TimingReport>,
+    /// Per host, packets its `line_rate` interfaces' queues dropped over the
+    /// test (absent without `line_rate` links).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub interface_drops: std::collections::BTreeMap<String, u64>,
 }
 
 #[derive(Debug, Clone, Serialize)]

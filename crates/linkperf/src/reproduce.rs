@@ -307,11 +307,12 @@ pub struct Row {
     /// Segments the sender retransmitted (tcp_info), median over the runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retransmits: Option<u64>,
-    /// What the emulator dropped over a run, by cause (`backlog`, `queue`,
-    /// `loss`, ...; every link direction summed), median over the runs;
-    /// causes that dropped nothing are left out.
+    /// What was dropped over a run, by where: the emulator's causes
+    /// (`backlog`, `queue`, `loss`, ...; every link direction summed) and
+    /// `interface` (the hosts' own `line_rate` queues); medians over the
+    /// runs; places that dropped nothing are left out.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub emulator_drops: BTreeMap<String, u64>,
+    pub drops: BTreeMap<String, u64>,
     /// With `--sample`: the first sample's smoothed RTT and the loaded one
     /// (summary.dynamics.rtt), medians over the point's runs.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -449,7 +450,7 @@ fn campaign_row(experiment: &Experiment, m: campaign::Measure) -> Row {
         seed_simulated_mbps: seed.and_then(|r| r.simulated),
         advertised_window_bytes: None,
         retransmits: None,
-        emulator_drops: BTreeMap::new(),
+        drops: BTreeMap::new(),
         idle_rtt_ms: None,
         loaded_rtt_ms: None,
         loss: None,
@@ -503,7 +504,7 @@ fn row(
             d.pointer("/summary/sent/retransmits")?.as_f64()
         })
         .map(|v| v as u64),
-        emulator_drops: emulator_drops(&point_runs),
+        drops: drops(&point_runs),
         idle_rtt_ms: convergence::median_of(&point_runs, |d| convergence::rtt_ms(d).0),
         loaded_rtt_ms: convergence::median_of(&point_runs, |d| convergence::rtt_ms(d).1),
         loss: loss_at.and_then(|at| {
@@ -518,21 +519,35 @@ fn row(
 /// (`testbed.links[].counters.dropped_*`).
 const DROP_CAUSES: [&str; 6] = ["queue", "loss", "ber", "oversize", "resize", "backlog"];
 
-/// Per cause, the median over `runs` of what every link direction dropped;
-/// only causes with drops.
-fn emulator_drops(runs: &[&RunRow]) -> BTreeMap<String, u64> {
+/// Per place, the median over `runs` of what every link direction dropped
+/// (by cause) and what the hosts' interfaces did; only places with drops.
+fn drops(runs: &[&RunRow]) -> BTreeMap<String, u64> {
     let mut out = BTreeMap::new();
+    let mut add = |place: &str, get: &dyn Fn(&serde_json::Value) -> Option<u64>| {
+        let median = convergence::median_of(runs, |doc| get(doc).map(|n| n as f64));
+        if let Some(n) = median.filter(|&n| n > 0.0) {
+            out.insert(place.to_string(), n as u64);
+        }
+    };
     for cause in DROP_CAUSES {
         let key = format!("dropped_{cause}");
-        let median = convergence::median_of(runs, |doc| {
+        add(cause, &|doc| {
             let links = doc.pointer("/testbed/links")?.as_array()?;
-            let sum = links.iter().filter_map(|l| l["counters"][&key].as_u64());
-            Some(sum.sum::<u64>() as f64)
+            Some(
+                links
+                    .iter()
+                    .filter_map(|l| l["counters"][&key].as_u64())
+                    .sum(),
+            )
         });
-        if let Some(n) = median.filter(|&n| n > 0.0) {
-            out.insert(cause.to_string(), n as u64);
-        }
     }
+    add("interface", &|doc| {
+        let hosts = doc
+            .pointer("/testbed")?
+            .get("interface_drops")?
+            .as_object()?;
+        Some(hosts.values().filter_map(|n| n.as_u64()).sum())
+    });
     out
 }
 
@@ -659,7 +674,7 @@ fn sweep_table(r: &Reproduction) -> String {
         .unwrap_or(5)
         .max(5);
     let mut out = format!(
-        "{:<width$}  {:>10}  {:>14}  {:>10}  {:>12}  {:>8}  emulator dropped\n",
+        "{:<width$}  {:>10}  {:>14}  {:>10}  {:>12}  {:>8}  dropped\n",
         "point", "seed Mb/s", "linkperf Mb/s", "model Mb/s", "adv. window", "retrans"
     );
     for x in &r.rows {
@@ -675,7 +690,7 @@ fn sweep_table(r: &Reproduction) -> String {
             x.retransmits
                 .map(|n| n.to_string())
                 .unwrap_or_else(|| "-".into()),
-            drops_text(&x.emulator_drops),
+            drops_text(&x.drops),
         ));
     }
     out

@@ -12,6 +12,7 @@ use crate::report::{DirectionSummary, IntervalReport, Report, TestbedTiming};
 use crate::spec::{Peer, TestSpec};
 use linkperf_testbed::status::DirectionStatus;
 use linkperf_testbed::Testbed;
+use std::collections::BTreeMap;
 use std::sync::atomic::AtomicBool;
 
 /// Runs `spec` (validate it first), calling `on_interval` as intervals end;
@@ -189,6 +190,7 @@ pub fn live_topology(t: &Testbed) -> linkperf_testbed::Topology {
 struct LinkWatch {
     testbed: Testbed,
     before: Vec<DirectionStatus>,
+    interface_drops: BTreeMap<String, u64>,
 }
 
 impl LinkWatch {
@@ -197,7 +199,12 @@ impl LinkWatch {
     fn start(name: &str) -> Option<LinkWatch> {
         let testbed = Testbed::attach(name).ok()?;
         let before = testbed.link_status().ok()?;
-        Some(LinkWatch { testbed, before })
+        let interface_drops = testbed.interface_drops().unwrap_or_default();
+        Some(LinkWatch {
+            testbed,
+            before,
+            interface_drops,
+        })
     }
 
     /// Puts each link direction's timing over the test into `report`, and a
@@ -223,9 +230,14 @@ impl LinkWatch {
                 .flatten()
                 .map(|w| format!("testbed: {w}")),
         );
+        let mut interface_drops = self.testbed.interface_drops().unwrap_or_default();
+        for (host, n) in interface_drops.iter_mut() {
+            *n = n.saturating_sub(self.interface_drops.get(host).copied().unwrap_or(0));
+        }
         report.testbed = Some(TestbedTiming {
             name: self.testbed.name().to_string(),
             links: links.iter().map(|d| d.timing_report()).collect(),
+            interface_drops,
         });
     }
 }

@@ -4,11 +4,13 @@
 //! to the link, the round trip grows by the queue a large window fills, and
 //! after a loss Reno regrows its window by one segment per round trip while
 //! BIC and CUBIC do not depend on the round trip that way; a receiver slower
-//! than its line keeps the window in its backlog, or drops what does not fit.
+//! than its line keeps the window in its backlog, or drops what does not fit,
+//! and a sender's interface queue must hold what its flows put in it.
 //! docs/reproductions.md gives the numbers and why they differ from the seed's.
 //!
 //! Needs root (testbed) and, for the simulated part, ns-3; skipped with a
-//! message otherwise. About 70 s (55 s on 2026-11-27; 003-backlog adds 15).
+//! message otherwise. About 100 s (55 s on 2026-11-27; 003-backlog adds 15,
+//! 003-txqueuelen 30).
 
 mod common;
 use common::seeds::reproduce_doc;
@@ -263,10 +265,10 @@ fn check_backlog() {
             .unwrap_or_else(|| panic!("point {point}"));
         let got = num(r, "linkperf_mbps");
         let loaded = num(r, "loaded_rtt_ms");
-        let drops = r["emulator_drops"].as_object().cloned().unwrap_or_default();
+        let drops = r["drops"].as_object().cloned().unwrap_or_default();
         let at_backlog = drops.get("backlog").and_then(Value::as_u64).unwrap_or(0);
         eprintln!(
-            "  003-backlog {point}: {got:.1} Mbit/s, loaded RTT {loaded:.2} ms, emulator drops {drops:?}, retransmits {}",
+            "  003-backlog {point}: {got:.1} Mbit/s, loaded RTT {loaded:.2} ms, drops {drops:?}, retransmits {}",
             r["retransmits"]
         );
         assert!(
@@ -298,4 +300,60 @@ fn check_backlog() {
 #[test]
 fn seed_003_backlog() {
     on_the_testbed(check_backlog);
+}
+
+/// Seed 003, section 3.3.2: the sender's interface queue (`txqueuelen`) on
+/// the 003-socket-buffers path with the sender's interface shaped to the
+/// line (`line_rate`: 200 Mbit/s, 198.0 of payload). Linux's TCP small
+/// queues let each flow keep about a millisecond of its rate in the qdisc,
+/// at most tcp_limit_output_bytes (4 MB here: 8 flows, 3,700 full packets),
+/// so 10,000 packets hold whatever 8 flows queue: no drops anywhere,
+/// and the line full (within 10 % for a loaded machine). A queue of 2 is
+/// less than 8 flows each with a packet waiting: it drops at the sending
+/// host, and nowhere else (the network has room). How much throughput the
+/// drops cost (TCP takes a local drop as congestion and reduces its window,
+/// which a 30 ms path regrows slowly) is printed, not asserted: it depends
+/// on when the drops come.
+fn check_txqueuelen() {
+    let doc = reproduce_doc("003-txqueuelen");
+    let rows = doc["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 8, "{doc}");
+    let at = |queue: u32, parallel: u32| {
+        let point = format!("link.wan.txqueuelen={queue} parallel={parallel}");
+        let r = rows
+            .iter()
+            .find(|r| r["point"] == point.as_str())
+            .unwrap_or_else(|| panic!("no {point} in {doc}"));
+        let drops = r["drops"].as_object().cloned().unwrap_or_default();
+        (num(r, "linkperf_mbps"), drops, point)
+    };
+    for r in rows {
+        eprintln!(
+            "  003-txqueuelen {}: {:.1} Mbit/s, drops {}, retransmits {}",
+            r["point"].as_str().unwrap_or_default(),
+            num(r, "linkperf_mbps"),
+            r["drops"],
+            r["retransmits"]
+        );
+    }
+    for parallel in [1, 8] {
+        let (got, drops, point) = at(10_000, parallel);
+        assert!(drops.is_empty(), "{point}: dropped {drops:?}");
+        assert!(
+            (0.9 * PAYLOAD_MBPS..=1.005 * PAYLOAD_MBPS).contains(&got),
+            "{point}: {got:.1} Mbit/s, the line carries {PAYLOAD_MBPS:.1}"
+        );
+    }
+    let (_, drops, point) = at(2, 8);
+    let at_host = drops.get("interface").and_then(Value::as_u64).unwrap_or(0);
+    assert!(at_host > 0, "{point}: nothing dropped at the sender");
+    assert!(
+        drops.keys().all(|k| k == "interface"),
+        "{point}: dropped in the network too: {drops:?}"
+    );
+}
+
+#[test]
+fn seed_003_txqueuelen() {
+    on_the_testbed(check_txqueuelen);
 }

@@ -66,7 +66,8 @@ pub enum TestbedCommand {
         #[arg(long)]
         testbed: Option<String>,
         /// LINK[.DIRECTION] (a link's name, or its ends as a-b; direction a_to_b or b_to_a)
-        /// followed by key=value pairs (the direction keys of the topology file, and mtu)
+        /// followed by key=value pairs (the direction keys of the topology file, mtu and
+        /// txqueuelen)
         #[arg(value_name = "LINK KEY=VALUE")]
         args: Vec<String>,
         /// Start the schedule in FILE now (replacing a running one)

@@ -124,6 +124,15 @@ impl Control {
                 mtus[c.link] = mtu;
             }
         }
+        // Host interface queues first: a failure there leaves the emulator unchanged.
+        for c in changes {
+            if let Some(packets) = c.txqueuelen {
+                for end in self.plan.shaped_ends(c.link) {
+                    crate::nic::set_queue(&end.netns, &end.device, packets)
+                        .map_err(|e| e.to_string())?;
+                }
+            }
+        }
         // A smaller MTU reaches the hosts before the emulator, a larger one after it, so the
         // emulator never drops a frame the devices were allowed to send.
         self.set_device_mtus(&old_mtus, &mtus, |old, new| new < old)?;

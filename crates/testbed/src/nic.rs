@@ -63,10 +63,17 @@ fn burst_bytes(rate_bps: u64) -> u64 {
 /// Timer lateness HTB makes up for (a loaded 2-core machine wakes a millisecond or two late).
 const BURST_NS: u64 = 2_000_000;
 
-/// The `tc` commands that make `device` send at `rate_bps` with this framing.
-pub fn shaper_commands(device: &str, rate_bps: u64, framing: Framing) -> Vec<Vec<String>> {
+/// The `tc` commands that make `device` send at `rate_bps` with this framing, from a queue
+/// of `txqueuelen` packets.
+pub fn shaper_commands(
+    device: &str,
+    rate_bps: u64,
+    framing: Framing,
+    txqueuelen: u32,
+) -> Vec<Vec<String>> {
     let s = |v: &[&str]| v.iter().map(|w| w.to_string()).collect::<Vec<String>>();
     let rate = format!("{rate_bps}bit");
+    let limit = txqueuelen.to_string();
     let burst = burst_bytes(rate_bps).to_string();
     let mut class = s(&[
         "class", "add", "dev", device, "parent", "1:", "classid", "1:1", "htb", "rate", &rate,
@@ -78,24 +85,39 @@ pub fn shaper_commands(device: &str, rate_bps: u64, framing: Framing) -> Vec<Vec
             "qdisc", "replace", "dev", device, "root", "handle", "1:", "htb", "default", "1",
         ]),
         class,
-        // The leaf queue holds txqueuelen packets, as a NIC's qdisc does.
+        // The leaf queue holds txqueuelen packets, as a NIC's qdisc does. The device's own
+        // txqueuelen stays large: on a TAP it also sizes the ring the emulator reads, which
+        // a NIC has apart from its qdisc (a ring of 2 dropped packets the emulator was
+        // about to read).
         s(&[
-            "qdisc", "add", "dev", device, "parent", "1:1", "handle", "10:", "pfifo",
+            "qdisc", "add", "dev", device, "parent", "1:1", "handle", "10:", "pfifo", "limit",
+            &limit,
         ]),
     ]
 }
 
-/// Shapes `device` in `netns` (its txqueuelen already set).
+/// Shapes `device` in `netns`, with a queue of `txqueuelen` packets.
 pub fn install(
     netns: &str,
     device: &str,
     rate_bps: u64,
     framing: Framing,
+    txqueuelen: u32,
 ) -> Result<(), TestbedError> {
-    for args in shaper_commands(device, rate_bps, framing) {
+    for args in shaper_commands(device, rate_bps, framing, txqueuelen) {
         tc(netns, &args)?;
     }
     Ok(())
+}
+
+/// Gives a shaped `device` in `netns` a queue of `packets` (its HTB leaf's pfifo limit;
+/// packets already queued stay, a shorter queue refuses arrivals until it has drained).
+pub fn set_queue(netns: &str, device: &str, packets: u32) -> Result<(), TestbedError> {
+    let n = packets.to_string();
+    let args = [
+        "qdisc", "change", "dev", device, "parent", "1:1", "handle", "10:", "pfifo", "limit", &n,
+    ];
+    tc(netns, &args.map(String::from)).map(|_| ())
 }
 
 /// Packets the host's own interface dropped (its qdisc was full): sender-side drops.
@@ -132,10 +154,11 @@ mod tests {
 
     #[test]
     fn ethernet_charges_the_emulator_s_wire_bytes() {
-        let cmds = shaper_commands("eth0", 150_000_000, Framing::Ethernet);
+        let cmds = shaper_commands("eth0", 150_000_000, Framing::Ethernet, 100);
         assert_eq!(
             cmds[1][9..].join(" "),
             "rate 150000000bit ceil 150000000bit burst 131072 cburst 131072 overhead 24 mpu 84"
         );
+        assert_eq!(cmds[2][8..].join(" "), "pfifo limit 100");
     }
 }

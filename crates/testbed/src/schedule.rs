@@ -15,6 +15,9 @@ pub struct LinkChange {
     pub overrides: DirectionOverrides,
     /// New MTU of the link (both ends, both directions).
     pub mtu: Option<u32>,
+    /// New interface queue (packets) of a `line_rate` link's shaped host ends.
+    #[serde(default)]
+    pub txqueuelen: Option<u32>,
 }
 
 impl LinkChange {
@@ -110,6 +113,7 @@ mod tests {
                 directions: [true, true],
                 overrides: Default::default(),
                 mtu: None,
+                txqueuelen: None,
             },
         }
     }
@@ -134,6 +138,7 @@ mod tests {
                 ..Default::default()
             },
             mtu: None,
+            txqueuelen: None,
         };
         let p = DirectionParams {
             rate_bps: 7,

@@ -183,6 +183,19 @@ impl Plan {
             .filter(move |e| e.node == host && !e.switch)
     }
 
+    /// The ends of link `link` whose host interface is shaped to the link's rate
+    /// (`line_rate`, a host, the direction leaving it rate-driven): they carry an HTB
+    /// qdisc and a queue of `txqueuelen` packets.
+    pub fn shaped_ends(&self, link: usize) -> impl Iterator<Item = &EndPlan> + '_ {
+        let topo = self.topology.links.get(link);
+        let ends = self.links.get(link).map(|l| l.ends.iter());
+        ends.into_iter()
+            .flatten()
+            .enumerate()
+            .filter(move |(side, end)| topo.is_some_and(|t| shaped(t, *side, end)))
+            .map(|(_, end)| end)
+    }
+
     /// The end of link `link` at `node`.
     pub fn end_at(&self, link: usize, node: &str) -> Option<&EndPlan> {
         self.links.get(link)?.ends.iter().find(|e| e.node == node)
@@ -287,6 +300,17 @@ pub fn list_testbeds() -> Vec<String> {
         .collect();
     names.sort();
     names
+}
+
+/// Whether end `side` of `link` (0 = the `a_to_b` sender) gets a shaper: a host end of a
+/// `line_rate` link whose outgoing direction has a rate and no trace.
+pub fn shaped(link: &crate::topology::Link, side: usize, end: &EndPlan) -> bool {
+    let out = if side == 0 {
+        &link.a_to_b
+    } else {
+        &link.b_to_a
+    };
+    link.line_rate && !end.switch && out.rate_bps > 0 && out.trace.is_none()
 }
 
 #[cfg(test)]

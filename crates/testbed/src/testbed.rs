@@ -11,6 +11,7 @@ use crate::state::{
     self, DirectionState, Plan, BRIDGE_DEVICE, COUNTERS_FILE, LOG_FILE, PID_FILE, READY_FILE,
 };
 use crate::topology::{validate_name, Topology};
+use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -114,6 +115,20 @@ impl Testbed {
             *total.get_or_insert(0) += crate::nic::dropped(&end.netns, &end.device)?;
         }
         total.ok_or_else(|| TestbedError::bad(format!("no host '{host}' with a link")))
+    }
+
+    /// What every shaped host interface (a host end of a `line_rate` link) has dropped so
+    /// far, summed per host: the hosts' own queues, read from their qdiscs. Empty when no
+    /// link is `line_rate`.
+    pub fn interface_drops(&self) -> Result<BTreeMap<String, u64>, TestbedError> {
+        let mut out = BTreeMap::new();
+        for link in 0..self.plan.links.len() {
+            for end in self.plan.shaped_ends(link) {
+                let n = crate::nic::dropped(&end.netns, &end.device)?;
+                *out.entry(end.node.clone()).or_insert(0) += n;
+            }
+        }
+        Ok(out)
     }
 
     /// Pid of the emulator if it is running.
@@ -324,14 +339,9 @@ fn configure_end(
     } else {
         &link.b_to_a
     };
-    let shaped = link.line_rate && !end.switch && out.rate_bps > 0 && out.trace.is_none();
-    let txqueuelen = if shaped {
-        link.txqueuelen
-    } else {
-        KERNEL_TXQUEUE
-    };
+    let shaped = state::shaped(link, side, end);
     cmds.push(format!(
-        "link set {} mtu {} txqueuelen {txqueuelen} up",
+        "link set {} mtu {} txqueuelen {KERNEL_TXQUEUE} up",
         end.device, link.mtu
     ));
     if end.switch {
@@ -350,7 +360,8 @@ fn configure_end(
     }
     ip_batch(&end.netns, &cmds)?;
     if shaped {
-        crate::nic::install(&end.netns, &end.device, out.rate_bps, out.framing)?;
+        let queue = link.txqueuelen;
+        crate::nic::install(&end.netns, &end.device, out.rate_bps, out.framing, queue)?;
     }
     Ok(())
 }

@@ -114,6 +114,7 @@ fn delay_change(link: usize, directions: [bool; 2], delay_ms: f64) -> LinkChange
             ..Default::default()
         },
         mtu: None,
+        txqueuelen: None,
     }
 }
 
@@ -208,6 +209,7 @@ fn a_smaller_queue_drops_its_excess_and_counts_it() {
             ..Default::default()
         },
         mtu: None,
+        txqueuelen: None,
     };
     let outcome = tb.set(&[change]).unwrap();
     let received = sink.join().unwrap().len() as u64;

@@ -3,9 +3,9 @@
 //! `testbed set`. Links are named by their `name` or by their ends (`a-b` or `b-a`), with an
 //! optional direction (`wan.a_to_b`).
 
-use super::model::{Link, Topology, MAX_MTU, MIN_MTU};
+use super::model::{Link, Topology, MAX_MTU, MAX_TXQUEUELEN, MIN_MTU};
 use super::parse::{join_key, Parser};
-use super::raw::{DirectionKeys, RawSchedule, RawSet};
+use super::raw::{DirectionKeys, RawSchedule, RawSet, WholeLinkKeys};
 use crate::error::TestbedError;
 use crate::schedule::{LinkChange, Schedule, Step};
 use std::path::{Path, PathBuf};
@@ -57,11 +57,12 @@ pub fn resolve_link(links: &[Link], text: &str) -> Result<(usize, [bool; 2]), St
 }
 
 impl Parser<'_> {
-    /// One change: the direction keys of a table plus `mtu`, for link `link`.
+    /// One change: the direction keys of a table plus `mtu` and `txqueuelen`, for link
+    /// `link`.
     fn change(
         &self,
         keys: &DirectionKeys<'_>,
-        mtu: Option<&Spanned<i64>>,
+        whole_link: WholeLinkKeys<'_>,
         (link, directions): (usize, [bool; 2]),
         table: &str,
         whole: Option<std::ops::Range<usize>>,
@@ -87,28 +88,32 @@ impl Parser<'_> {
                 self.check_cells(&p, at.clone(), table)?;
             }
         }
-        let mtu = match mtu {
-            Some(m) => {
-                let v = *m.get_ref();
-                if !(MIN_MTU as i64..=MAX_MTU as i64).contains(&v) {
-                    return Err(self.error(
-                        Some(m.span()),
-                        &join_key(table, "mtu"),
-                        format!("{v} is outside {MIN_MTU}..={MAX_MTU}"),
-                    ));
-                }
-                if directions != [true, true] {
-                    return Err(self.error(
-                        Some(m.span()),
-                        &join_key(table, "mtu"),
-                        "applies to the whole link: name the link without a direction",
-                    ));
-                }
-                Some(v as u32)
+        let whole_link_value = |v: Option<&Spanned<i64>>, key: &str, range: (i64, i64)| {
+            let Some(m) = v else {
+                return Ok(None);
+            };
+            let (value, span, key) = (*m.get_ref(), Some(m.span()), join_key(table, key));
+            if !(range.0..=range.1).contains(&value) {
+                let why = format!("{value} is outside {}..={}", range.0, range.1);
+                return Err(self.error(span, &key, why));
             }
-            None => None,
+            if directions != [true, true] {
+                let why = "applies to the whole link: name the link without a direction";
+                return Err(self.error(span, &key, why));
+            }
+            Ok(Some(value as u32))
         };
-        if mtu.is_none() && overrides == Default::default() {
+        let mtu = whole_link_value(whole_link.mtu, "mtu", (MIN_MTU as i64, MAX_MTU as i64))?;
+        let txqueuelen =
+            whole_link_value(whole_link.txqueuelen, "txqueuelen", (1, MAX_TXQUEUELEN))?;
+        if let (Some(_), Some(q)) = (txqueuelen, whole_link.txqueuelen) {
+            if !links[link].line_rate {
+                let why = "is the queue of a line_rate link's host interfaces; this link has \
+                           line_rate = false (its hosts' interfaces do not queue)";
+                return Err(self.error(Some(q.span()), &join_key(table, "txqueuelen"), why));
+            }
+        }
+        if mtu.is_none() && txqueuelen.is_none() && overrides == Default::default() {
             return Err(self.error(whole, table, "changes nothing: give at least one key"));
         }
         Ok(LinkChange {
@@ -116,6 +121,7 @@ impl Parser<'_> {
             directions,
             overrides,
             mtu,
+            txqueuelen,
         })
     }
 
@@ -146,7 +152,11 @@ impl Parser<'_> {
             let target = resolve_link(links, s.link.get_ref())
                 .map_err(|m| self.error(Some(s.link.span()), &format!("{step_key}.link"), m))?;
             let span = Some(s.link.span());
-            let change = self.change(&s.keys(), s.mtu.as_ref(), target, &step_key, span, links)?;
+            let whole_link = WholeLinkKeys {
+                mtu: s.mtu.as_ref(),
+                txqueuelen: s.txqueuelen.as_ref(),
+            };
+            let change = self.change(&s.keys(), whole_link, target, &step_key, span, links)?;
             steps.push(Step { at_ns, change });
         }
         let Some(last) = steps.last().map(|s| s.at_ns) else {
@@ -236,12 +246,9 @@ pub fn parse_set_args(
         line_offset: 1,
     };
     let raw: RawSet = toml::from_str(&doc).map_err(|e| parser.error(e.span(), "", e.message()))?;
-    parser.change(
-        &raw.keys(),
-        raw.mtu.as_ref(),
-        target,
-        "",
-        None,
-        &topology.links,
-    )
+    let whole_link = WholeLinkKeys {
+        mtu: raw.mtu.as_ref(),
+        txqueuelen: raw.txqueuelen.as_ref(),
+    };
+    parser.change(&raw.keys(), whole_link, target, "", None, &topology.links)
 }

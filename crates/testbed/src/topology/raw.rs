@@ -173,11 +173,19 @@ with_direction_keys!(RawStep {
     pub(super) at: Spanned<Value>,
     pub(super) link: Spanned<String>,
     pub(super) mtu: Option<Spanned<i64>>,
+    pub(super) txqueuelen: Option<Spanned<i64>>,
 });
 // The `key=value` arguments of `testbed set`, as a TOML document of one key per line.
 with_direction_keys!(RawSet {
     pub(super) mtu: Option<Spanned<i64>>,
+    pub(super) txqueuelen: Option<Spanned<i64>>,
 });
+
+/// The keys of a change that apply to a whole link, not to a direction.
+pub(super) struct WholeLinkKeys<'a> {
+    pub(super) mtu: Option<&'a Spanned<i64>>,
+    pub(super) txqueuelen: Option<&'a Spanned<i64>>,
+}
 
 pub(super) struct DirectionKeys<'a> {
     pub(super) rate: Option<&'a Spanned<Value>>,

@@ -416,6 +416,49 @@ fn set_arguments_are_read_like_the_file() {
     );
 }
 
+#[test]
+fn txqueuelen_is_set_on_a_line_rate_link_only_and_whole() {
+    let shaped = NAMED.replacen(
+        "ends = [\"a\", \"s\"]",
+        "ends = [\"a\", \"s\"]\nline_rate = true",
+        1,
+    );
+    let t = Topology::from_toml_str("x", &shaped).unwrap();
+    assert!(t.links[0].line_rate, "{shaped}");
+    let c = parse_set_args(&t, "wan", &args(&["txqueuelen=10"]), None).unwrap();
+    assert_eq!((c.link, c.txqueuelen, c.mtu), (0, Some(10), None));
+    assert_eq!(c.overrides, Default::default());
+    for (link, value, expected) in [
+        (
+            "wan",
+            "0",
+            "testbed set: argument 2: txqueuelen: 0 is outside 1..=1000000",
+        ),
+        (
+            "wan",
+            "2000000",
+            "testbed set: argument 2: txqueuelen: 2000000 is outside",
+        ),
+        (
+            "wan.a_to_b",
+            "10",
+            "testbed set: argument 2: txqueuelen: applies to the whole link",
+        ),
+        (
+            "s-b",
+            "10",
+            "testbed set: argument 2: txqueuelen: is the queue of a line_rate link's",
+        ),
+        ("wan", "\"ten\"", "testbed set: argument 2: "),
+    ] {
+        let e =
+            parse_set_args(&t, link, &args(&[&format!("txqueuelen={value}")]), None).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        let e = e.to_string();
+        assert!(e.starts_with(expected) && !e.contains('\n'), "{e}");
+    }
+}
+
 fn temp_dir(tag: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("lp-topo-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
