@@ -6,8 +6,9 @@
 //! that path (derived below), and lie within 25 % of the measured one.
 //!
 //! The pre-loss state is fixed: the sender's congestion window is clamped at
-//! N segments (the route metric `cwnd lock N` in the sending host,
-//! `simulate --cwnd-clamp N`), with N under 0.45 of the path's
+//! N segments (the topology's `cwnd_clamp = N` on the sending host: the route
+//! metric `cwnd lock N` in its namespace, and the same clamp in its ns-3
+//! twin), with N under 0.45 of the path's
 //! bandwidth-delay product. So the window is N when the loss comes (no queue
 //! builds, no loss of its own, and CUBIC's HyStart, which ends slow start once
 //! the window's ACK train spans half a round trip, does not act before N), and
@@ -184,15 +185,23 @@ fn the_loss(doc: &Value, p: &TestPath, what: &str) -> Value {
     losses[0].clone()
 }
 
-/// The topology file of `p`: two hosts and the link (as the testbed runs it).
+/// The topology of `p`: two hosts, the sender `a` with its window clamped
+/// at `p.clamp` segments, and the link.
+fn topology(p: &TestPath) -> String {
+    let text = two_hosts(p.name, &p.subnet_host(1), &p.subnet_host(2), &p.link());
+    let clamped = format!("name = \"a\"\ncwnd_clamp = {}\n", p.clamp);
+    text.replacen("name = \"a\"\n", &clamped, 1)
+}
+
+/// The topology file of `p` (as the testbed runs it).
 fn topology_file(p: &TestPath) -> PathBuf {
     let file = std::env::temp_dir().join(format!("{}.toml", p.name));
-    let text = two_hosts(p.name, &p.subnet_host(1), &p.subnet_host(2), &p.link());
-    std::fs::write(&file, text).unwrap();
+    std::fs::write(&file, topology(p)).unwrap();
     file
 }
 
-/// ns-3's loss event for `cc` on `p` with the loss schedule and the clamp.
+/// ns-3's loss event for `cc` on `p` with the loss schedule (the twin takes
+/// the clamp from the sending host).
 fn simulate(file: &Path, p: &TestPath, cc: &str) -> Value {
     let simulated = json(
         Command::new(common::bin())
@@ -200,7 +209,6 @@ fn simulate(file: &Path, p: &TestPath, cc: &str) -> Value {
             .arg(file)
             .arg("--schedule")
             .arg(loss_schedule(p, LOSS_AT))
-            .args(["--cwnd-clamp", &p.clamp.to_string()])
             .args(["-t", &SECONDS.to_string(), "-C", cc])
             .args([
                 "--sample",
@@ -345,25 +353,10 @@ fn check_measured(p: &TestPath) {
             return;
         };
         let bin = common::bin();
-        let topology = two_hosts(p.name, &p.subnet_host(1), &p.subnet_host(2), &p.link());
-        let mut bed = CliBed::up(bin, &std::env::temp_dir(), p.name, &topology);
-        // Linux's congestion window clamp: the route metric `cwnd lock N`
-        // (snd_cwnd_clamp), on the sender's route to the receiver.
-        linkperf_testsupport::process::output_ok(
-            bed.in_netns("a", "ip")
-                .args(["route", "add", &format!("{}/32", p.subnet_host(2))])
-                .args(["dev", "eth0", "cwnd", "lock", &p.clamp.to_string()]),
-        );
+        // `up` puts the clamp on a's routes and primes its tcp_metrics.
+        let mut bed = CliBed::up(bin, &std::env::temp_dir(), p.name, &topology(p));
         let mut server = bed.exec("b", bin);
         bed.serve("b", server.args(["server", "-q", "-p", "5241"]), 5241);
-        // Linux applies the lock from the destination's tcp_metrics entry,
-        // which the first connection to it creates when it closes (the
-        // route's metrics copied in): one short test first.
-        linkperf_testsupport::process::output_ok(
-            bed.exec("a", bin)
-                .args(["client", &p.subnet_host(2), "-p", "5241", "-n", "64K"])
-                .args(["-i", "0", "--no-store"]),
-        );
         for (cc, simulated) in ["reno", "cubic"].iter().zip(&simulated) {
             let measured = measure(&bed, p, cc);
             // The client's clock starts when its connection is up, 0.4-0.5 s

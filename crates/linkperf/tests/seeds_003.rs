@@ -9,8 +9,8 @@
 //! docs/reproductions.md gives the numbers and why they differ from the seed's.
 //!
 //! Needs root (testbed) and, for the simulated part, ns-3; skipped with a
-//! message otherwise. About 100 s (55 s on 2026-11-27; 003-backlog adds 15,
-//! 003-txqueuelen 30).
+//! message otherwise. About 95 s (55 s on 2026-11-27; 003-backlog adds 12,
+//! 003-txqueuelen 28).
 
 mod common;
 use common::seeds::reproduce_doc;
