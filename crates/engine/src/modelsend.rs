@@ -35,6 +35,7 @@ const MAX_UNSENT_COUNT: u64 = 10_000_000;
 struct Tally {
     errors_ns: Histogram<u64>,
     error_sum_ns: f64,
+    error_abs_sum_ns: f64,
     due: u64,
     sent: u64,
     late: u64,
@@ -49,6 +50,7 @@ impl Tally {
             errors_ns: Histogram::new_with_bounds(1, 60_000_000_000, 3)
                 .expect("valid histogram bounds"),
             error_sum_ns: 0.0,
+            error_abs_sum_ns: 0.0,
             due: 0,
             sent: 0,
             late: 0,
@@ -82,6 +84,11 @@ impl Tally {
             error_max_us: us(h.max()),
             error_mean_us: if self.sent > 0 {
                 self.error_sum_ns / self.sent as f64 / 1e3
+            } else {
+                0.0
+            },
+            error_abs_mean_us: if self.sent > 0 {
+                self.error_abs_sum_ns / self.sent as f64 / 1e3
             } else {
                 0.0
             },
@@ -200,6 +207,7 @@ impl Follower {
             self.tally.sent += 1;
             self.tally.late += u64::from(sent_at.saturating_duration_since(due) > LATE_LIMIT);
             self.tally.error_sum_ns += error_ns;
+            self.tally.error_abs_sum_ns += error_ns.abs();
             let _ = self.tally.errors_ns.record((error_ns.abs() as u64).max(1));
         }
     }

@@ -172,6 +172,10 @@ pub struct ScheduleStats {
     pub error_max_us: f64,
     /// Mean of actual - scheduled (negative: early on average).
     pub error_mean_us: f64,
+    /// Mean of |actual - scheduled|: how far a send typically moved from its
+    /// schedule (absent from results stored before it was added).
+    #[serde(default)]
+    pub error_abs_mean_us: f64,
 }
 
 /// Distribution of the gaps between datagram sends of a paced UDP sender,
