@@ -148,15 +148,17 @@ fn expected_recovery(cc: &str, p: &TestPath) -> (f64, f64) {
 }
 
 /// The schedule file: 10 % loss on the data's direction for one round trip.
+/// Named by its time and written whole (a rename), since the simulated and
+/// the measured test of a path run at once and read it.
 fn loss_schedule(p: &TestPath, at: f64) -> PathBuf {
-    let file = std::env::temp_dir().join(format!("{}-loss.toml", p.name));
+    let file = std::env::temp_dir().join(format!("{}-loss-{}ms.toml", p.name, at * 1e3));
     let text = format!(
         "[[step]]\nat = \"{}ms\"\nlink = \"l.a_to_b\"\nloss = \"10%\"\n\
          [[step]]\nat = \"{}ms\"\nlink = \"l.a_to_b\"\nloss = \"0%\"\n",
         at * 1e3,
         ((at + p.rtt()) * 1e3).round()
     );
-    std::fs::write(&file, text).unwrap();
+    write_whole(&file, &text);
     file
 }
 
@@ -193,11 +195,22 @@ fn topology(p: &TestPath) -> String {
     text.replacen("name = \"a\"\n", &clamped, 1)
 }
 
-/// The topology file of `p` (as the testbed runs it).
+/// The topology file of `p` for its ns-3 twin (the testbed's own is written
+/// by `CliBed::up`, under the path's name).
 fn topology_file(p: &TestPath) -> PathBuf {
-    let file = std::env::temp_dir().join(format!("{}.toml", p.name));
-    std::fs::write(&file, topology(p)).unwrap();
+    let file = std::env::temp_dir().join(format!("{}-twin.toml", p.name));
+    write_whole(&file, &topology(p));
     file
+}
+
+/// Writes `text` to `file` so that a reader sees the old file or the whole
+/// new one: written beside it under a name of this thread's, then renamed.
+fn write_whole(file: &Path, text: &str) {
+    let thread = format!("{:?}", std::thread::current().id());
+    let digits: String = thread.chars().filter(char::is_ascii_digit).collect();
+    let temp = file.with_extension(format!("{}.{digits}.tmp", std::process::id()));
+    std::fs::write(&temp, text).unwrap();
+    std::fs::rename(&temp, file).unwrap();
 }
 
 /// ns-3's loss event for `cc` on `p` with the loss schedule (the twin takes

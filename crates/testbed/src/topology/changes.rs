@@ -108,8 +108,8 @@ impl Parser<'_> {
             whole_link_value(whole_link.txqueuelen, "txqueuelen", (1, MAX_TXQUEUELEN))?;
         if let (Some(_), Some(q)) = (txqueuelen, whole_link.txqueuelen) {
             if !links[link].line_rate {
-                let why = "is the queue of a line_rate link's host interfaces; this link has \
-                           line_rate = false (its hosts' interfaces do not queue)";
+                let why = "applies to a line_rate link (the queue of its hosts' interfaces); \
+                           this link has line_rate = false, so its hosts' interfaces do not queue";
                 return Err(self.error(Some(q.span()), &join_key(table, "txqueuelen"), why));
             }
         }

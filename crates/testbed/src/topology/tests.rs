@@ -447,7 +447,7 @@ fn txqueuelen_is_set_on_a_line_rate_link_only_and_whole() {
         (
             "s-b",
             "10",
-            "testbed set: argument 2: txqueuelen: is the queue of a line_rate link's",
+            "testbed set: argument 2: txqueuelen: applies to a line_rate link",
         ),
         ("wan", "\"ten\"", "testbed set: argument 2: "),
     ] {
