@@ -19,6 +19,7 @@ use crate::spec::TestSpec;
 use crate::sweep::run::{self as sweep_run, Observer, Plan, Stop, SweepOptions};
 use crate::sweep::{self as sweep_mod, PointSummary};
 use linkperf_store::{RunRow, Store};
+use linkperf_testbed::counters::CounterValues;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -515,39 +516,48 @@ fn row(
     }
 }
 
-/// The emulator's frame drop counters a run's result carries
-/// (`testbed.links[].counters.dropped_*`).
-const DROP_CAUSES: [&str; 6] = ["queue", "loss", "ber", "oversize", "resize", "backlog"];
-
-/// Per place, the median over `runs` of what every link direction dropped
-/// (by cause) and what the hosts' interfaces did; only places with drops.
-fn drops(runs: &[&RunRow]) -> BTreeMap<String, u64> {
+/// What one run's result says was dropped, by place: each emulator cause
+/// (every link direction summed) and `interface` (the hosts' own queues).
+fn run_drops(doc: &serde_json::Value) -> BTreeMap<String, u64> {
     let mut out = BTreeMap::new();
-    let mut add = |place: &str, get: &dyn Fn(&serde_json::Value) -> Option<u64>| {
-        let median = convergence::median_of(runs, |doc| get(doc).map(|n| n as f64));
-        if let Some(n) = median.filter(|&n| n > 0.0) {
-            out.insert(place.to_string(), n as u64);
+    let links = doc.pointer("/testbed/links").and_then(|l| l.as_array());
+    for link in links.into_iter().flatten() {
+        let Ok(c) = CounterValues::deserialize(&link["counters"]) else {
+            continue;
+        };
+        for (cause, n) in c.drops() {
+            *out.entry(cause.to_string()).or_insert(0) += n;
         }
-    };
-    for cause in DROP_CAUSES {
-        let key = format!("dropped_{cause}");
-        add(cause, &|doc| {
-            let links = doc.pointer("/testbed/links")?.as_array()?;
-            Some(
-                links
-                    .iter()
-                    .filter_map(|l| l["counters"][&key].as_u64())
-                    .sum(),
-            )
-        });
     }
-    add("interface", &|doc| {
-        let hosts = doc
-            .pointer("/testbed")?
-            .get("interface_drops")?
-            .as_object()?;
-        Some(hosts.values().filter_map(|n| n.as_u64()).sum())
-    });
+    let hosts = doc
+        .pointer("/testbed/interface_drops")
+        .and_then(|h| h.as_object());
+    let interface: u64 = hosts
+        .into_iter()
+        .flatten()
+        .filter_map(|(_, n)| n.as_u64())
+        .sum();
+    out.insert("interface".to_string(), interface);
+    out
+}
+
+/// Per place, the median over `runs` of what they dropped there; only places
+/// with drops.
+fn drops(runs: &[&RunRow]) -> BTreeMap<String, u64> {
+    let each: Vec<BTreeMap<String, u64>> = (runs.iter())
+        .filter_map(|r| r.report.as_ref().map(run_drops))
+        .collect();
+    let mut out = BTreeMap::new();
+    for place in each.iter().flat_map(|m| m.keys()) {
+        let mut v: Vec<u64> = each
+            .iter()
+            .map(|m| m.get(place).copied().unwrap_or(0))
+            .collect();
+        v.sort_unstable();
+        if let Some(&n) = v.get(v.len() / 2).filter(|&&n| n > 0) {
+            out.insert(place.clone(), n);
+        }
+    }
     out
 }
 

@@ -204,11 +204,11 @@ fn topology_file(p: &TestPath) -> PathBuf {
 }
 
 /// Writes `text` to `file` so that a reader sees the old file or the whole
-/// new one: written beside it under a name of this thread's, then renamed.
+/// new one: written beside it under a name no other write uses, then renamed.
 fn write_whole(file: &Path, text: &str) {
-    let thread = format!("{:?}", std::thread::current().id());
-    let digits: String = thread.chars().filter(char::is_ascii_digit).collect();
-    let temp = file.with_extension(format!("{}.{digits}.tmp", std::process::id()));
+    static WRITES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let temp = file.with_extension(format!("{}.{n}.tmp", std::process::id()));
     std::fs::write(&temp, text).unwrap();
     std::fs::rename(&temp, file).unwrap();
 }

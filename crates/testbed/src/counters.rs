@@ -105,6 +105,18 @@ pub struct CounterValues {
 }
 
 impl CounterValues {
+    /// The frames dropped, by cause, as `testbed status` names the causes.
+    pub fn drops(&self) -> [(&'static str, u64); 6] {
+        [
+            ("queue", self.dropped_queue),
+            ("loss", self.dropped_loss),
+            ("ber", self.dropped_ber),
+            ("oversize", self.dropped_oversize),
+            ("resize", self.dropped_resize),
+            ("backlog", self.dropped_backlog),
+        ]
+    }
+
     /// What was counted after `earlier` (high-water marks are kept as they are).
     pub fn since(&self, earlier: &CounterValues) -> CounterValues {
         CounterValues {

@@ -106,12 +106,10 @@ impl Parser<'_> {
         let mtu = whole_link_value(whole_link.mtu, "mtu", (MIN_MTU as i64, MAX_MTU as i64))?;
         let txqueuelen =
             whole_link_value(whole_link.txqueuelen, "txqueuelen", (1, MAX_TXQUEUELEN))?;
-        if let (Some(_), Some(q)) = (txqueuelen, whole_link.txqueuelen) {
-            if !links[link].line_rate {
-                let why = "applies to a line_rate link (the queue of its hosts' interfaces); \
-                           this link has line_rate = false, so its hosts' interfaces do not queue";
-                return Err(self.error(Some(q.span()), &join_key(table, "txqueuelen"), why));
-            }
+        if let Some(q) = whole_link.txqueuelen.filter(|_| !links[link].line_rate) {
+            let why = "applies to a line_rate link (the queue of its hosts' interfaces); \
+                       this link has line_rate = false, so its hosts' interfaces do not queue";
+            return Err(self.error(Some(q.span()), &join_key(table, "txqueuelen"), why));
         }
         if mtu.is_none() && txqueuelen.is_none() && overrides == Default::default() {
             return Err(self.error(whole, table, "changes nothing: give at least one key"));
