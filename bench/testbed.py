@@ -17,8 +17,8 @@ Modes (link key `offload`):
               binary (an older emulator), for a side-by-side ratio
   baseline-offload
               only with --baseline LP: the offload link, built by the other binary
-  offload-os  the offload link with `cpu_idle = "os"`: idle CPUs may halt, as before the
-              emulator kept them polling (the same binary, for a side-by-side ratio)
+  offload-os  the offload link with `cpu_idle = "os"` (idle CPUs may halt; "offload" sets
+              "poll"), the same binary, for a side-by-side ratio
 Optionally `--iperf3` adds one iperf3 run per mode and round as a reference sender.
 With `--rtt` the runs measure the round-trip time instead (exact delay, issue 12): per mode
 and round, the median of `linkperf rr -n PROBES` and of PROBES pings (one every 2 ms),
@@ -44,8 +44,9 @@ HEADING = "## Testbed emulator (issue 3)"
 TICKS = os.sysconf("SC_CLK_TCK")
 MODES = {"per-packet": False, "offload": True, "baseline": None, "baseline-offload": True,
          "offload-os": True}
-# Modes whose topology sets `cpu_idle` (the emulator's default is "poll").
-CPU_IDLE = {"offload-os": "os"}
+# Modes whose topology sets `cpu_idle` (the emulator's default is "os" since 2026-11-28;
+# "offload" keeps the polling idle CPUs its earlier results were measured with).
+CPU_IDLE = {"offload": "poll", "offload-os": "os"}
 
 LP = None  # path of the linkperf binary
 BASELINE = None  # another linkperf binary whose emulator is compared ("baseline" mode)

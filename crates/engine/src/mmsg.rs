@@ -247,7 +247,8 @@ impl Train {
         self.gso
     }
 
-    /// Sends plain datagrams from now on (the kernel refused GSO).
+    /// Sends plain datagrams from now on (the kernel refused GSO, or the device wants one
+    /// packet at a time).
     pub fn disable_gso(&mut self) {
         self.gso = false;
     }

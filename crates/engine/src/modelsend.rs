@@ -11,8 +11,8 @@
 
 use crate::pacer::Sleeper;
 use crate::stream::{
-    close_and_drain, lock, mark_finished, now_unix_ns, payload, send_failed, send_fin, wait_until,
-    SideControl, StreamParams, StreamShared, POLL,
+    close_and_drain, gso_to_peer, lock, mark_finished, now_unix_ns, payload, send_failed, send_fin,
+    wait_until, SideControl, StreamParams, StreamShared, POLL,
 };
 use hdrhistogram::Histogram;
 use linkperf_proto::results::ScheduleStats;
@@ -385,6 +385,9 @@ pub fn udp(sock: UdpSocket, shared: Arc<StreamShared>, ctl: Arc<SideControl>, p:
     let max = p.length.max(udp::HEADER_LEN);
     let fill = payload(max);
     let mut train = crate::mmsg::Train::new(max, (TRAIN_BYTES / max).max(1), &fill, p.udp_format);
+    if !gso_to_peer(&sock) {
+        train.disable_gso();
+    }
     // Plain batches of one: the failure handling shared with udp_send wants one.
     let mut batch = crate::mmsg::SendBatch::new(max, 1, &fill);
     let mut seq = 0u64;

@@ -22,6 +22,7 @@ const RTA_DST: u16 = 1;
 const RTA_OIF: u16 = 4;
 const IFLA_IFNAME: u16 = 3;
 const IFLA_STATS64: u16 = 23;
+const IFLA_GSO_MAX_SEGS: u16 = 40;
 const TCA_KIND: u16 = 1;
 const TCA_STATS: u16 = 3;
 const TCA_STATS2: u16 = 7;
@@ -30,13 +31,15 @@ const TCA_STATS_QUEUE: u16 = 3;
 const TC_H_ROOT: u32 = 0xFFFF_FFFF;
 const HEADER: usize = 16;
 
-/// An interface's name and the drop counters of its 64-bit statistics.
+/// An interface's name, the drop counters of its 64-bit statistics, and the most
+/// segments it takes in one GSO packet (None from a kernel that does not say).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Link {
     pub name: String,
     pub rx_dropped: u64,
     pub tx_dropped: u64,
     pub rx_missed_errors: u64,
+    pub gso_max_segs: Option<u32>,
 }
 
 /// An interface's root qdisc: its kind (`tbf`, `htb`, `fq_codel`, `noqueue`...) and
@@ -69,7 +72,7 @@ pub fn route_interface(to: IpAddr) -> io::Result<u32> {
         .ok_or_else(|| invalid("route reply without an output interface"))
 }
 
-/// Interface `index`'s name and drop counters.
+/// Interface `index`'s name, drop counters and GSO segment limit.
 pub fn link(index: u32) -> io::Result<Link> {
     // struct ifinfomsg: family, pad, type (u16), index (i32), flags, change.
     let mut body = vec![0u8; 16];
@@ -95,12 +98,25 @@ pub fn link(index: u32) -> io::Result<Link> {
             .ok_or_else(|| invalid("short link statistics"))?;
         Ok(u64::from_ne_bytes(bytes.try_into().expect("8 bytes")))
     };
+    let gso_max_segs = attr(attrs, IFLA_GSO_MAX_SEGS)
+        .and_then(|v| Some(u32::from_ne_bytes(v.get(..4)?.try_into().ok()?)));
     Ok(Link {
         name,
         rx_dropped: field(6)?,
         tx_dropped: field(7)?,
         rx_missed_errors: field(15)?,
+        gso_max_segs,
     })
+}
+
+/// Whether datagrams to `peer` may go as UDP GSO trains: not when the interface the route
+/// leaves by takes one segment per packet (`gso_max_segs 1`, as a testbed host with a
+/// send cost has), since its qdisc then charges each packet on its own and a train would
+/// pass as one. Yes when the route or the interface cannot be read.
+pub fn gso_allowed(peer: IpAddr) -> bool {
+    route_interface(peer)
+        .and_then(link)
+        .map_or(true, |l| l.gso_max_segs.is_none_or(|n| n > 1))
 }
 
 /// Interface `index`'s root qdisc, None if it has none.

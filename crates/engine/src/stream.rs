@@ -413,6 +413,13 @@ const BATCH: usize = 64;
 /// after a stall): one GSO message of 1460-byte datagrams holds 44.
 const PACED_BATCH: usize = 64;
 
+/// Whether this connected UDP socket may send GSO trains to its peer (see
+/// [`crate::rtnetlink::gso_allowed`]); an unconnected socket may.
+pub fn gso_to_peer(sock: &UdpSocket) -> bool {
+    sock.peer_addr()
+        .map_or(true, |a| crate::rtnetlink::gso_allowed(a.ip()))
+}
+
 pub fn udp_send(
     sock: UdpSocket,
     shared: Arc<StreamShared>,
@@ -424,9 +431,11 @@ pub fn udp_send(
     let limit_packets = p.byte_limit.map(|b| b.div_ceil(len as u64));
     let _ = sock.set_write_timeout(Some(POLL));
     let fill = &p.payload.0[..len];
-    // GSO where the kernel has it: a paced sender's trains then cost one
-    // system call and one trip through the stack each.
-    let mut batch = mmsg::SendBatch::with_gso(len, fill)
+    // GSO where the kernel has it and the device takes trains: a paced sender's
+    // trains then cost one system call and one trip through the stack each.
+    let mut batch = gso_to_peer(&sock)
+        .then(|| mmsg::SendBatch::with_gso(len, fill))
+        .flatten()
         .unwrap_or_else(|| mmsg::SendBatch::new(len, BATCH, fill));
     batch.set_format(p.udp_format);
     wait_until(p.start);

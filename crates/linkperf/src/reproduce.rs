@@ -14,16 +14,20 @@
 pub mod campaign;
 pub mod cold;
 pub mod convergence;
+mod result;
+mod tables;
 
 use crate::spec::TestSpec;
 use crate::sweep::run::{self as sweep_run, Observer, Plan, Stop, SweepOptions};
 use crate::sweep::{self as sweep_mod, PointSummary};
 use linkperf_store::{RunRow, Store};
 use linkperf_testbed::counters::CounterValues;
-use serde::{Deserialize, Serialize};
+pub use result::{Reproduction, Row};
+use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
+pub use tables::table;
 
 /// The file that makes a directory an experiment.
 pub const FILE: &str = "experiment.toml";
@@ -96,6 +100,8 @@ pub struct Experiment {
 pub struct SeedRow {
     pub point: String,
     pub mbps: f64,
+    /// What the seed's sender sent, where it gives sent\received (seed 002).
+    pub sent: Option<f64>,
     /// The seed's simulated figure beside its measured one (seed 004).
     pub simulated: Option<f64>,
 }
@@ -282,82 +288,6 @@ impl Experiment {
     }
 }
 
-/// One point: the seed's figure, linkperf's, and the model's.
-#[derive(Debug, Clone, Serialize)]
-pub struct Row {
-    pub point: String,
-    pub seed_mbps: Option<f64>,
-    /// The seed's figure times the experiment's `seed_scale`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub seed_scaled_mbps: Option<f64>,
-    /// Median received rate over the point's runs (a campaign: the mean
-    /// over its sessions).
-    pub linkperf_mbps: Option<f64>,
-    /// A campaign's sent rate (the flow's sender, or the phase's senders).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sent_mbps: Option<f64>,
-    pub model_mbps: Option<f64>,
-    /// The ns-3 twin's received rate (`simulate`), and the seed's own
-    /// simulated figure.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub simulated_mbps: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub seed_simulated_mbps: Option<f64>,
-    /// The window the receiver advertised (the sender's tcp_info), median.
-    pub advertised_window_bytes: Option<u64>,
-    /// Segments the sender retransmitted (tcp_info), median over the runs.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub retransmits: Option<u64>,
-    /// What was dropped over a run, by where: the emulator's causes
-    /// (`backlog`, `queue`, `loss`, ...; every link direction summed) and
-    /// `interface` (the hosts' own `line_rate` queues); medians over the
-    /// runs; places that dropped nothing are left out.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub drops: BTreeMap<String, u64>,
-    /// With `--sample`: the first sample's smoothed RTT and the loaded one
-    /// (summary.dynamics.rtt), medians over the point's runs.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub idle_rtt_ms: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub loaded_rtt_ms: Option<f64>,
-    /// With a `schedule`: the loss it injected and the recovery (the
-    /// point's first run that saw it as its own event).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub loss: Option<convergence::Injected>,
-    pub runs: usize,
-}
-
-/// An experiment run and compared.
-#[derive(Debug, Clone, Serialize)]
-pub struct Reproduction {
-    pub schema: &'static str,
-    pub experiment: String,
-    pub seed: String,
-    pub source: String,
-    pub reduced: bool,
-    /// The stored sweep (`linkperf report sweep ID` draws it).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sweep_id: Option<i64>,
-    /// The stored campaign (`linkperf report ID` draws it).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub campaign_id: Option<i64>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub rows: Vec<Row>,
-    /// A `[cold]` experiment's sites.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub sites: Vec<cold::ColdRow>,
-    /// `[[simulate_scale]]`: the ns-3 runs, stored as runs.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub simulated: Vec<convergence::SimRow>,
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub seed_recovery_s: BTreeMap<String, f64>,
-    /// The link's payload rate (the model's), for the buffer an RTT implies.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub payload_mbps: Option<f64>,
-    /// Why it stopped early, if it did (the rows hold what ran).
-    pub stopped: Option<String>,
-}
-
 /// Runs `experiment` and stores it in `store`; a stop (Ctrl-C, a failed
 /// run) still returns the rows measured before it.
 pub fn run(
@@ -443,6 +373,7 @@ fn campaign_row(experiment: &Experiment, m: campaign::Measure) -> Row {
     let seed = experiment.row.iter().find(|r| r.point == m.point);
     Row {
         seed_mbps: seed.map(|r| r.mbps),
+        seed_sent_mbps: seed.and_then(|r| r.sent),
         seed_scaled_mbps: seed.and_then(|r| experiment.seed_scale.map(|s| r.mbps * s)),
         linkperf_mbps: m.received_mbps,
         sent_mbps: m.sent_mbps,
@@ -492,6 +423,7 @@ fn row(
         .is_some_and(|v| matches!(v.as_str(), "on" | "true" | "1"));
     Row {
         seed_mbps: seed.map(|r| r.mbps),
+        seed_sent_mbps: seed.and_then(|r| r.sent),
         seed_scaled_mbps: None,
         sent_mbps: (point.sent.as_ref())
             .filter(|_| udp)
@@ -499,7 +431,11 @@ fn row(
         simulated_mbps: point.simulated.map(|b| b / 1e6),
         seed_simulated_mbps: seed.and_then(|r| r.simulated),
         linkperf_mbps: point.received.as_ref().map(|s| s.median / 1e6),
-        model_mbps: experiment.model.as_ref().and_then(|m| m.predict(&params)),
+        // The experiment's own physics, else linkperf's model of the testbed's path as
+        // each run carried it (`summary.prediction`).
+        model_mbps: (experiment.model.as_ref())
+            .and_then(|m| m.predict(&params))
+            .or(point.predicted.map(|b| b / 1e6)),
         advertised_window_bytes: windows.get(windows.len() / 2).copied(),
         retransmits: convergence::median_of(&point_runs, |d| {
             d.pointer("/summary/sent/retransmits")?.as_f64()
@@ -557,151 +493,6 @@ fn drops(runs: &[&RunRow]) -> BTreeMap<String, u64> {
         if let Some(&n) = v.get(v.len() / 2).filter(|&&n| n > 0) {
             out.insert(place.clone(), n);
         }
-    }
-    out
-}
-
-/// A row's drops as `412 backlog, 3 queue`, or `0`.
-fn drops_text(drops: &BTreeMap<String, u64>) -> String {
-    if drops.is_empty() {
-        return "0".into();
-    }
-    let parts: Vec<String> = drops.iter().map(|(k, n)| format!("{n} {k}")).collect();
-    parts.join(", ")
-}
-
-/// The comparison as a text table: one line per point (or site).
-pub fn table(r: &Reproduction) -> String {
-    let title = format!(
-        "seed {} — {}{}\n",
-        r.seed,
-        r.source,
-        if r.reduced { " (reduced duration)" } else { "" },
-    );
-    if !r.sites.is_empty() {
-        return title + &cold::table(&r.sites);
-    }
-    if r.rows.iter().any(|x| x.simulated_mbps.is_some()) {
-        return title + &simulation_table(r);
-    }
-    if r.rows.iter().any(|x| x.sent_mbps.is_some()) {
-        return title + &campaign_table(r);
-    }
-    let mut out = title + &sweep_table(r);
-    let measured: Vec<convergence::Measured> = (r.rows.iter())
-        .map(|x| convergence::Measured {
-            point: &x.point,
-            mbps: x.linkperf_mbps,
-            idle_rtt_ms: x.idle_rtt_ms,
-            loaded_rtt_ms: x.loaded_rtt_ms,
-            loss: x.loss,
-        })
-        .collect();
-    if r.rows.iter().any(|x| x.idle_rtt_ms.is_some()) {
-        out.push_str(&convergence::rtt_table(&measured, r.payload_mbps));
-    }
-    if r.rows.iter().any(|x| x.loss.is_some())
-        || !r.simulated.is_empty()
-        || !r.seed_recovery_s.is_empty()
-    {
-        out.push_str(&convergence::recovery_table(
-            &measured,
-            &r.simulated,
-            &r.seed_recovery_s,
-        ));
-    }
-    out
-}
-
-fn mbps(v: Option<f64>) -> String {
-    match v {
-        Some(x) if x < 10.0 => format!("{x:.2}"),
-        Some(x) => format!("{x:.1}"),
-        None => "-".into(),
-    }
-}
-
-/// A campaign's comparison: per phase aggregate and flow, sent and received.
-fn campaign_table(r: &Reproduction) -> String {
-    let scaled = r.rows.iter().any(|x| x.seed_scaled_mbps.is_some());
-    let width = r.rows.iter().map(|x| x.point.len()).max().unwrap_or(5);
-    let mut out = format!("{:<width$}  {:>10}", "point", "seed Mb/s");
-    if scaled {
-        out.push_str(&format!("  {:>12}", "seed scaled"));
-    }
-    out.push_str(&format!(
-        "  {:>14}  {:>14}  {:>10}\n",
-        "linkperf sent", "linkperf recv", "model Mb/s"
-    ));
-    for x in &r.rows {
-        out.push_str(&format!("{:<width$}  {:>10}", x.point, mbps(x.seed_mbps)));
-        if scaled {
-            out.push_str(&format!("  {:>12}", mbps(x.seed_scaled_mbps)));
-        }
-        out.push_str(&format!(
-            "  {:>14}  {:>14}  {:>10}\n",
-            mbps(x.sent_mbps),
-            mbps(x.linkperf_mbps),
-            mbps(x.model_mbps)
-        ));
-    }
-    out
-}
-
-/// Seed 004's "Comparison of Experimental and Simulation Performance
-/// Predictions": per point the seed's experimental and simulated figures,
-/// linkperf's measured rate and its ns-3 twin's, and their ratio.
-fn simulation_table(r: &Reproduction) -> String {
-    let width = r.rows.iter().map(|x| x.point.len()).max().unwrap_or(5);
-    let mut out = format!(
-        "{:<width$}  {:>10}  {:>10}  {:>13}  {:>10}  {:>8}\n",
-        "connection", "seed exp.", "seed sim.", "linkperf exp.", "ns-3", "exp/sim"
-    );
-    for x in &r.rows {
-        let ratio = match (x.linkperf_mbps, x.simulated_mbps) {
-            (Some(m), Some(s)) if s > 0.0 => format!("{:.3}", m / s),
-            _ => "-".into(),
-        };
-        out.push_str(&format!(
-            "{:<width$}  {:>10}  {:>10}  {:>13}  {:>10}  {:>8}\n",
-            x.point,
-            mbps(x.seed_mbps),
-            mbps(x.seed_simulated_mbps),
-            mbps(x.linkperf_mbps),
-            mbps(x.simulated_mbps),
-            ratio
-        ));
-    }
-    out
-}
-
-fn sweep_table(r: &Reproduction) -> String {
-    let width = r
-        .rows
-        .iter()
-        .map(|x| x.point.len())
-        .max()
-        .unwrap_or(5)
-        .max(5);
-    let mut out = format!(
-        "{:<width$}  {:>10}  {:>14}  {:>10}  {:>12}  {:>8}  dropped\n",
-        "point", "seed Mb/s", "linkperf Mb/s", "model Mb/s", "adv. window", "retrans"
-    );
-    for x in &r.rows {
-        out.push_str(&format!(
-            "{:<width$}  {:>10}  {:>14}  {:>10}  {:>12}  {:>8}  {}\n",
-            x.point,
-            mbps(x.seed_mbps),
-            mbps(x.linkperf_mbps),
-            mbps(x.model_mbps),
-            x.advertised_window_bytes
-                .map(|w| format!("{w} B"))
-                .unwrap_or_else(|| "-".into()),
-            x.retransmits
-                .map(|n| n.to_string())
-                .unwrap_or_else(|| "-".into()),
-            drops_text(&x.drops),
-        ));
     }
     out
 }

@@ -484,9 +484,16 @@ fn describe_nodes(s: &mut String, tb: &Testbed) {
         let clamp = h
             .cwnd_clamp
             .map_or(String::new(), |n| format!("  cwnd_clamp {n}"));
+        let cost = h.send_cost.map_or(String::new(), |c| {
+            format!(
+                "  sends at {} us + {} ns/byte per packet",
+                c.per_packet_ns as f64 / 1e3,
+                c.per_byte_ns
+            )
+        });
         let _ = writeln!(
             s,
-            "  host   {:<12} netns {:<24} {:<6} {}/{}  {}/{}{clamp}",
+            "  host   {:<12} netns {:<24} {:<6} {}/{}  {}/{}{clamp}{cost}",
             h.name,
             tb.netns(&h.name).unwrap_or_default(),
             dev,

@@ -127,8 +127,8 @@ impl Control {
         // Host interface queues first: a failure there leaves the emulator unchanged.
         for c in changes {
             if let Some(packets) = c.txqueuelen {
-                for end in self.plan.shaped_ends(c.link) {
-                    crate::nic::set_queue(&end.netns, &end.device, packets)
+                for (end, shaper) in self.plan.shaped_ends(c.link) {
+                    crate::nic::set_queue(&end.netns, &end.device, &shaper, packets)
                         .map_err(|e| e.to_string())?;
                 }
             }

@@ -4,6 +4,7 @@
 use crate::counters::LinkCounters;
 use crate::error::TestbedError;
 use crate::netns::netns_name;
+use crate::nic::Shaper;
 use crate::params::DirectionParams;
 use crate::schedule::ScheduleState;
 use crate::timing::{RecentTiming, TimingSnapshot};
@@ -183,17 +184,16 @@ impl Plan {
             .filter(move |e| e.node == host && !e.switch)
     }
 
-    /// The ends of link `link` whose host interface is shaped to the link's rate
-    /// (`line_rate`, a host, the direction leaving it rate-driven): they carry an HTB
-    /// qdisc and a queue of `txqueuelen` packets.
-    pub fn shaped_ends(&self, link: usize) -> impl Iterator<Item = &EndPlan> + '_ {
+    /// The ends of link `link` whose host interface is shaped, with their shapers: a host
+    /// end of a `line_rate` link (the direction leaving it rate-driven), or an end at a host
+    /// with a send cost. They carry a queue of `txqueuelen` packets.
+    pub fn shaped_ends(&self, link: usize) -> impl Iterator<Item = (&EndPlan, Shaper)> + '_ {
         let topo = self.topology.links.get(link);
         let ends = self.links.get(link).map(|l| l.ends.iter());
         ends.into_iter()
             .flatten()
             .enumerate()
-            .filter(move |(side, end)| topo.is_some_and(|t| shaped(t, *side, end)))
-            .map(|(_, end)| end)
+            .filter_map(move |(side, end)| Some((end, shaper(&self.topology, topo?, side, end)?)))
     }
 
     /// The end of link `link` at `node`.
@@ -302,15 +302,31 @@ pub fn list_testbeds() -> Vec<String> {
     names
 }
 
-/// Whether end `side` of `link` (0 = the `a_to_b` sender) gets a shaper: a host end of a
-/// `line_rate` link whose outgoing direction has a rate and no trace.
-pub fn shaped(link: &crate::topology::Link, side: usize, end: &EndPlan) -> bool {
+/// The shaper of end `side` of `link` (0 = the `a_to_b` sender), if it has one: the line's
+/// rate for a host end of a `line_rate` link whose outgoing direction has a rate and no
+/// trace, and the host's send cost.
+pub fn shaper(
+    topology: &Topology,
+    link: &crate::topology::Link,
+    side: usize,
+    end: &EndPlan,
+) -> Option<Shaper> {
+    if end.switch {
+        return None;
+    }
     let out = if side == 0 {
         &link.a_to_b
     } else {
         &link.b_to_a
     };
-    link.line_rate && !end.switch && out.rate_bps > 0 && out.trace.is_none()
+    let line = (link.line_rate && out.rate_bps > 0 && out.trace.is_none())
+        .then_some((out.rate_bps, out.framing));
+    let cost = topology.host(&end.node).and_then(|h| h.send_cost);
+    (line.is_some() || cost.is_some()).then_some(Shaper {
+        line,
+        cost,
+        txqueuelen: link.txqueuelen,
+    })
 }
 
 #[cfg(test)]

@@ -123,7 +123,7 @@ impl Testbed {
     pub fn interface_drops(&self) -> Result<BTreeMap<String, u64>, TestbedError> {
         let mut out = BTreeMap::new();
         for link in 0..self.plan.links.len() {
-            for end in self.plan.shaped_ends(link) {
+            for (end, _) in self.plan.shaped_ends(link) {
                 let n = crate::nic::dropped(&end.netns, &end.device)?;
                 *out.entry(end.node.clone()).or_insert(0) += n;
             }
@@ -321,7 +321,7 @@ fn build(plan: &Plan, dir: &Path) -> Result<(), TestbedError> {
 }
 
 /// One end of a link: its MAC, MTU and queue, a switch port's bridge, a host interface's
-/// addresses, and a line-rate host end's shaper.
+/// addresses, and a shaped host end's qdisc (line rate, send cost).
 fn configure_end(
     plan: &Plan,
     index: usize,
@@ -333,17 +333,17 @@ fn configure_end(
     if let Some(mac) = &end.mac {
         cmds.push(format!("link set {} address {mac}", end.device));
     }
-    // The direction leaving this end; a line-rate host end sends at its rate.
-    let out = if side == 0 {
-        &link.a_to_b
-    } else {
-        &link.b_to_a
-    };
-    let shaped = state::shaped(link, side, end);
+    // A line-rate host end sends at its link's rate, a host with a send cost no faster
+    // than it can.
+    let shaper = state::shaper(&plan.topology, link, side, end);
     cmds.push(format!(
         "link set {} mtu {} txqueuelen {KERNEL_TXQUEUE} up",
         end.device, link.mtu
     ));
+    if shaper.is_some_and(|s| s.cost.is_some()) {
+        // One segment per packet handed to the qdisc, so each is charged its fixed cost.
+        cmds.push(format!("link set {} gso_max_segs 1", end.device));
+    }
     if end.switch {
         cmds.push(format!("link set {} master {BRIDGE_DEVICE}", end.device));
     } else if let Some(h) = plan.topology.host(&end.node) {
@@ -359,9 +359,8 @@ fn configure_end(
         }
     }
     ip_batch(&end.netns, &cmds)?;
-    if shaped {
-        let queue = link.txqueuelen;
-        crate::nic::install(&end.netns, &end.device, out.rate_bps, out.framing, queue)?;
+    if let Some(shaper) = shaper {
+        crate::nic::install(&end.netns, &end.device, &shaper)?;
     }
     Ok(())
 }

@@ -1,8 +1,9 @@
 //! The network elements of issue 13, each against its analytic expectation: a switched
 //! circuit's set-up delay on the first packet after an idle timeout; a CPU-limited host's
-//! CPU-bound work rate against its share; a UDP sender blocked at its access link's rate; a
-//! host that spends a fixed time on each packet it receives; routers that forward a limited
-//! number of packets per second, shared by all their interfaces.
+//! CPU-bound work rate against its share; a UDP sender blocked at its access link's rate, or
+//! at its host's own send cost; a host that spends a fixed time on each packet it receives;
+//! routers that forward a limited number of packets per second, shared by all their
+//! interfaces.
 
 mod harness;
 mod traffic;
@@ -29,6 +30,10 @@ const TESTS: &[(&str, TestFn)] = &[
     (
         "a_udp_sender_is_held_to_its_line_rate",
         a_udp_sender_is_held_to_its_line_rate,
+    ),
+    (
+        "a_host_sends_at_its_send_cost",
+        a_host_sends_at_its_send_cost,
     ),
     (
         "a_slow_host_takes_one_packet_per_processing_time",
@@ -284,14 +289,14 @@ const PAYLOAD: usize = 1472;
 
 /// A UDP sender as fast as its socket lets it (`-b 0`), for 3 s at most and 1 M datagrams:
 /// datagrams handed to the kernel by each elapsed 10 ms, as (seconds, count) samples.
-fn udp_flood(ns: &str, to: SocketAddr) -> Vec<(f64, u64)> {
+fn udp_flood(ns: &str, to: SocketAddr, payload: usize) -> Vec<(f64, u64)> {
     spawn_in(ns, move || {
         // A sender starved of CPU for longer than its socket buffer lasts (11 ms at
         // 100 Mbit/s) would leave the line idle: that is the machine's load, not the NIC.
         raise_priority();
         let sock = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
         sock.connect(to).unwrap();
-        let payload = vec![0x5au8; PAYLOAD];
+        let payload = vec![0x5au8; payload];
         let start = Instant::now();
         let (mut sent, mut samples, mut next) = (0u64, Vec::new(), 0.01);
         while sent < 1_000_000 {
@@ -323,7 +328,7 @@ fn a_udp_sender_is_held_to_its_line_rate() {
     let to: SocketAddr = (tb.ipv4("b").unwrap(), 9133).into();
     let sink = start_udp_sink::<Arrival>(&b, 9133, Duration::from_secs(1), Duration::from_secs(8));
     let before = direction(&tb.counters().unwrap(), 0, "a_to_b").values;
-    let samples = udp_flood(&a, to);
+    let samples = udp_flood(&a, to, PAYLOAD);
     let received = sink.join().unwrap().len() as u64;
     let c = direction(&tb.counters().unwrap(), 0, "a_to_b")
         .values
@@ -351,6 +356,50 @@ fn a_udp_sender_is_held_to_its_line_rate() {
     assert_eq!(
         host_drops, 0,
         "a blocking sender is not dropped at its own interface"
+    );
+}
+
+/// Host a spends 258 us + 46 ns per frame byte on each packet it sends (seed 002's Sparc
+/// 20), on a link far faster than that: a UDP sender as fast as its socket lets it sends
+/// L-byte datagrams (L + 42 frame bytes) at one per 258 us + 46 ns x (L + 42), 102.9
+/// Mbit/s of 8192-byte and 1.95 of 64-byte payload, within 5 % (timers on a loaded
+/// machine); it blocks rather than loses: every datagram sent is received, none dropped at
+/// the host.
+fn a_host_sends_at_its_send_cost() {
+    let topology = format!(
+        "{}[[host]]\nname = \"b\"\n[[link]]\nends = [\"a\", \"b\"]\nmtu = 9180\n",
+        "[[host]]\nname = \"a\"\nsend_per_packet = \"258us\"\nsend_per_byte = \"46ns\"\n"
+    );
+    let tb = Guard::up("lpt-sendcost", &topology);
+    let (a, b) = (ns(&tb, "a"), ns(&tb, "b"));
+    for (len, port) in [(8192usize, 9141), (64, 9142)] {
+        let to: SocketAddr = (tb.ipv4("b").unwrap(), port).into();
+        let sink =
+            start_udp_sink::<Arrival>(&b, port, Duration::from_secs(1), Duration::from_secs(8));
+        let samples = udp_flood(&a, to, len);
+        let received = sink.join().unwrap().len() as u64;
+        // The first 0.5 s fills the socket buffer: not steady.
+        let (t0, n0) = *samples.iter().find(|s| s.0 >= 0.5).unwrap();
+        let (t1, n1) = *samples.last().unwrap();
+        let sent_bps = (n1 - n0) as f64 * len as f64 * 8.0 / (t1 - t0);
+        let expected = len as f64 * 8.0 / (258e-6 + 46e-9 * (len + 42) as f64);
+        println!(
+            "  {len}-byte datagrams: sent {:.3} Mbit/s of payload (expected {:.3}), {n1} sent, {received} received",
+            sent_bps / 1e6,
+            expected / 1e6
+        );
+        assert!(
+            (sent_bps / expected - 1.0).abs() <= 0.05,
+            "{len} bytes: sent {:.3} Mbit/s against the host's {:.3}",
+            sent_bps / 1e6,
+            expected / 1e6
+        );
+        assert_eq!(received, n1, "{len} bytes: what the host sent arrives");
+    }
+    assert_eq!(
+        tb.host_drops("a").unwrap(),
+        0,
+        "a blocking sender is not dropped"
     );
 }
 

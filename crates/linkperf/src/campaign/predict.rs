@@ -136,7 +136,9 @@ fn fair_shares(demands: &[Demand]) -> Vec<(f64, String, usize)> {
                 let name = match r {
                     paths::Resource::Line(..) => "link",
                     paths::Resource::Vc(..) => "vc_pcr",
-                    paths::Resource::Router(_) | paths::Resource::Receiver(..) => "processing",
+                    paths::Resource::Router(_)
+                    | paths::Resource::Receiver(..)
+                    | paths::Resource::Sender(_) => "processing",
                 };
                 (value, name.into(), 1)
             }

@@ -70,8 +70,9 @@ pub fn apply_path_text(path: &mut Path, text: &str) -> Result<(), ModelError> {
                 let s = parse_duration(value)
                     .map_err(|e| wrong(e.to_string()))?
                     .as_secs_f64();
-                let (p, b) = path.processing.unwrap_or((0.0, 0.0));
-                path.processing = Some(if key == "per_packet" { (s, b) } else { (p, s) });
+                // One processing element, described by its two keys.
+                let (p, b) = path.processing.first().copied().unwrap_or((0.0, 0.0));
+                path.processing = vec![if key == "per_packet" { (s, b) } else { (p, s) }];
             }
             _ => {
                 return Err(ModelError(format!(

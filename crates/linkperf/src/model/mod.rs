@@ -32,9 +32,10 @@ pub struct Path {
     pub ber: f64,
     /// Host CPU service demand, microseconds per 10^6 payload bytes.
     pub cpu_us_per_mb: Option<f64>,
-    /// The slowest per-packet processing on the path (a slow host or a
-    /// router's forwarding): seconds per packet and per frame byte (IP + 14).
-    pub processing: Option<(f64, f64)>,
+    /// Every per-packet processing on the path (a slow receiving or sending
+    /// host, a router's forwarding): seconds per packet and per frame byte
+    /// (IP + 14). Which is slowest depends on the packets' size.
+    pub processing: Vec<(f64, f64)>,
 }
 
 impl Default for Path {
@@ -47,7 +48,7 @@ impl Default for Path {
             loss: 0.0,
             ber: 0.0,
             cpu_us_per_mb: None,
-            processing: None,
+            processing: Vec::new(),
         }
     }
 }
@@ -411,22 +412,23 @@ fn cpu_bound(path: &Path, bounds: &mut BTreeMap<String, f64>) {
 }
 
 /// One packet (IP packets `packets`, e.g. a datagram's fragments) at a time
-/// through the slowest processing on the path: `payload` bytes per
-/// `per_packet + per_byte x (IP + 14)` for each packet.
+/// through the slowest processing on the path for packets of these sizes:
+/// `payload` bytes per `per_packet + per_byte x (IP + 14)` for each packet.
 fn processing_bound(
     path: &Path,
     packets: &[u64],
     payload: u64,
     bounds: &mut BTreeMap<String, f64>,
 ) {
-    if let Some((per_packet, per_byte)) = path.processing {
-        let seconds: f64 = packets
-            .iter()
-            .map(|&ip| per_packet + per_byte * (ip + 14) as f64)
-            .sum();
-        if seconds > 0.0 {
-            bounds.insert("processing".into(), payload as f64 * 8.0 / seconds);
-        }
+    let seconds = (path.processing.iter())
+        .map(|(per_packet, per_byte)| {
+            (packets.iter())
+                .map(|&ip| per_packet + per_byte * (ip + 14) as f64)
+                .sum::<f64>()
+        })
+        .fold(0.0, f64::max);
+    if seconds > 0.0 {
+        bounds.insert("processing".into(), payload as f64 * 8.0 / seconds);
     }
 }
 

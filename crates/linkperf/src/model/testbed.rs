@@ -75,7 +75,6 @@ fn bottleneck<'h, 'a>(hops: &'h [Hop<'a>]) -> Option<(&'h Hop<'a>, f64)> {
 
 fn path_of(hops: &[Hop]) -> Path {
     let mtu = hops.iter().map(|h| h.link.mtu).min().unwrap_or(1500);
-    let ip = u64::from(mtu);
     let bottleneck = bottleneck(hops);
     let survive = |f: &dyn Fn(&DirectionParams) -> f64| {
         1.0 - hops.iter().map(|h| 1.0 - f(h.data())).product::<f64>()
@@ -97,7 +96,8 @@ fn path_of(hops: &[Hop]) -> Path {
         loss: survive(&|d| d.loss),
         ber: survive(&|d| d.ber),
         cpu_us_per_mb: None,
-        // The receiving end with the longest time for a full-size packet.
+        // Every receiving end's processing (a router's is one per link it
+        // receives on; the same cost, so listed once).
         processing: hops
             .iter()
             .map(|h| {
@@ -105,9 +105,11 @@ fn path_of(hops: &[Hop]) -> Path {
                 (d.per_packet_ns as f64 / 1e9, d.per_byte_ns as f64 / 1e9)
             })
             .filter(|&(p, b)| p + b > 0.0)
-            .max_by(|a, b| {
-                let cost = |(p, b): (f64, f64)| p + b * (ip + 14) as f64;
-                cost(*a).total_cmp(&cost(*b))
+            .fold(Vec::new(), |mut all, cost| {
+                if !all.contains(&cost) {
+                    all.push(cost);
+                }
+                all
             }),
     }
 }
@@ -148,7 +150,24 @@ pub fn host_path(topology: &Topology, from: &str, to: &str) -> Result<Path, Mode
             topology.name
         )));
     }
-    Ok(path_of(&hops))
+    let mut path = path_of(&hops);
+    // A sending host with a send cost spends it on every packet, as a slow receiving end
+    // does.
+    let sending = topology.host(from).and_then(|h| h.send_cost);
+    if let Some(cost) = sending {
+        (path.processing).push((
+            cost.per_packet_ns as f64 / 1e9,
+            cost.per_byte_ns as f64 / 1e9,
+        ));
+    }
+    // Links without delay still take a round trip: at least a full-size packet's time on
+    // the slowest line and at the sending host.
+    if path.rtt_s <= 0.0 {
+        let line = path.rate_bps.map_or(0.0, |r| f64::from(path.mtu) * 8.0 / r);
+        let host = sending.map_or(0.0, |c| c.seconds(u64::from(path.mtu) + 14));
+        path.rtt_s = (line + host).max(1e-6);
+    }
+    Ok(path)
 }
 
 /// Something on a path that serves a limited amount per second, which every
@@ -166,6 +185,9 @@ pub enum Resource {
     /// The processing at the receiving end of one link direction (a slow
     /// host or switch); units: seconds.
     Receiver(usize, bool),
+    /// A host's own send path (its `send_per_packet` / `send_per_byte`),
+    /// shared by everything it sends; units: seconds.
+    Sender(String),
 }
 
 /// One resource a flow uses: the units it serves per second and the units
@@ -246,6 +268,14 @@ pub fn host_uses(
                 per_bit: seconds / bits,
             });
         }
+    }
+    if let Some(cost) = topology.host(from).and_then(|h| h.send_cost) {
+        let seconds: f64 = packets.iter().map(|&ip| cost.seconds(ip + 14)).sum();
+        uses.push(Use {
+            resource: Resource::Sender(from.to_string()),
+            capacity: 1.0,
+            per_bit: seconds / bits,
+        });
     }
     Some(uses)
 }
@@ -368,5 +398,28 @@ delay = "1ms"
         assert!(host_path(&t, "a", "zz").is_err());
         assert!(default_path(&t).is_err());
         assert_eq!(host_by_address(&t, "10.50.0.2"), Some("b"));
+    }
+
+    /// A sending host's send cost is its path's processing when it is the slowest, and a
+    /// resource of its own (shared by its flows) beside the line.
+    #[test]
+    fn a_sending_host_s_cost_bounds_its_path() {
+        let file = FILE.replace(
+            "[[host]]\nname = \"a\"\n",
+            "[[host]]\nname = \"a\"\nsend_per_packet = \"258us\"\nsend_per_byte = \"46ns\"\n",
+        );
+        let t = Topology::from_toml_str("m", &file).unwrap();
+        assert_eq!(
+            host_path(&t, "a", "b").unwrap().processing,
+            vec![(258e-6, 46e-9)]
+        );
+        assert!(host_path(&t, "b", "a").unwrap().processing.is_empty());
+        let uses = host_uses(&t, "a", "b", &[1500], 1472).unwrap();
+        let own = uses
+            .iter()
+            .find(|u| u.resource == Resource::Sender("a".into()))
+            .expect("a's own send path");
+        let seconds = 258e-6 + 46e-9 * 1514.0;
+        assert!((own.per_bit - seconds / (1472.0 * 8.0)).abs() < 1e-15);
     }
 }

@@ -232,7 +232,7 @@ fn per_packet_processing_bounds_tcp_and_udp() {
     // Seed 004's SGI at 550 us per 9000-byte packet: one 8948-byte segment each.
     let slow = Path {
         mtu: 9000,
-        processing: Some((550e-6, 0.0)),
+        processing: vec![(550e-6, 0.0)],
         ..path(Some(1e9), 0.01, Framing::Ethernet)
     };
     let p = predict(&slow, &Flow::default(), &Kernel::default()).unwrap();
@@ -241,7 +241,7 @@ fn per_packet_processing_bounds_tcp_and_udp() {
     // A router at 100 us + 100 ns per frame byte: a 1000-byte datagram is a
     // 1028-byte packet, 1042 frame bytes, 204.2 us; two streams share it.
     let router = Path {
-        processing: Some((100e-6, 100e-9)),
+        processing: vec![(100e-6, 100e-9)],
         ..path(None, 0.01, Framing::Ethernet)
     };
     let udp = Flow {
@@ -254,4 +254,25 @@ fn per_packet_processing_bounds_tcp_and_udp() {
     let p = predict(&router, &udp, &Kernel::default()).unwrap();
     assert_eq!(p.binding, "processing");
     close(p.value, 1000.0 * 8.0 / 204.2e-6);
+    // Seed 002's two routers in series: the Cisco (420 us + 70 ns per frame
+    // byte) is the slower for 1450-byte datagrams (1492 frame bytes: 524.4
+    // us against 346.7), the Bay (190 us + 105 ns) for 8192-byte ones.
+    let two = Path {
+        mtu: 9180,
+        processing: vec![(420e-6, 70e-9), (190e-6, 105e-9)],
+        ..path(None, 0.01, Framing::Ethernet)
+    };
+    for (len, seconds) in [
+        (1450, 420e-6 + 70e-9 * 1492.0),
+        (8192, 190e-6 + 105e-9 * 8234.0),
+    ] {
+        let flow = Flow {
+            udp_length: len,
+            udp_rate_bps: None,
+            streams: 1,
+            ..udp.clone()
+        };
+        let p = predict(&two, &flow, &Kernel::default()).unwrap();
+        close(p.bounds["processing"], len as f64 * 8.0 / seconds);
+    }
 }

@@ -133,6 +133,15 @@ pub fn route(topology: &Topology, from: &str, to: &str) -> Result<Route, SimErro
             )));
         }
     }
+    // A host's own send cost is the testbed's (a qdisc on the host), not the scenario's.
+    if let Some(h) = [from, to]
+        .into_iter()
+        .find(|h| topology.host(h).is_some_and(|h| h.send_cost.is_some()))
+    {
+        return Err(SimError::usage(format!(
+            "testbed {name}: host {h} sets send_per_packet/send_per_byte, which the ns-3 scenario does not model"
+        )));
+    }
     // To the destination's first address (its first link), as the testbed routes it.
     let last = topology
         .links

@@ -236,6 +236,7 @@ impl Parser<'_> {
                 interfaces: Vec::new(),
                 mptcp: h.mptcp.as_ref().is_some_and(|m| *m.get_ref()),
                 cwnd_clamp: self.cwnd_clamp(h)?,
+                send_cost: self.send_cost(h)?,
             });
         }
         Ok(hosts)

@@ -3,7 +3,8 @@
 //!
 //! `model` holds the resolved types; `raw` the file's serde shape, `parse` the checks
 //! and conversions, `addresses` the address plan, `changes` schedules and `testbed set`
-//! arguments (changes to running links, checked the same way), `cells` the ATM cell keys.
+//! arguments (changes to running links, checked the same way), `cells` the ATM cell keys,
+//! `send_cost` a host's send cost.
 
 mod addresses;
 mod cells;
@@ -12,14 +13,15 @@ mod model;
 mod parse;
 mod paths;
 mod raw;
+mod send_cost;
 #[cfg(test)]
 mod tests;
 
 use crate::error::TestbedError;
 pub use changes::{parse_set_args, resolve_link, schedule_from_file};
 pub use model::{
-    validate_name, CpuIdle, Host, HostInterface, Link, Router, RouterInterface, Switch, Topology,
-    DEFAULT_SUBNET, DEFAULT_SUBNET6, MAX_MTU, MAX_NAME_LEN, MIN_MTU,
+    validate_name, CpuIdle, Host, HostInterface, Link, Router, RouterInterface, SendCost, Switch,
+    Topology, DEFAULT_SUBNET, DEFAULT_SUBNET6, MAX_MTU, MAX_NAME_LEN, MIN_MTU,
 };
 use parse::Parser;
 pub use paths::{path_to, Hop};

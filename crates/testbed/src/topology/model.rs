@@ -2,6 +2,7 @@
 //! checked, and the limits names and MTUs must keep. Plain data; reading
 //! and checking files is `parse`'s.
 
+pub use crate::nic::SendCost;
 use crate::params::DirectionParams;
 use crate::schedule::Schedule;
 use serde::{Deserialize, Serialize};
@@ -46,9 +47,11 @@ pub struct Topology {
 pub enum CpuIdle {
     /// The emulator asks the kernel for zero wake-up latency (a PM QoS request on
     /// /dev/cpu_dma_latency, held while it runs): idle CPUs poll instead of halting.
-    #[default]
     Poll,
-    /// The machine's own idle states (less power; wake-ups as slow as they are).
+    /// The machine's own idle states (less power; wake-ups as slow as they are). The
+    /// default: on a virtual machine whose host caps its CPU time, CPUs that poll use up
+    /// the cap and the host then stops the whole machine for its period (100 ms stalls).
+    #[default]
     Os,
 }
 
@@ -76,9 +79,12 @@ pub struct Host {
     /// or fewer (every route of the host carries `cwnd lock N`; see [`crate::tcp_metrics`]).
     #[serde(default)]
     pub cwnd_clamp: Option<u32>,
+    /// `send_per_packet` / `send_per_byte`: what the host's own send path spends on each
+    /// packet it sends; its interfaces send no faster (see `crate::nic`).
+    #[serde(default)]
+    pub send_cost: Option<SendCost>,
 }
 
-/// A host's address on one of its links (a multi-homed host has several).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HostInterface {
     /// Index of the link in the topology.

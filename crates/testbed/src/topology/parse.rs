@@ -680,17 +680,17 @@ impl<'t> Parser<'t> {
     /// Every host reaches every other host when routes are computed between them (a
     /// topology with routers or multi-homed hosts). Plain segments need no routes, so
     /// separate segments in one testbed (side-by-side experiments) stay allowed.
-    /// The top-level `cpu_idle` key: "poll" (the default) or "os".
+    /// The top-level `cpu_idle` key: "os" (the default) or "poll".
     fn cpu_idle(&self, value: Option<&Spanned<String>>) -> Result<CpuIdle, TestbedError> {
         match value.map(|c| (c.get_ref().as_str(), c.span())) {
-            None | Some(("poll", _)) => Ok(CpuIdle::Poll),
-            Some(("os", _)) => Ok(CpuIdle::Os),
+            Some(("poll", _)) => Ok(CpuIdle::Poll),
+            None | Some(("os", _)) => Ok(CpuIdle::Os),
             Some((other, span)) => Err(self.error(
                 Some(span),
                 "cpu_idle",
                 format!(
-                    "'{other}' is not accepted: \"poll\" (idle CPUs poll, fast wake-ups; the \
-                     default) or \"os\" (the machine's idle states)"
+                    "'{other}' is not accepted: \"poll\" (idle CPUs poll, fast wake-ups) or \
+                     \"os\" (the machine's idle states; the default)"
                 ),
             )),
         }

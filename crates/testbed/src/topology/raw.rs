@@ -45,6 +45,8 @@ pub(super) struct RawHost {
     pub(super) backlog: Option<Spanned<i64>>,
     pub(super) mptcp: Option<Spanned<bool>>,
     pub(super) cwnd_clamp: Option<Spanned<Value>>,
+    pub(super) send_per_packet: Option<Spanned<Value>>,
+    pub(super) send_per_byte: Option<Spanned<Value>>,
 }
 
 #[derive(Deserialize)]

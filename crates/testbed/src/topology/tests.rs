@@ -719,12 +719,12 @@ fn router_interfaces_take_the_network_of_the_hosts_on_their_segment() {
 }
 
 #[test]
-fn cpu_idle_is_poll_unless_the_file_says_os_and_other_values_are_refused() {
+fn cpu_idle_is_os_unless_the_file_says_poll_and_other_values_are_refused() {
     let hosts = "[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n[[link]]\nends = [\"a\", \"b\"]\n";
     let t = Topology::from_toml_str("t", hosts).unwrap();
-    assert_eq!(t.cpu_idle, CpuIdle::Poll);
-    let t = Topology::from_toml_str("t", &format!("cpu_idle = \"os\"\n{hosts}")).unwrap();
     assert_eq!(t.cpu_idle, CpuIdle::Os);
+    let t = Topology::from_toml_str("t", &format!("cpu_idle = \"poll\"\n{hosts}")).unwrap();
+    assert_eq!(t.cpu_idle, CpuIdle::Poll);
     let e = err(&format!("cpu_idle = \"halt\"\n{hosts}"));
     assert!(
         e.starts_with("topology 't': line 1: cpu_idle: 'halt' is not accepted: \"poll\"")
@@ -757,5 +757,41 @@ fn a_host_cwnd_clamp_is_whole_segments_from_2() {
                 && e.contains("a whole number of segments from 2 to 1000000"),
             "{bad}: {e}"
         );
+    }
+}
+
+#[test]
+fn a_host_send_cost_is_a_fixed_and_a_per_byte_time() {
+    let host = |keys: &str| {
+        format!("[[host]]\nname = \"a\"\n{keys}\n[[host]]\nname = \"b\"\n[[link]]\nends = [\"a\", \"b\"]\n")
+    };
+    let t = Topology::from_toml_str(
+        "t",
+        &host("send_per_packet = \"258us\"\nsend_per_byte = \"46ns\""),
+    )
+    .unwrap();
+    let cost = t.hosts[0].send_cost.expect("a's send cost");
+    assert_eq!((cost.per_packet_ns, cost.per_byte_ns), (258_000, 46));
+    assert!((cost.seconds(8234) - (258e-6 + 46e-9 * 8234.0)).abs() < 1e-12);
+    assert_eq!(t.hosts[1].send_cost, None);
+    let t = Topology::from_toml_str("t", &host("send_per_byte = \"8ns\"")).unwrap();
+    assert_eq!(t.hosts[0].send_cost.map(|c| c.per_packet_ns), Some(0));
+    for (bad, says) in [
+        // 4 ms is 65,536 times 61 ns: more than the kernel's 16-bit overhead holds.
+        (
+            "send_per_packet = \"4ms\"",
+            "line 3: host.send_per_packet: 4000000 ns per packet needs send_per_byte of at least 62ns",
+        ),
+        (
+            "send_per_packet = \"4ms\"\nsend_per_byte = \"61ns\"",
+            "needs send_per_byte of at least 62ns",
+        ),
+        ("send_per_packet = \"2s\"\nsend_per_byte = \"1ms\"", "line 3: host.send_per_packet: is above 1s"),
+        ("send_per_byte = \"2ms\"", "line 3: host.send_per_byte: must be from 1ns to 1ms"),
+        ("send_per_byte = \"0\"", "host.send_per_byte: must be from 1ns to 1ms"),
+        ("send_per_packet = \"fast\"", "line 3: host.send_per_packet:"),
+    ] {
+        let e = err(&host(bad));
+        assert!(e.contains(says) && !e.contains('\n'), "{bad}: {e}");
     }
 }
