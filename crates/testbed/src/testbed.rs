@@ -117,9 +117,9 @@ impl Testbed {
         total.ok_or_else(|| TestbedError::bad(format!("no host '{host}' with a link")))
     }
 
-    /// What every shaped host interface (a host end of a `line_rate` link) has dropped so
-    /// far, summed per host: the hosts' own queues, read from their qdiscs. Empty when no
-    /// link is `line_rate`.
+    /// What every shaped host interface (a host end of a `line_rate` link, or any interface
+    /// of a host with a send cost) has dropped so far, summed per host: the hosts' own
+    /// queues, read from their qdiscs. Empty when no interface is shaped.
     pub fn interface_drops(&self) -> Result<BTreeMap<String, u64>, TestbedError> {
         let mut out = BTreeMap::new();
         for link in 0..self.plan.links.len() {
