@@ -479,14 +479,16 @@ fn host_sends(len: f64) -> f64 {
 }
 
 /// A UDP sender held by its host's send cost: what it reports sent is that
-/// rate (its packets leave the qdisc one per charged time), 7 % below for a
-/// loaded machine's late timers, and above by what its socket buffer holds
-/// when the measured second ends (wmem_default's 212,992 bytes of buffers:
-/// 30-40 ms of these datagrams at the host's rate) and 2 % for the edges.
+/// rate (its packets leave the qdisc one per charged time), 10 % below for a
+/// loaded machine's late timers and for the sender's last call, which may
+/// block past the measured second (64-byte datagrams: 4 % below in quiet
+/// runs), and above by what its socket buffer holds when the measured second
+/// ends (wmem_default's 212,992 bytes of buffers: 30-40 ms of these datagrams
+/// at the host's rate) and 2 % for the edges.
 fn check_host_sent(name: &str, len: f64, sent: f64) {
     let host = host_sends(len);
     assert!(
-        sent >= 0.93 * host && sent <= 1.06 * host,
+        sent >= 0.90 * host && sent <= 1.06 * host,
         "{name} length={len}: sent {sent:.3} Mbit/s, the host sends {host:.3}"
     );
 }

@@ -86,7 +86,6 @@ impl SendCost {
     }
 }
 
-/// A host's address on one of its links (a multi-homed host has several).
 /// What a host interface's qdisc holds back: the line it sends on (`line_rate`: rate and
 /// framing) and the host's own send cost, whichever is slower for each packet.
 #[derive(Debug, Clone, Copy, PartialEq)]

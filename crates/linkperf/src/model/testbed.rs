@@ -96,8 +96,8 @@ fn path_of(hops: &[Hop]) -> Path {
         loss: survive(&|d| d.loss),
         ber: survive(&|d| d.ber),
         cpu_us_per_mb: None,
-        // Every receiving end's processing (a router's is one per link it
-        // receives on; the same cost, so listed once).
+        // Every receiving end's processing; the slowest for the flow's
+        // packets binds (in series, each passes what it can, one at a time).
         processing: hops
             .iter()
             .map(|h| {
@@ -105,12 +105,7 @@ fn path_of(hops: &[Hop]) -> Path {
                 (d.per_packet_ns as f64 / 1e9, d.per_byte_ns as f64 / 1e9)
             })
             .filter(|&(p, b)| p + b > 0.0)
-            .fold(Vec::new(), |mut all, cost| {
-                if !all.contains(&cost) {
-                    all.push(cost);
-                }
-                all
-            }),
+            .collect(),
     }
 }
 
@@ -400,8 +395,8 @@ delay = "1ms"
         assert_eq!(host_by_address(&t, "10.50.0.2"), Some("b"));
     }
 
-    /// A sending host's send cost is its path's processing when it is the slowest, and a
-    /// resource of its own (shared by its flows) beside the line.
+    /// A sending host's send cost is part of its path's processing (the slowest element for
+    /// the flow's packets binds), and a resource of its own (shared by its flows).
     #[test]
     fn a_sending_host_s_cost_bounds_its_path() {
         let file = FILE.replace(

@@ -85,6 +85,7 @@ pub struct Host {
     pub send_cost: Option<SendCost>,
 }
 
+/// A host's address on one of its links (a multi-homed host has several).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HostInterface {
     /// Index of the link in the topology.
