@@ -318,6 +318,14 @@ fn udp_flood(ns: &str, to: SocketAddr, payload: usize) -> Vec<(f64, u64)> {
     .unwrap()
 }
 
+/// A flood's payload bit/s after its first 0.5 s (which fills the socket buffer and the
+/// interface queue: not steady), and the datagrams it sent in all.
+fn steady_sent(samples: &[(f64, u64)], payload: usize) -> (f64, u64) {
+    let (t0, n0) = *samples.iter().find(|s| s.0 >= 0.5).unwrap();
+    let (t1, n1) = *samples.last().unwrap();
+    ((n1 - n0) as f64 * payload as f64 * 8.0 / (t1 - t0), n1)
+}
+
 /// With `line_rate`, a sender's host interface shapes at the link's rate, so a sender that
 /// sends as fast as it can blocks: its "sent" payload rate is the link's payload rate,
 /// 100 Mbit/s x 1472 / 1538 (UDP payload of a 1500-byte packet over its Ethernet wire
@@ -334,10 +342,7 @@ fn a_udp_sender_is_held_to_its_line_rate() {
         .values
         .since(&before);
     let host_drops = tb.host_drops("a").unwrap();
-    // The first 0.5 s fills the socket buffer and the interface queue: not steady.
-    let (t0, n0) = *samples.iter().find(|s| s.0 >= 0.5).unwrap();
-    let (t1, n1) = *samples.last().unwrap();
-    let sent_bps = (n1 - n0) as f64 * PAYLOAD as f64 * 8.0 / (t1 - t0);
+    let (sent_bps, n1) = steady_sent(&samples, PAYLOAD);
     let expected = LINE_BPS * PAYLOAD as f64 / (PAYLOAD + 28 + 38) as f64;
     println!(
         "  sent {:.2} Mbit/s of payload (expected {:.2}), {} datagrams, {received} received; dropped at host a {host_drops}, in the network {}",
@@ -378,10 +383,7 @@ fn a_host_sends_at_its_send_cost() {
             start_udp_sink::<Arrival>(&b, port, Duration::from_secs(1), Duration::from_secs(8));
         let samples = udp_flood(&a, to, len);
         let received = sink.join().unwrap().len() as u64;
-        // The first 0.5 s fills the socket buffer: not steady.
-        let (t0, n0) = *samples.iter().find(|s| s.0 >= 0.5).unwrap();
-        let (t1, n1) = *samples.last().unwrap();
-        let sent_bps = (n1 - n0) as f64 * len as f64 * 8.0 / (t1 - t0);
+        let (sent_bps, n1) = steady_sent(&samples, len);
         let expected = len as f64 * 8.0 / (258e-6 + 46e-9 * (len + 42) as f64);
         println!(
             "  {len}-byte datagrams: sent {:.3} Mbit/s of payload (expected {:.3}), {n1} sent, {received} received",
