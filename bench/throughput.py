@@ -236,6 +236,8 @@ def run_one(tool, scen, secs, cfg, rawdir, tag, extra=()):
     else:
         argv = [cfg.iperf3, "-c", HOST, "-p", str(cfg.ip_port), "-t", secs_s, "-J"]
     argv += scen["args"] + list(extra)
+    if cfg.congestion and not scen["udp"]:
+        argv += ["-C", cfg.congestion]
     if cfg.pin:
         argv = ["taskset", "-c", cfg.pin[1]] + argv
     last_err = None
@@ -261,6 +263,14 @@ def run_one(tool, scen, secs, cfg, rawdir, tag, extra=()):
             log(f"  {tag}: attempt {attempt + 1} failed: {e}")
             time.sleep(2)
     raise RuntimeError(f"{tag}: giving up: {last_err}")
+
+
+def host_congestion():
+    try:
+        with open("/proc/sys/net/ipv4/tcp_congestion_control") as f:
+            return f.read().strip()
+    except OSError:
+        return "unknown"
 
 
 def median(results, key):
@@ -462,6 +472,8 @@ def main():
                     help="tcpdump the paced case for both tools (auto: only if tcpdump is installed; yes: apt-get it)")
     ap.add_argument("--pin", metavar="SERVER_CPU,CLIENT_CPU",
                     help="pin servers and clients to these CPUs with taskset (e.g. 0,1); default: no pinning")
+    ap.add_argument("--congestion", metavar="ALGO",
+                    help="TCP congestion control for both tools' TCP runs (-C); default: the host's")
     ap.add_argument("--no-build", action="store_true", help="use the existing release binary")
     ap.add_argument("--target-dir", default=os.environ.get("CARGO_TARGET_DIR", os.path.join(REPO, "target")))
     ap.add_argument("--out", help="directory for raw JSON and logs (default: a new /tmp directory)")
@@ -553,6 +565,7 @@ def main():
     out.append(f"runs per tool and scenario: {cfg.runs}; -t {secs_arg(cfg.time)} s (paced case {secs_arg(cfg.pace_time)} s); "
                f"wall time of the runs {elapsed / 60:.1f} min; raw JSON in {rawdir}")
     out.append("")
+    out.append(f"congestion control: {cfg.congestion or 'the host default, ' + host_congestion()}")
     if cfg.pin:
         out.append(f"pinned: servers on CPU {cfg.pin[0]}, clients on CPU {cfg.pin[1]} (taskset)")
         out.append("")

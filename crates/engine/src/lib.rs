@@ -12,6 +12,7 @@ pub mod modelsend;
 pub mod mptcp;
 pub mod pacer;
 pub mod rtnetlink;
+pub mod rttsample;
 pub mod series;
 pub mod side;
 pub mod sockopt;

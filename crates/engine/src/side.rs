@@ -3,6 +3,7 @@
 
 use crate::cpu::{CpuSnapshot, ThreadCpu};
 use crate::delays::DelayTrack;
+use crate::rttsample::{RttCollector, RTT_SAMPLE_PERIOD};
 use crate::sockopt;
 use crate::stream::{self, DataSocket, SideControl, StreamParams, StreamShared};
 use crate::tcpinfo::{self, delta, limited, RttTrack, TcpInfo};
@@ -38,12 +39,6 @@ pub struct StreamPlan {
 
 /// How long a UDP receiver waits for stragglers after the peer's senders are done.
 const UDP_DRAIN: Duration = Duration::from_secs(2);
-/// How often the sampler reads a sending TCP stream's smoothed RTT, so the
-/// min and max over an interval are of what happened, not of one reading per
-/// interval. The smoothed RTT moves on the scale of round trips (tens of
-/// milliseconds on a WAN); one getsockopt per stream every 10 ms costs about
-/// a microsecond each, nothing next to the sending.
-const RTT_SAMPLE_PERIOD: Duration = Duration::from_millis(10);
 
 pub struct LocalSide {
     config: TestConfig,
@@ -573,21 +568,13 @@ impl Sampler {
             .collect()
     }
 
-    /// Adds a smoothed-RTT reading of every TCP sender that moved data since
-    /// its last one (an idle or draining stream's RTT is not the test's).
-    fn sample_rtt(&self, tracks: &mut [RttTrack], bytes_at_last: &mut [u64]) {
-        for (i, (s, t)) in self.streams.iter().zip(&self.tcp).enumerate() {
-            let Some(sock) = t.as_ref().filter(|_| s.role == Role::Sender) else {
-                continue;
-            };
-            let bytes = s.bytes.load(Ordering::Relaxed);
-            if bytes > bytes_at_last[i] {
-                if let Some(us) = tcpinfo::read(sock).ok().and_then(|t| t.rtt_us) {
-                    tracks[i].add(us);
-                }
-                bytes_at_last[i] = bytes;
-            }
-        }
+    /// This period's RTT readings (see [`crate::rttsample`]).
+    fn sample_rtt(&self, collector: &mut RttCollector, tracks: &mut [RttTrack]) {
+        let streams = self.streams.iter().zip(&self.tcp).map(|(s, t)| {
+            let sender = t.as_ref().filter(|_| s.role == Role::Sender);
+            (sender, &s.rtt, s.bytes.load(Ordering::Relaxed))
+        });
+        collector.sample(streams, tracks);
     }
 
     fn interval(
@@ -670,9 +657,9 @@ impl Sampler {
             rtt: vec![RttTrack::default(); n],
             cpu: ThreadCpu::default(),
         };
-        // This interval's RTT samples, and each stream's bytes at its last sample.
+        // This interval's RTT samples.
         let mut rtt = vec![RttTrack::default(); n];
-        let mut bytes_at_sample = vec![0u64; n];
+        let mut collector = RttCollector::new(n, self.start);
         let mut next = self.start + tick;
         let mut next_rtt = self.start + RTT_SAMPLE_PERIOD;
         let mut senders_reported = false;
@@ -684,7 +671,7 @@ impl Sampler {
             }
             let now = Instant::now();
             if now >= next_rtt && !done {
-                self.sample_rtt(&mut rtt, &mut bytes_at_sample);
+                self.sample_rtt(&mut collector, &mut rtt);
                 // After a stall, resume the period rather than catch up.
                 next_rtt = (next_rtt + RTT_SAMPLE_PERIOD).max(now);
             }
@@ -694,10 +681,7 @@ impl Sampler {
                     // The boundary's reading is a sample of the closing interval.
                     let rtt_us = snap.tcp.and_then(|t| t.rtt_us);
                     if let (Role::Sender, Some(us)) = (self.streams[i].role, rtt_us) {
-                        if snap.bytes > bytes_at_sample[i] {
-                            rtt[i].add(us);
-                            bytes_at_sample[i] = snap.bytes;
-                        }
+                        collector.boundary(i, snap.bytes, us, &mut rtt[i]);
                     }
                 }
                 let elapsed = snaps.first().map(|s| s.at).unwrap_or_default();

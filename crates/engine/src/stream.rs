@@ -9,6 +9,7 @@ use crate::cpu::ThreadCpu;
 use crate::delays::DelayTrack;
 use crate::mmsg;
 use crate::pacer::Pacer;
+use crate::rttsample::{RttSlot, SenderRtt};
 use crate::sockopt::path_mtu;
 use crate::udptrack::UdpTracker;
 use linkperf_proto::results::{GapStats, Role, ScheduleStats, UdpStats};
@@ -59,6 +60,8 @@ pub struct StreamShared {
     pub schedule: Mutex<Option<ScheduleStats>>,
     /// An MPTCP stream's subflows at its end (see [`crate::mptcp`]).
     pub subflows: Mutex<Vec<linkperf_proto::results::Subflow>>,
+    /// A TCP sender's latest smoothed-RTT reading, taken by its own thread.
+    pub rtt: RttSlot,
 }
 
 impl StreamShared {
@@ -80,6 +83,7 @@ impl StreamShared {
             offered_bytes: AtomicU64::new(0),
             schedule: Mutex::new(None),
             subflows: Mutex::new(Vec::new()),
+            rtt: RttSlot::default(),
         }
     }
 
@@ -258,6 +262,7 @@ pub fn tcp_send(
         pacer.restart(p.start);
     }
     let mut sent: u64 = 0;
+    let mut rtt = SenderRtt::new();
     loop {
         if ctl.stop_senders.load(Ordering::Relaxed) || p.end.is_some_and(|e| Instant::now() >= e) {
             break;
@@ -280,6 +285,7 @@ pub fn tcp_send(
             Ok(n) => {
                 sent += n as u64;
                 shared.bytes.store(sent, Ordering::Relaxed);
+                rtt.after_write(&sock, &shared.rtt);
             }
             Err(e)
                 if matches!(
