@@ -3,8 +3,8 @@
 //! Reading tcp_info takes the socket's lock. A sampler thread that reads a
 //! busy sender's socket waits for that lock over and over (the sender holds it
 //! through each write and takes it again at once), and each release wakes the
-//! sampler for nothing: on loopback at 30 Gbit/s, 6,000 wake-ups a second that
-//! cost the sending core about 10 % of its throughput (bench/RESULTS.md). So
+//! sampler for nothing: on loopback at 30 Gbit/s, 6,000 wake-ups a second, each
+//! paid for by the sending core (bench/RESULTS.md). So
 //! the sending thread reads its own socket between writes, at most once a
 //! period, and publishes the reading; the sampler takes readings from there.
 //! It reads the socket itself only while the sender has published nothing for
