@@ -55,9 +55,10 @@ impl SenderRtt {
         }
     }
 
-    /// Call after each write that moved data.
-    pub(crate) fn after_write(&mut self, sock: &impl AsRawFd, slot: &RttSlot) {
-        let now = Instant::now();
+    /// Call after each write that moved data; `now` is the sender's clock
+    /// reading of this round (before the write: a reading is due at most a
+    /// write late).
+    pub(crate) fn after_write(&mut self, now: Instant, sock: &impl AsRawFd, slot: &RttSlot) {
         if now < self.next {
             return;
         }

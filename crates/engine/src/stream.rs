@@ -264,7 +264,9 @@ pub fn tcp_send(
     let mut sent: u64 = 0;
     let mut rtt = SenderRtt::new();
     loop {
-        if ctl.stop_senders.load(Ordering::Relaxed) || p.end.is_some_and(|e| Instant::now() >= e) {
+        // One clock read per write: the end of the test and the RTT reading's due time.
+        let now = Instant::now();
+        if ctl.stop_senders.load(Ordering::Relaxed) || p.end.is_some_and(|e| now >= e) {
             break;
         }
         let chunk = match p.byte_limit {
@@ -285,7 +287,7 @@ pub fn tcp_send(
             Ok(n) => {
                 sent += n as u64;
                 shared.bytes.store(sent, Ordering::Relaxed);
-                rtt.after_write(&sock, &shared.rtt);
+                rtt.after_write(now, &sock, &shared.rtt);
             }
             Err(e)
                 if matches!(
