@@ -15,6 +15,7 @@ pub mod rtnetlink;
 pub mod rttsample;
 pub mod series;
 pub mod side;
+pub mod sink;
 pub mod sockopt;
 pub mod stream;
 pub mod tcpinfo;
@@ -23,5 +24,5 @@ pub mod udptrack;
 pub mod zerocopy;
 
 pub use side::{EventSink, LocalSide, SideEvent, StreamPlan};
-pub use stream::{tcp_receive_buffer, udp_stream_memory, DataSocket};
+pub use stream::{udp_stream_memory, DataSocket};
 pub use udpformat::UdpFormat;

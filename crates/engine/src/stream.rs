@@ -164,12 +164,6 @@ impl std::fmt::Debug for Payload {
     }
 }
 
-/// A TCP receiver's buffer for writes of `length`: reads return what the
-/// socket holds, so beyond a megabyte a larger buffer only costs memory.
-pub fn tcp_receive_buffer(length: usize) -> usize {
-    length.clamp(128 * 1024, 1024 * 1024)
-}
-
 /// What a UDP stream's batch of datagram buffers holds, either way.
 pub fn udp_stream_memory(length: usize) -> usize {
     (length.max(udp::HEADER_LEN) + 1) * BATCH
@@ -337,22 +331,18 @@ pub(crate) fn close_and_drain(sock: &mut TcpStream, ctl: &SideControl) {
 }
 
 pub fn tcp_receive(
-    mut sock: TcpStream,
+    sock: TcpStream,
     shared: Arc<StreamShared>,
     ctl: Arc<SideControl>,
     p: StreamParams,
 ) {
     let _ = sock.set_read_timeout(Some(POLL));
-    let mut buf = vec![0u8; tcp_receive_buffer(p.length)];
+    let len = crate::sink::read_length(p.length);
+    let flags = if p.skip_rx_copy { libc::MSG_TRUNC } else { 0 };
     let mut received: u64 = 0;
     let mut last_data = Instant::now().max(p.start);
     loop {
-        let read = if p.skip_rx_copy {
-            discard(&sock, &mut buf)
-        } else {
-            sock.read(&mut buf)
-        };
-        match read {
+        match crate::sink::receive(&sock, len, flags) {
             Ok(0) => break,
             Ok(n) => {
                 received += n as u64;
@@ -392,27 +382,6 @@ pub fn tcp_receive(
     mark_finished(&shared, p.start, last_data);
     // Closing tells the sender everything arrived (see tcp_send).
     let _ = sock.shutdown(Shutdown::Both);
-}
-
-/// `--skip-rx-copy`: takes up to `buf.len()` bytes off a TCP socket without copying them
-/// (recv with MSG_TRUNC: the kernel frees them and says how many there were).
-/// The buffer is still passed: a socket that ignores MSG_TRUNC copies into it.
-fn discard(sock: &TcpStream, buf: &mut [u8]) -> std::io::Result<usize> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: buf is valid for writes of buf.len() bytes.
-    let n = unsafe {
-        libc::recv(
-            sock.as_raw_fd(),
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-            libc::MSG_TRUNC,
-        )
-    };
-    if n < 0 {
-        Err(std::io::Error::last_os_error())
-    } else {
-        Ok(n as usize)
-    }
 }
 
 /// Datagrams per sendmmsg/recvmmsg call when not paced.

@@ -67,7 +67,9 @@ impl Default for Limits {
 pub const WRONG_COOKIE_WINDOW: Duration = Duration::from_secs(10);
 
 /// The payload buffer bytes a test holds on the server: one sending payload
-/// shared by all its sending streams, and each receiving stream's buffer.
+/// shared by all its sending streams, and each UDP receiving stream's batch of
+/// datagram slots. TCP receivers hold none: they read into the process's
+/// per-CPU regions (`linkperf_engine::sink`), whatever the number of streams.
 pub fn test_memory(config: &TestConfig) -> u64 {
     let streams = u64::from(config.parallel)
         * if config.direction == linkperf_proto::Direction::Bidir {
@@ -77,8 +79,7 @@ pub fn test_memory(config: &TestConfig) -> u64 {
         };
     let length = u64::from(config.length);
     let receive = match config.protocol {
-        Protocol::Tcp => linkperf_engine::tcp_receive_buffer(config.length as usize) as u64,
-        // A batch of datagram slots per UDP stream.
+        Protocol::Tcp => 0,
         Protocol::Udp => linkperf_engine::udp_stream_memory(config.length as usize) as u64,
     };
     length + streams * receive
@@ -383,9 +384,17 @@ mod tests {
             length: 64 << 20,
             ..Default::default()
         };
-        let receive = linkperf_engine::tcp_receive_buffer(64 << 20) as u64;
-        assert_eq!(test_memory(&reverse), (64 << 20) + 64 * receive);
-        assert!(receive <= 1 << 20);
+        // TCP receivers share the process's per-CPU regions: the payload only.
+        assert_eq!(test_memory(&reverse), 64 << 20);
+        let udp = TestConfig {
+            protocol: Protocol::Udp,
+            parallel: 4,
+            length: 1400,
+            ..Default::default()
+        };
+        let slots = linkperf_engine::udp_stream_memory(1400) as u64;
+        assert_eq!(test_memory(&udp), 1400 + 4 * slots);
+        assert!(slots >= 64 * 1400);
     }
 
     #[test]
