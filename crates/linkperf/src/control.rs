@@ -70,7 +70,7 @@ impl<E: Endpoint> Control<E> {
         std::thread::Builder::new()
             .name("lp-control".into())
             .spawn(move || {
-                let mut buf = vec![0u8; 64 * 1024];
+                let mut buf = vec![0u8; 8 * 1024];
                 loop {
                     let want = reader_session
                         .lock()
