@@ -429,7 +429,8 @@ pub fn spawn_control_reader<T: Send + 'static>(
     std::thread::Builder::new()
         .name("lp-iperf3-ctl".into())
         .spawn(move || {
-            let mut buf = vec![0u8; 64 * 1024];
+            // Larger items take several reads; a bigger buffer costs each test's thread.
+            let mut buf = vec![0u8; 8 * 1024];
             loop {
                 let want = decoder.wanted().min(buf.len());
                 let event = match reader.read(&mut buf[..want]) {
