@@ -203,34 +203,40 @@ fn iperf3_client_udp_both_ways() {
     let Some(_turn) = have_iperf3() else {
         return;
     };
-    let server = Server::start();
-    let j = iperf3_json(server.port, &["-u", "-b", "20M", "-l", "1400", "-t", "1"]);
-    let (received, _) = only_counts(&server);
-    let end = &j["end"];
-    assert_eq!(u64_at(end, "/sum_received/bytes"), received);
-    let sent_packets = u64_at(end, "/streams/0/udp/packets");
-    assert!(sent_packets > 1000, "{end:#}");
-    assert_within(end, "/sum_received/bits_per_second", 20e6, 0.05);
-    // Reverse with 64-bit counters: iperf3 parses linkperf's datagrams.
-    let j = iperf3_json(
-        server.port,
-        &[
-            "-u",
-            "-b",
-            "20M",
-            "-l",
-            "1400",
-            "-t",
-            "1",
-            "-R",
-            "--udp-counters-64bit",
-        ],
-    );
-    let end = &j["end"];
-    let got = u64_at(end, "/sum_received/packets");
-    let lost = u64_at(end, "/sum_received/lost_packets");
-    assert!(got > 1000 && lost * 100 <= got, "{end:#}");
-    assert_within(end, "/sum_received/bits_per_second", 20e6, 0.05);
+    // 3 s a direction: a 100 ms stall of the loaded VM (the sender or the
+    // receiver not scheduled; at 20 Mbit/s more than a socket buffer holds)
+    // then costs 3 % of the rate, not the 10 % that failed a 1 s run beside a
+    // build; a measured stall beyond that runs the test again.
+    linkperf_testsupport::stall::retry_when_stalled(|| {
+        let server = Server::start();
+        let j = iperf3_json(server.port, &["-u", "-b", "20M", "-l", "1400", "-t", "3"]);
+        let (received, _) = only_counts(&server);
+        let end = &j["end"];
+        assert_eq!(u64_at(end, "/sum_received/bytes"), received);
+        let sent_packets = u64_at(end, "/streams/0/udp/packets");
+        assert!(sent_packets > 3000, "{end:#}");
+        assert_within(end, "/sum_received/bits_per_second", 20e6, 0.05);
+        // Reverse with 64-bit counters: iperf3 parses linkperf's datagrams.
+        let j = iperf3_json(
+            server.port,
+            &[
+                "-u",
+                "-b",
+                "20M",
+                "-l",
+                "1400",
+                "-t",
+                "3",
+                "-R",
+                "--udp-counters-64bit",
+            ],
+        );
+        let end = &j["end"];
+        let got = u64_at(end, "/sum_received/packets");
+        let lost = u64_at(end, "/sum_received/lost_packets");
+        assert!(got > 3000 && lost * 100 <= got, "{end:#}");
+        assert_within(end, "/sum_received/bits_per_second", 20e6, 0.05);
+    })
 }
 
 #[test]
