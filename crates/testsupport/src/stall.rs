@@ -14,7 +14,8 @@
 //! at least [`STALL`] during that attempt, the attempt is reported (with the stall)
 //! and the body runs again, at most [`ATTEMPTS`] times in all. A failure without a
 //! stall fails at once; so does the last attempt. Every discarded attempt is also
-//! appended to the retry log, which `scripts/test` prints at the end of the run.
+//! appended to the retry log with its failure's first line, which `scripts/test`
+//! prints at the end of the run.
 
 use std::io::Write;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
@@ -147,9 +148,23 @@ pub fn retry_log() -> PathBuf {
         .unwrap_or_else(|| crate::skip_log().with_file_name("test-retries.log"))
 }
 
-fn log_retry(log: &std::path::Path, test: &str, attempt: u32, seen: &[CpuStall]) {
+/// The first line of a panic's message (at most 300 characters), or what it was.
+fn panic_line(panic: &(dyn std::any::Any + Send)) -> String {
+    let text = panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or("a panic without a message");
+    let first = text.lines().next().unwrap_or_default();
+    match first.char_indices().nth(300) {
+        Some((cut, _)) => format!("{}...", &first[..cut]),
+        None => first.to_string(),
+    }
+}
+
+fn log_retry(log: &std::path::Path, test: &str, attempt: u32, seen: &[CpuStall], why: &str) {
     let line = format!(
-        "RETRIED {test}: attempt {attempt} of {ATTEMPTS} failed while the machine stalled ({})",
+        "RETRIED {test}: attempt {attempt} of {ATTEMPTS} failed while the machine stalled ({}): {why}",
         describe(seen)
     );
     eprintln!("{line}");
@@ -185,7 +200,7 @@ fn retry_logged<T>(log: &std::path::Path, test: &str, body: impl Fn() -> T) -> T
         match outcome {
             Ok(value) => return value,
             Err(panic) if attempt < ATTEMPTS && stalled(&seen) => {
-                log_retry(log, test, attempt, &seen);
+                log_retry(log, test, attempt, &seen, &panic_line(panic.as_ref()));
                 drop(panic);
                 attempt += 1;
             }
@@ -250,6 +265,12 @@ mod tests {
         assert!(
             logged.starts_with("RETRIED stall-self-test: attempt 1 of 3"),
             "{logged}"
+        );
+        assert!(
+            logged
+                .trim_end()
+                .ends_with("): the first attempt fails during a stall"),
+            "the failure's message is logged: {logged}"
         );
         let probe = Probe::start();
         std::thread::sleep(Duration::from_millis(20));
