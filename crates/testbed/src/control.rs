@@ -199,6 +199,7 @@ impl Control {
             pass: 0,
             started_unix_ms: unix_ms(),
             next_unix_ms: None,
+            worst_late_us: None,
         }));
         *lock(&self.schedule) = Some(RunningSchedule {
             cancel: cancel.clone(),
@@ -254,7 +255,8 @@ fn run_schedule(
         for group in &groups {
             let at = offset + schedule.steps[group.start].at_ns;
             lock(state).next_unix_ms = Some(started_ms + at / 1_000_000);
-            if !wait_until(start + Duration::from_nanos(at), cancel) {
+            let due = start + Duration::from_nanos(at);
+            if !wait_until(due, cancel) {
                 return;
             }
             let changes: Vec<LinkChange> = schedule.steps[group.clone()]
@@ -269,6 +271,7 @@ fn run_schedule(
                 );
             }
             let mut st = lock(state);
+            st.landed(due.elapsed());
             st.step = Some(group.end - 1);
             st.pass = pass;
         }

@@ -77,6 +77,11 @@ pub struct ScheduleState {
     pub started_unix_ms: u64,
     /// When the next step is due, ms since the Unix epoch; None once a one-off schedule ends.
     pub next_unix_ms: Option<u64>,
+    /// The most any step so far landed after it was due, microseconds (from its due time
+    /// to its change in force): what a user needs to trust that an impairment lasted as
+    /// long as the file says. None before the first step.
+    #[serde(default)]
+    pub worst_late_us: Option<u64>,
 }
 
 impl ScheduleState {
@@ -91,13 +96,22 @@ impl ScheduleState {
         } else {
             String::new()
         };
+        let late = self.worst_late_us.map_or(String::new(), |us| {
+            format!(", steps landed at most {:.3} ms late", us as f64 / 1e3)
+        });
         match self.next_unix_ms {
             Some(next) => format!(
-                "{step}{pass}, next in {:.1} s",
+                "{step}{pass}, next in {:.1} s{late}",
                 next.saturating_sub(now_unix_ms) as f64 / 1e3
             ),
-            None => format!("finished, {step}"),
+            None => format!("finished, {step}{late}"),
         }
+    }
+
+    /// Records that a step landed `late` after it was due.
+    pub fn landed(&mut self, late: std::time::Duration) {
+        let us = u64::try_from(late.as_micros()).unwrap_or(u64::MAX);
+        self.worst_late_us = Some(self.worst_late_us.map_or(us, |w| w.max(us)));
     }
 }
 
@@ -159,10 +173,17 @@ mod tests {
             pass: 4,
             started_unix_ms: 0,
             next_unix_ms: Some(5_200),
+            worst_late_us: None,
         };
         assert_eq!(st.describe(1_000), "step 2 of 3 (pass 5), next in 4.2 s");
         st.next_unix_ms = None;
         st.repeat_ns = None;
         assert_eq!(st.describe(1_000), "finished, step 2 of 3");
+        st.landed(std::time::Duration::from_micros(2_500));
+        st.landed(std::time::Duration::from_micros(40));
+        assert_eq!(
+            st.describe(1_000),
+            "finished, step 2 of 3, steps landed at most 2.500 ms late"
+        );
     }
 }
