@@ -190,14 +190,30 @@ fn check_sweep_page(html: &str, export: &Value) {
 }
 
 /// The run page's throughput lines start at the first interval's start
-/// (t = 0) and its first step is the first interval's measured rate.
+/// (t = 0) and its first step is the first interval's measured rate. A line
+/// may break later (where the two ends' interval clocks part by more than 1 %
+/// of an interval, as a stalled machine makes them): each line's first
+/// stretch is the one checked, a line being a colour, width and dash.
 fn check_run_lines(html: &str, report: &Value) {
     let plot = report_svg::plot(html, "Throughput per interval");
     let axes = report_svg::numeric_axes(plot);
     let x = axes.iter().find(|a| !a.vertical).expect("time axis");
     let first = &report["intervals"][0];
     assert_eq!(first["start"].as_f64(), Some(0.0));
+    let mut lines: Vec<report_svg::Polyline> = Vec::new();
     for l in report_svg::polylines(plot) {
+        let same = |m: &report_svg::Polyline| {
+            (m.color.as_str(), m.width, m.dash.as_deref())
+                == (l.color.as_str(), l.width, l.dash.as_deref())
+        };
+        match lines.iter_mut().find(|m| same(m)) {
+            Some(m) if m.points[0].0 <= l.points[0].0 => {}
+            Some(m) => *m = l,
+            None => lines.push(l),
+        }
+    }
+    assert!(!lines.is_empty(), "no throughput line");
+    for l in lines {
         assert!(
             (l.points[0].0 - x.pixel(0.0)).abs() < 0.6,
             "line starts at {} s",
