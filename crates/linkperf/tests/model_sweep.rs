@@ -36,7 +36,9 @@ fn json_of(cmd: &mut Command, what: &str) -> Value {
 }
 
 /// The window table: 50 Mbit/s, 10 ms each way (BDP 127 KB), clamps from
-/// 4 KiB to twice the BDP.
+/// 4 KiB to twice the BDP. Each point within 10 % of window / RTT or the
+/// link, below by the share of the segment a delayed ACK holds where the
+/// window has an odd number of them.
 #[test]
 fn window_table_from_the_model_and_a_sweep() {
     linkperf_testsupport::stall::retry_when_stalled(|| {
@@ -117,13 +119,31 @@ fn window_table_from_the_model_and_a_sweep() {
                 (predicted / expected - 1.0).abs() < 1e-3,
                 "clamp {k}K: sweep"
             );
-            if (measured / expected - 1.0).abs() > 0.10 {
-                failures.push(format!("clamp {k}K: {:.3}", measured / expected));
+            // An odd number of segments in the window leaves one a round trip
+            // that the receiver holds for its delayed ACK until the next segment
+            // arrives (Linux's delayed-ACK timer, 40 ms at least, is longer than
+            // this round trip): at least the n - 1 segments ACKed in pairs cross
+            // each round trip, at most n. Measured at 8K (n = 5) on a quiet
+            // machine: 0.933 of n; beside a build: 0.86-0.90. A simulation that
+            // holds every odd segment until the next arrives gives 0.809, above
+            // (n - 1) / n = 0.8.
+            let segments = (clamp as f64 / MSS).floor();
+            let low = if binding == "window" && segments % 2.0 == 1.0 {
+                expected * (segments - 1.0) / segments
+            } else {
+                expected
+            };
+            if measured < 0.90 * low || measured > 1.10 * expected {
+                failures.push(format!(
+                    "clamp {k}K: {:.3} (from {:.3})",
+                    measured / expected,
+                    low / expected
+                ));
             }
         }
         assert!(
             failures.is_empty(),
-            "measured/expected beyond 10 %: {failures:?}"
+            "measured/expected beyond 10 % of its bounds: {failures:?}"
         );
     });
 }
