@@ -150,8 +150,10 @@ fn set_changes_the_delay_within_a_millisecond_and_loses_nothing() {
     let (to, sink) = timed_sink_in_b(&tb, 9121, Duration::from_millis(500));
     // 1000-byte datagrams every 0.5 ms (16 Mbit/s of payload, 17 on the wire: no queue).
     let a = ns(&tb, "a");
-    let sender =
-        std::thread::spawn(move || send_timed(&a, to, 1000, 3000, Duration::from_micros(500)));
+    let sender = std::thread::spawn(move || {
+        raise_priority();
+        send_timed(&a, to, 1000, 3000, Duration::from_micros(500))
+    });
     std::thread::sleep(Duration::from_millis(700));
     let asked = realtime_ns();
     let outcome = tb.set(&[delay_change(0, [true, true], 2.0)]).unwrap();
@@ -186,9 +188,9 @@ fn set_changes_the_delay_within_a_millisecond_and_loses_nothing() {
     assert_eq!(tb.emulator_pid(), pid, "the emulator was not restarted");
     // Every datagram sent over 1 ms after the request had the new delay: the old one would
     // hold it at least 20 ms (the emulator never releases early), while the new delay plus
-    // what a loaded host adds (a sender that stalled and catches up in a burst queues at
-    // the 20 Mbit/s serialiser; the receive time is the kernel's, so the sink's wake-up is
-    // not in it) stays below that. Those sent before had the old delay, unless still
+    // what a loaded host adds (the receive time is the kernel's, so the sink's wake-up is
+    // not in it; a sender that stalled resumes at its rate, so it builds no queue at the
+    // 20 Mbit/s serialiser) stays below that. Those sent before had the old delay, unless still
     // queued for the serialiser at the change: those get the new delay after their wait,
     // as documented.
     assert!(
