@@ -8,7 +8,10 @@
 //! pinned to each CPU, at the highest priority the process may take, sleeps 1 ms at
 //! a time and records how late it woke. Our own tests' load barely delays such a
 //! thread (it preempts ordinary threads when it wakes); a stall of the whole CPU
-//! does.
+//! does. Beside it the probe reads each CPU's steal time from `/proc/stat` (the time
+//! the hypervisor ran something else while this CPU had work): on the CI VM under a
+//! build the stalls of about 100 ms come with as much steal time, so the line that
+//! reports a stall also says whether the hypervisor accounted for it.
 //!
 //! [`retry_when_stalled`] runs a test body; when it fails and a probe saw a stall of
 //! at least [`STALL`] during that attempt, the attempt is reported (with the stall)
@@ -44,12 +47,39 @@ pub struct CpuStall {
     pub stalls: u32,
     /// Seconds from the probe's start to the worst wake-up.
     pub worst_at_s: f64,
+    /// The CPU's steal time while the probe ran (10 ms ticks), when readable.
+    pub steal_ms: Option<u64>,
 }
 
 /// Probe threads, one per CPU, running until [`Probe::finish`].
 pub struct Probe {
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<CpuStall>>,
+    steal_before: Vec<Option<u64>>,
+}
+
+/// Each CPU's steal time so far in ms (`/proc/stat`'s `cpuN` lines, eighth value, in
+/// USER_HZ = 100 ticks), indexed by CPU number; `None` where unreadable.
+fn steal_ms(cpus: usize) -> Vec<Option<u64>> {
+    let mut steal = vec![None; cpus];
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    for line in stat.lines() {
+        let mut fields = line.split_whitespace();
+        let Some(cpu) = fields
+            .next()
+            .and_then(|name| name.strip_prefix("cpu"))
+            .and_then(|n| n.parse::<usize>().ok())
+        else {
+            continue;
+        };
+        if let (Some(slot), Some(ticks)) = (
+            steal.get_mut(cpu),
+            fields.nth(7).and_then(|v| v.parse::<u64>().ok()),
+        ) {
+            *slot = Some(ticks * 10);
+        }
+    }
+    steal
 }
 
 fn cpu_count() -> usize {
@@ -78,6 +108,7 @@ fn probe(cpu: usize, stop: Arc<AtomicBool>) -> CpuStall {
         worst: Duration::ZERO,
         stalls: 0,
         worst_at_s: 0.0,
+        steal_ms: None,
     };
     while !stop.load(Ordering::Relaxed) {
         let asked = Instant::now() + TICK;
@@ -97,6 +128,7 @@ fn probe(cpu: usize, stop: Arc<AtomicBool>) -> CpuStall {
 impl Probe {
     pub fn start() -> Probe {
         let stop = Arc::new(AtomicBool::new(false));
+        let steal_before = steal_ms(cpu_count());
         let threads = (0..cpu_count())
             .map(|cpu| {
                 let stop = stop.clone();
@@ -106,16 +138,29 @@ impl Probe {
                     .expect("spawn a stall probe")
             })
             .collect();
-        Probe { stop, threads }
+        Probe {
+            stop,
+            threads,
+            steal_before,
+        }
     }
 
     /// Stops the probes and returns what each CPU's saw.
     pub fn finish(self) -> Vec<CpuStall> {
         self.stop.store(true, Ordering::Relaxed);
-        self.threads
+        let mut seen: Vec<CpuStall> = self
+            .threads
             .into_iter()
             .filter_map(|t| t.join().ok())
-            .collect()
+            .collect();
+        let after = steal_ms(self.steal_before.len());
+        for c in &mut seen {
+            c.steal_ms = match (self.steal_before.get(c.cpu), after.get(c.cpu)) {
+                (Some(Some(before)), Some(Some(now))) => Some(now.saturating_sub(*before)),
+                _ => None,
+            };
+        }
+        seen
     }
 }
 
@@ -128,8 +173,13 @@ pub fn stalled(seen: &[CpuStall]) -> bool {
 pub fn describe(seen: &[CpuStall]) -> String {
     seen.iter()
         .map(|c| {
+            let steal = c
+                .steal_ms
+                .map_or("steal time unreadable".to_string(), |ms| {
+                    format!("{ms} ms stolen by the hypervisor")
+                });
             format!(
-                "cpu{} worst {:.1} ms late at {:.1} s, {} wake-ups >= {} ms late",
+                "cpu{} worst {:.1} ms late at {:.1} s, {} wake-ups >= {} ms late, {steal}",
                 c.cpu,
                 c.worst.as_secs_f64() * 1e3,
                 c.worst_at_s,
@@ -284,6 +334,12 @@ mod tests {
             describe(&seen)
         );
         assert!(stalled(&seen));
+        // Linux's /proc/stat has a steal column for every CPU (zero on bare metal).
+        assert!(
+            seen.iter().all(|c| c.steal_ms.is_some()),
+            "{}",
+            describe(&seen)
+        );
     }
 
     #[test]
@@ -293,6 +349,7 @@ mod tests {
             worst: Duration::from_micros(300),
             stalls: 0,
             worst_at_s: 0.1,
+            steal_ms: Some(0),
         };
         assert!(!stalled(&[calm, calm]));
         let stall = CpuStall {
