@@ -12,6 +12,7 @@ use common::*;
 use linkperf_proto::{ClientMessage, ServerMessage, TestConfig};
 use linkperf_testsupport::bed::{two_hosts, CliBed};
 use linkperf_testsupport::json::{array_at, f64_at, u64_at};
+use linkperf_testsupport::stall::stolen_ms;
 use serde_json::Value;
 use std::sync::{Mutex, MutexGuard};
 
@@ -47,7 +48,13 @@ fn the_period_holds_on_loopback() {
     let _turn = timing_turn();
     linkperf_testsupport::stall::retry_when_stalled(|| {
         let server = Server::start();
+        let stolen_before = stolen_ms();
         let doc = client_json(server.port, &["-t", "3", "--sample", "10ms"]);
+        // A tick cannot be sampled while the hypervisor runs something else instead of
+        // this machine (on the CI VM under load it takes a CPU for 100 ms at a time, and
+        // a sampler there then reads 291 or 292 times): those ticks are missing.
+        let stolen = stolen_ms() - stolen_before;
+        let fewest = 295 - (stolen / 10).min(100) as usize;
         assert_valid(&doc);
         for end in ["sender", "receiver"] {
             let t = times(samples(&doc, end));
@@ -55,13 +62,13 @@ fn the_period_holds_on_loopback() {
             // receiver goes on for the little the sender's buffer holds
             // (a few ms on loopback), and ticks missed would be fewer.
             assert!(
-                (295..=320).contains(&t.len()),
-                "{end}: {} samples over 3 s at 10 ms",
+                (fewest..=320).contains(&t.len()),
+                "{end}: {} samples over 3 s at 10 ms ({stolen} ms stolen by the hypervisor: at least {fewest})",
                 t.len()
             );
             let on_time = fraction_on_time(&t, 0.010, 0.001);
             eprintln!(
-                "  {end}: {} samples, {:.1} % of gaps within 10 +-1 ms",
+                "  {end}: {} samples ({stolen} ms stolen), {:.1} % of gaps within 10 +-1 ms",
                 t.len(),
                 on_time * 100.0
             );
@@ -71,13 +78,27 @@ fn the_period_holds_on_loopback() {
                 on_time * 100.0
             );
         }
-        // The sender's samples carry its tcp_info; bytes in flight never
-        // exceed the congestion window (plus the segment being sent).
-        for s in samples(&doc, "sender") {
-            let cwnd = u64_at(s, "/cwnd_bytes");
-            let flight = u64_at(s, "/bytes_in_flight");
-            assert!(cwnd > 0 && flight <= cwnd + 65_536, "{s}");
-        }
+        // The sender's samples carry its tcp_info. Bytes in flight (snd_nxt - snd_una)
+        // stay within the congestion window plus the segment being sent, except just
+        // after the window shrank (bbr's probes, a loss's reduction: what went out under
+        // the larger window is still out) or while lost and SACKed segments still count
+        // as outstanding; a loaded run showed 4 segments out against a window of 2 with
+        // no loss. So most samples, not every one, and no window is empty.
+        let sent = samples(&doc, "sender");
+        let within = sent
+            .iter()
+            .filter(|s| u64_at(s, "/bytes_in_flight") <= u64_at(s, "/cwnd_bytes") + 65_536)
+            .count();
+        eprintln!(
+            "  sender: {within} of {} samples with bytes in flight <= cwnd + 64 KiB",
+            sent.len()
+        );
+        assert!(sent.iter().all(|s| u64_at(s, "/cwnd_bytes") > 0));
+        assert!(
+            within as f64 >= 0.9 * sent.len() as f64,
+            "{within} of {} samples with bytes in flight <= cwnd + 64 KiB",
+            sent.len()
+        );
         let text = client(server.port, &["-t", "1", "--sample", "20ms"]);
         text.assert_success("text output with --sample");
         let line = text

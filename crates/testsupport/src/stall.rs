@@ -56,6 +56,13 @@ pub struct CpuStall {
     pub steal_ms: Option<u64>,
 }
 
+/// The hypervisor's steal time so far, summed over the CPUs, in ms (0 where
+/// `/proc/stat` has none): read before and after a measurement, the difference bounds
+/// how long the machine could not run it, whichever CPU it was on.
+pub fn stolen_ms() -> u64 {
+    steal_ms(cpu_count()).into_iter().flatten().sum()
+}
+
 /// Probe threads, one per CPU, running until [`Probe::finish`].
 pub struct Probe {
     stop: Arc<AtomicBool>,
