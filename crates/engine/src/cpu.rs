@@ -2,6 +2,8 @@
 //! each thread itself), the whole process (RUSAGE_SELF) and the whole host
 //! (/proc/stat). The threads tell the two ends of a test apart when they
 //! share a process (`linkperf demo`) and a server's tests from one another.
+//! The host's steal time (a virtual machine's CPUs run something else by the
+//! hypervisor) is reported too, and warned of when it is a noticeable share.
 
 use linkperf_proto::results::CpuUsage;
 use std::time::{Duration, Instant};
@@ -11,8 +13,8 @@ pub struct CpuSnapshot {
     at: Instant,
     process_user: Duration,
     process_system: Duration,
-    /// Host jiffies: (user + nice, system + irq + softirq, total).
-    host: Option<(u64, u64, u64)>,
+    /// Host jiffies: (user + nice, system + irq + softirq, total, steal).
+    host: Option<(u64, u64, u64, Option<u64>)>,
 }
 
 fn timeval(t: libc::timeval) -> Duration {
@@ -59,8 +61,13 @@ impl ThreadCpu {
     }
 }
 
-fn host_jiffies() -> Option<(u64, u64, u64)> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+fn host_jiffies() -> Option<(u64, u64, u64, Option<u64>)> {
+    host_jiffies_in(&std::fs::read_to_string("/proc/stat").ok()?)
+}
+
+/// The host line of a `/proc/stat` text as (user + nice, system + irq + softirq,
+/// total, steal); steal is `None` on kernels without the column (before 2.6.11).
+fn host_jiffies_in(stat: &str) -> Option<(u64, u64, u64, Option<u64>)> {
     let line = stat.lines().find(|l| l.starts_with("cpu "))?;
     let v: Vec<u64> = line
         .split_whitespace()
@@ -74,7 +81,28 @@ fn host_jiffies() -> Option<(u64, u64, u64)> {
     let user = v[0] + v[1];
     let system = v[2] + v[5] + v[6];
     let total: u64 = v.iter().take(8).sum();
-    Some((user, system, total))
+    Some((user, system, total, v.get(7).copied()))
+}
+
+/// Steal time from this share of the host's CPU time (percent) is reported: 100 ms
+/// taken from one of 2 CPUs in a 5 s test.
+pub const STEAL_WARNING_PERCENT: f64 = 1.0;
+
+/// A warning when the hypervisor kept the host's CPUs from it for a noticeable share
+/// of the test (see [`STEAL_WARNING_PERCENT`]): what this end measured includes the
+/// time its threads waited for a CPU that was not there.
+pub fn steal_warning(usage: &CpuUsage) -> Option<String> {
+    let steal = usage
+        .host_steal_percent
+        .filter(|s| *s >= STEAL_WARNING_PERCENT)?;
+    let cpu_seconds = steal / 100.0 * usage.cpus as f64 * usage.seconds.unwrap_or(0.0);
+    Some(format!(
+        "steal time {steal:.1} %: the hypervisor ran something else on this host's {} CPUs for \
+         {cpu_seconds:.2} CPU-seconds of the test's {:.1} s; the rates and timings measured here \
+         include those waits",
+        usage.cpus,
+        usage.seconds.unwrap_or(0.0)
+    ))
 }
 
 /// Number of CPUs this process may run on.
@@ -111,15 +139,17 @@ impl CpuSnapshot {
             .as_secs_f64();
         let user = own.user.as_secs_f64();
         let system = own.system.as_secs_f64();
-        let (host_user, host_system) = match (self.host, later.host) {
+        let (host_user, host_system, host_steal) = match (self.host, later.host) {
             (Some(a), Some(b)) if b.2 > a.2 => {
                 let total = (b.2 - a.2) as f64;
                 (
                     100.0 * b.0.saturating_sub(a.0) as f64 / total,
                     100.0 * b.1.saturating_sub(a.1) as f64 / total,
+                    a.3.zip(b.3)
+                        .map(|(a, b)| 100.0 * b.saturating_sub(a) as f64 / total),
                 )
             }
-            _ => (0.0, 0.0),
+            _ => (0.0, 0.0, None),
         };
         CpuUsage {
             user_percent: 100.0 * user / wall,
@@ -131,6 +161,7 @@ impl CpuSnapshot {
             host_user_percent: host_user,
             host_system_percent: host_system,
             host_total_percent: host_user + host_system,
+            host_steal_percent: host_steal,
             cpus: cpu_count(),
             seconds: Some(wall),
             service_demand_us_per_mb: (bytes > 0)
@@ -179,6 +210,50 @@ mod tests {
         // The thread's CPU over 100 MB.
         let expected = own.total().as_secs_f64() * 1e6 / 100.0;
         assert!((demand - expected).abs() < 1.0, "{demand} vs {expected}");
+    }
+
+    #[test]
+    fn steal_time_is_its_share_of_all_the_host_time_between_two_readings() {
+        // user nice system idle iowait irq softirq steal guest guest_nice
+        let a = host_jiffies_in("cpu  100 0 50 800 0 0 0 50 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n");
+        let b = host_jiffies_in("cpu  200 0 100 1500 0 0 0 200 0 0\n");
+        let at = Instant::now();
+        let snap = |host| CpuSnapshot {
+            at,
+            process_user: Duration::ZERO,
+            process_system: Duration::ZERO,
+            host,
+        };
+        let later = CpuSnapshot {
+            at: at + Duration::from_secs(5),
+            ..snap(b)
+        };
+        let u = snap(a).usage_until(&later, &ThreadCpu::default(), 0);
+        // 1000 jiffies passed: 100 user, 50 system, 150 steal.
+        assert_eq!(u.host_user_percent, 10.0);
+        assert_eq!(u.host_system_percent, 5.0);
+        assert_eq!(u.host_steal_percent, Some(15.0));
+        let warning = steal_warning(&CpuUsage {
+            cpus: 2,
+            ..u.clone()
+        })
+        .unwrap();
+        // 15 % of 2 CPUs over 5 s.
+        assert!(warning.contains("steal time 15.0 %"), "{warning}");
+        assert!(
+            warning.contains("1.50 CPU-seconds of the test's 5.0 s"),
+            "{warning}"
+        );
+        let calm = CpuUsage {
+            host_steal_percent: Some(0.9),
+            ..u
+        };
+        assert_eq!(steal_warning(&calm), None);
+        // A kernel without the steal column says nothing about it.
+        let old = host_jiffies_in("cpu  100 0 50 800 0 0 0\n").unwrap();
+        assert_eq!(old.3, None);
+        let u = snap(Some(old)).usage_until(&later, &ThreadCpu::default(), 0);
+        assert_eq!(u.host_steal_percent, None);
     }
 
     #[test]

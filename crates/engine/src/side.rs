@@ -383,11 +383,13 @@ impl LocalSide {
             .as_ref()
             .map(|w| w.finish())
             .unwrap_or_default();
+        let mut warnings = std::mem::take(&mut self.warnings);
+        warnings.extend(crate::cpu::steal_warning(&cpu));
         SideResult {
             streams,
             cpu,
             seconds,
-            warnings: std::mem::take(&mut self.warnings),
+            warnings,
             udp_send_drops: drops.send_errors,
             udp_egress: drops.egress.map(Box::new),
             udp_ingress: drops.ingress.map(Box::new),

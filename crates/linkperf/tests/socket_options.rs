@@ -31,7 +31,13 @@ fn window_sets_both_buffers_as_the_kernel_grants() {
             assert_eq!(facts["rcvbuf"], rcv, "{end} rcvbuf");
         }
     }
-    assert_eq!(r["warnings"], serde_json::json!([]));
+    // No warning about the buffers (a loaded virtual machine may add one about steal time).
+    let warnings: Vec<&str> = array_at(&r, "/warnings")
+        .iter()
+        .filter_map(|w| w.as_str())
+        .filter(|w| !w.contains("steal time"))
+        .collect();
+    assert!(warnings.is_empty(), "{warnings:?}");
 }
 
 #[test]

@@ -87,7 +87,7 @@ pub enum ClientMessage {
     },
     /// The client's own measurements, once its streams are done.
     Finished {
-        result: SideResult,
+        result: Box<SideResult>,
     },
     /// Stop now (Ctrl-C); the server stops its streams and reports what it has.
     Cancel {
@@ -140,7 +140,7 @@ pub enum ServerMessage {
         packets: Vec<(u32, u64)>,
     },
     Finished {
-        result: SideResult,
+        result: Box<SideResult>,
     },
     /// Third-party mode: one interval line of the test the server runs.
     RelayInterval {

@@ -295,6 +295,11 @@ pub struct CpuUsage {
     pub host_user_percent: f64,
     pub host_system_percent: f64,
     pub host_total_percent: f64,
+    /// The host's steal time: how long its CPUs had work but the hypervisor ran
+    /// something else, percent of all its cores (None where /proc/stat has no steal
+    /// column, or the peer did not say). Time this end could not measure in.
+    #[serde(default)]
+    pub host_steal_percent: Option<f64>,
     pub cpus: u32,
     /// Wall-clock seconds the percentages cover.
     #[serde(default)]

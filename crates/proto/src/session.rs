@@ -287,7 +287,7 @@ impl<In: Message, Out: Message> Session<In, Out> {
 mod tests {
     use super::*;
     use crate::config::TestConfig;
-    use crate::results::{HostFacts, SideResult};
+    use crate::results::HostFacts;
 
     fn hello() -> ClientMessage {
         ClientMessage::Hello {
@@ -356,7 +356,7 @@ mod tests {
             &mut s,
             &mut c,
             ServerMessage::Finished {
-                result: SideResult::default(),
+                result: Box::default(),
             },
         );
         assert_eq!(s.phase(), Phase::Running);
@@ -364,7 +364,7 @@ mod tests {
             &mut c,
             &mut s,
             ClientMessage::Finished {
-                result: SideResult::default(),
+                result: Box::default(),
             },
         );
         assert_eq!(s.phase(), Phase::Closed);
@@ -413,7 +413,7 @@ mod tests {
         c.receive(&encode(&ServerMessage::Started { start_unix_ms: 0 }))
             .unwrap();
         let fin = ServerMessage::Finished {
-            result: SideResult::default(),
+            result: Box::default(),
         };
         c.receive(&encode(&fin)).unwrap();
         assert!(c.receive(&encode(&fin)).is_err());

@@ -143,7 +143,7 @@ impl Session<'_> {
                 if let Some(s) = self.side.take() {
                     let result = s.finish();
                     let _ = self.control.send(&ClientMessage::Finished {
-                        result: result.clone(),
+                        result: Box::new(result.clone()),
                     });
                     self.local = Some(result);
                 }
@@ -158,7 +158,7 @@ impl Session<'_> {
                 }
             }
             Event::Server(Incoming::Message(ServerMessage::Finished { result })) => {
-                self.remote = Some(result)
+                self.remote = Some(*result)
             }
             Event::Server(Incoming::Message(ServerMessage::Error { message })) => {
                 self.errors.push(format!("server: {message}"));

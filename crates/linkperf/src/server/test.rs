@@ -299,7 +299,7 @@ impl ControlSession {
                     if let Some(s) = side.take() {
                         let result = s.finish();
                         let _ = self.control.send(&ServerMessage::Finished {
-                            result: result.clone(),
+                            result: Box::new(result.clone()),
                         });
                         local_result = Some(result);
                     }

@@ -5,7 +5,7 @@ use super::checks::{check_valid_config, declared_len, Input};
 use crate::codec::{encode, CodecError, Decoder, MAX_FRAME};
 use crate::config::{Direction, Protocol, TestConfig};
 use crate::messages::{ClientMessage, ServerMessage, StreamEndpoint};
-use crate::results::{HostFacts, SideResult};
+use crate::results::HostFacts;
 use crate::session::{ClientSession, Phase, ServerSession};
 use crate::PROTOCOL_VERSION;
 use serde::{de::DeserializeOwned, Serialize};
@@ -266,7 +266,7 @@ fn client_menu(input: &mut Input) -> ClientMessage {
             packets: vec![(0, u64::from(input.u32()))],
         },
         5 => ClientMessage::Finished {
-            result: SideResult::default(),
+            result: Box::default(),
         },
         6 => ClientMessage::ThirdPartyRr {
             target: "127.0.0.1".into(),
@@ -314,7 +314,7 @@ fn server_menu(input: &mut Input) -> ServerMessage {
         4 => ServerMessage::Interval { streams: vec![] },
         5 => ServerMessage::SendersDone { packets: vec![] },
         6 => ServerMessage::Finished {
-            result: SideResult::default(),
+            result: Box::default(),
         },
         7 => ServerMessage::RelayInterval {
             interval: serde_json::json!({"fuzz": 1}),

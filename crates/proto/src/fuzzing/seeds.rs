@@ -10,7 +10,7 @@ use crate::iperf3::{
     StreamResults,
 };
 use crate::messages::{ClientMessage, ServerMessage, StreamEndpoint};
-use crate::results::{HostFacts, SideResult};
+use crate::results::HostFacts;
 use crate::rr::{self, RrClientMessage, RrServerMessage};
 use crate::{udp, PROTOCOL_VERSION};
 use linkperf_traffic::Traffic;
@@ -134,7 +134,7 @@ fn client_messages() -> Vec<u8> {
             packets: vec![(0, 714), (1, 714)],
         },
         ClientMessage::Finished {
-            result: SideResult::default(),
+            result: Box::default(),
         },
         ClientMessage::Cancel {
             reason: "interrupted".into(),
@@ -183,7 +183,7 @@ fn server_messages() -> Vec<u8> {
             packets: vec![(0, 714)],
         },
         ServerMessage::Finished {
-            result: SideResult::default(),
+            result: Box::default(),
         },
         ServerMessage::RelayInterval {
             interval: serde_json::json!({"start": 0.0, "end": 1.0, "bytes": 125000}),
