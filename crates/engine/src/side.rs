@@ -383,17 +383,23 @@ impl LocalSide {
             .as_ref()
             .map(|w| w.finish())
             .unwrap_or_default();
-        let mut warnings = std::mem::take(&mut self.warnings);
-        warnings.extend(crate::cpu::steal_warning(&cpu));
         SideResult {
             streams,
+            warnings: self.take_warnings(&cpu),
             cpu,
             seconds,
-            warnings,
             udp_send_drops: drops.send_errors,
             udp_egress: drops.egress.map(Box::new),
             udp_ingress: drops.ingress.map(Box::new),
         }
+    }
+
+    /// The warnings gathered while the side ran, and one about the host's steal time
+    /// over the test when it was noticeable.
+    fn take_warnings(&mut self, cpu: &linkperf_proto::results::CpuUsage) -> Vec<String> {
+        let mut warnings = std::mem::take(&mut self.warnings);
+        warnings.extend(crate::cpu::steal_warning(cpu));
+        warnings
     }
 
     /// A UDP side's drop counters now, on the way to and from its peer.
