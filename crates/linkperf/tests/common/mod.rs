@@ -317,28 +317,50 @@ pub const IPERF3: &str = "/usr/bin/iperf3";
 /// listens, seen in /proc/net/tcp without connecting: with `-1` any connection is its
 /// one test.
 pub fn iperf3_server_with(args: &[&str]) -> (Child, u16) {
-    let port = free_port();
-    let child = spawn_piped(
-        Command::new(IPERF3)
-            .args(["-s", "-p", &port.to_string()])
-            .args(args),
-    );
-    let hex = format!(":{port:04X} ");
-    poll(Duration::from_secs(5), Duration::from_millis(20), || {
-        ["/proc/net/tcp", "/proc/net/tcp6"]
-            .iter()
-            .any(|f| {
-                std::fs::read_to_string(f)
-                    .unwrap_or_default()
-                    .lines()
-                    .any(|l| {
-                        let cols: Vec<&str> = l.split_whitespace().collect();
-                        cols.len() > 3 && format!("{} ", cols[1]).ends_with(&hex) && cols[3] == "0A"
-                    })
-            })
-            .then_some(())
-    });
-    (child, port)
+    // A port free a moment ago may be taken before iperf3 binds it (by another test's
+    // listener, or as the local port of a connection, which SO_REUSEADDR does not
+    // share): then iperf3 exits at once and the next free port is tried.
+    for _ in 0..5 {
+        let port = free_port();
+        let mut child = spawn_piped(
+            Command::new(IPERF3)
+                .args(["-s", "-p", &port.to_string()])
+                .args(args),
+        );
+        let listening = poll(Duration::from_secs(5), Duration::from_millis(20), || {
+            if child.try_wait().ok().flatten().is_some() {
+                return Some(false);
+            }
+            listener_inode(port)
+                .is_some_and(|inode| owns_socket(child.id(), &inode))
+                .then_some(true)
+        });
+        if listening != Some(false) {
+            return (child, port);
+        }
+    }
+    panic!("iperf3 -s exited at start on five free ports in a row");
+}
+
+/// The inode of the socket listening on loopback `port`, from /proc/net/tcp(6).
+fn listener_inode(port: u16) -> Option<String> {
+    let hex = format!(":{port:04X}");
+    ["/proc/net/tcp", "/proc/net/tcp6"].iter().find_map(|f| {
+        std::fs::read_to_string(f).ok()?.lines().find_map(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            (cols.len() > 9 && cols[1].ends_with(&hex) && cols[3] == "0A")
+                .then(|| cols[9].to_string())
+        })
+    })
+}
+
+/// True when process `pid` holds the socket with `inode` among its descriptors.
+fn owns_socket(pid: u32, inode: &str) -> bool {
+    let want = format!("socket:[{inode}]");
+    std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|fds| {
+        fds.flatten()
+            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|l| l.to_string_lossy() == want))
+    })
 }
 
 /// A UDP socket bound to an ephemeral loopback port, asking for a receive
