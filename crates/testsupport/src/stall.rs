@@ -13,6 +13,10 @@
 //! build the stalls of about 100 ms come with as much steal time, so the line that
 //! reports a stall also says whether the hypervisor accounted for it.
 //!
+//! While probes run, each stall is also kept with its wall-clock time
+//! ([`stalls_between`]), so a test can leave out what it measured across one
+//! (an RTT sample taken while the CPUs were gone is the stall's, not the path's).
+//!
 //! [`retry_when_stalled`] runs a test body; when it fails and a probe saw a stall of
 //! at least [`STALL`] during that attempt, the attempt is reported (with the stall)
 //! and the body runs again, at most [`ATTEMPTS`] times in all. A failure without a
@@ -24,7 +28,7 @@ use std::io::Write;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -41,6 +45,28 @@ pub const STALL: Duration = Duration::from_millis(2);
 pub const ATTEMPTS: u32 = 5;
 /// How long each probe sleeps between looks at the clock.
 const TICK: Duration = Duration::from_millis(1);
+
+/// Every stall any probe of this process saw: (start, end) in CLOCK_REALTIME ns.
+static STALLS: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());
+
+fn realtime_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// The stalls probes saw that overlap `from..=to` (CLOCK_REALTIME ns), as (start, end):
+/// the time a probe overslept, which the machine did not give this process. Only
+/// stalls during a probe's run are known (inside [`retry_when_stalled`]).
+pub fn stalls_between(from: u64, to: u64) -> Vec<(u64, u64)> {
+    STALLS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .filter(|(start, end)| *end >= from && *start <= to)
+        .copied()
+        .collect()
+}
 
 /// What one CPU's probe saw.
 #[derive(Debug, Clone, Copy)]
@@ -128,6 +154,11 @@ fn probe(cpu: usize, stop: Arc<AtomicBool>) -> CpuStall {
         let late = Instant::now().saturating_duration_since(asked);
         if late >= STALL {
             seen.stalls += 1;
+            let end = realtime_ns();
+            STALLS
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((end.saturating_sub(late.as_nanos() as u64), end));
         }
         if late > seen.worst {
             seen.worst = late;
@@ -346,6 +377,10 @@ mod tests {
             describe(&seen)
         );
         assert!(stalled(&seen));
+        // The stall is listed with its time: about 10 ms of the last 100 ms.
+        let now = realtime_ns();
+        let listed = stalls_between(now - 100_000_000, now);
+        assert!(listed.iter().any(|(a, b)| b - a >= 8_000_000), "{listed:?}");
         // Linux's /proc/stat has a steal column for every CPU (zero on bare metal).
         assert!(
             seen.iter().all(|c| c.steal_ms.is_some()),
