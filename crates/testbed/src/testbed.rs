@@ -21,8 +21,12 @@ use std::time::{Duration, Instant};
 /// emulator runs short of CPU; the default 500 then drops bursts at multi-Gbit/s rates.
 const KERNEL_TXQUEUE: u32 = 5000;
 
-/// How long `up` waits for the emulator to create its devices.
-const EMULATOR_START_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long `up` waits for the emulator to create its devices. It takes about 1 s for
+/// seed 001's 16 hosts on a loaded 2-CPU machine, yet in three loaded suite runs (two
+/// testbed tests at a time) three start-ups went past 10 s: creating a device takes the
+/// kernel's network lock (rtnl), which another testbed's tear-down holds while it
+/// removes its devices, the likely wait.
+const EMULATOR_START_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What `Testbed::set` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
