@@ -2,8 +2,8 @@
 //! each thread itself), the whole process (RUSAGE_SELF) and the whole host
 //! (/proc/stat). The threads tell the two ends of a test apart when they
 //! share a process (`linkperf demo`) and a server's tests from one another.
-//! The host's steal time (a virtual machine's CPUs run something else by the
-//! hypervisor) is reported too, and warned of when it is a noticeable share.
+//! The host's steal time (the time the hypervisor gave a virtual machine's CPUs
+//! to something else) is reported too, and warned of when it is a noticeable share.
 
 use linkperf_proto::results::CpuUsage;
 use std::time::{Duration, Instant};

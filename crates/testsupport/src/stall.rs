@@ -37,11 +37,11 @@ use std::time::{Duration, Instant};
 /// behind our tests' own threads.
 pub const STALL: Duration = Duration::from_millis(2);
 /// Attempts of a test body in all, when the failed ones were stalled. Under a build
-/// beside the suite the CI VM loses a CPU for about 100 ms (as much steal time) every
-/// 30-60 s per CPU (2026-11-29, 21 stalls over 20 ms in 8 minutes), so a test of
-/// several seconds whose tolerance a 100 ms hole breaks finds one in perhaps a third of
-/// its attempts: with three attempts, loaded suite runs of 2026-11-28 failed tests whose
-/// every attempt had such a stall.
+/// beside the suite the CI VM loses a CPU for about 100 ms (as much steal time) about
+/// five times a minute across its two CPUs (2026-11-29: 272 stalls over 50 ms in 53
+/// minutes of loaded suite runs), so a test of several seconds whose tolerance a 100 ms
+/// hole breaks finds one in perhaps a third of its attempts: with three attempts, loaded
+/// runs of 2026-11-28 failed tests whose every attempt had such a stall.
 pub const ATTEMPTS: u32 = 5;
 /// How long each probe sleeps between looks at the clock.
 const TICK: Duration = Duration::from_millis(1);
