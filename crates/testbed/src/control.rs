@@ -25,9 +25,15 @@ const APPLY_TIMEOUT: Duration = Duration::from_secs(2);
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Request {
-    Set { changes: Vec<LinkChange> },
-    Schedule { schedule: Schedule },
+    Set {
+        changes: Vec<LinkChange>,
+    },
+    Schedule {
+        schedule: Schedule,
+    },
     StopSchedule,
+    /// Write the counters file now and answer once it is written.
+    Snapshot,
 }
 
 /// The answer (one JSON line).
@@ -283,7 +289,12 @@ fn run_schedule(
 }
 
 /// Serves the control socket in `dir` until the process exits.
-pub fn serve(control: Arc<Control>, dir: &Path) -> std::io::Result<()> {
+/// Serves the control socket; `snapshot` writes the counters file (for `Request::Snapshot`).
+pub fn serve(
+    control: Arc<Control>,
+    dir: &Path,
+    snapshot: impl Fn() + Send + 'static,
+) -> std::io::Result<()> {
     let path = dir.join(CONTROL_SOCKET);
     let _ = std::fs::remove_file(&path);
     let listener = UnixListener::bind(&path)?;
@@ -293,13 +304,13 @@ pub fn serve(control: Arc<Control>, dir: &Path) -> std::io::Result<()> {
             // A change must land within a millisecond even on a busy machine.
             crate::forwarder::raise_priority();
             for stream in listener.incoming().flatten() {
-                handle(&control, stream);
+                handle(&control, &snapshot, stream);
             }
         })?;
     Ok(())
 }
 
-fn handle(control: &Arc<Control>, stream: UnixStream) {
+fn handle(control: &Arc<Control>, snapshot: &dyn Fn(), stream: UnixStream) {
     let mut line = String::new();
     let mut reader = BufReader::new(&stream);
     if reader.read_line(&mut line).is_err() {
@@ -314,6 +325,10 @@ fn handle(control: &Arc<Control>, stream: UnixStream) {
         }
         Ok(Request::StopSchedule) => {
             control.stop_schedule();
+            Ok((0, 0))
+        }
+        Ok(Request::Snapshot) => {
+            snapshot();
             Ok((0, 0))
         }
     };

@@ -292,8 +292,6 @@ fn serve(state_dir: &Path) -> Result<i32, TestbedError> {
     let targets = started.probe_targets;
     spawn("probe", move || run_prober(targets, epoch, prober_seed))?;
     let control = Arc::new(Control::new(plan.clone(), started.mailboxes));
-    control::serve(control.clone(), state_dir)
-        .map_err(|e| TestbedError::runtime(format!("cannot open the control socket: {e}")))?;
     let reporter = Arc::new(Mutex::new(Reporter {
         dir: state_dir.to_path_buf(),
         plan: plan.clone(),
@@ -302,15 +300,26 @@ fn serve(state_dir: &Path) -> Result<i32, TestbedError> {
         history: VecDeque::new(),
     }));
     lock(&reporter).write();
+    let on_request = reporter.clone();
+    control::serve(control.clone(), state_dir, move || {
+        lock(&on_request).write()
+    })
+    .map_err(|e| TestbedError::runtime(format!("cannot open the control socket: {e}")))?;
     if let Some(schedule) = plan.topology.schedule.clone() {
         control.start_schedule(schedule);
     }
     write_atomic(&state_dir.join(READY_FILE), b"ready\n")?;
     log(format!("forwarding {links} link(s)"));
     let periodic = reporter.clone();
-    spawn("counters", move || loop {
-        std::thread::sleep(COUNTER_PERIOD);
-        lock(&periodic).write();
+    spawn("counters", move || {
+        // The control thread waits on this lock for a snapshot: the writer must not sit on
+        // it behind a build's compilers (at the forwarders' real-time priority it would
+        // delay packets instead).
+        crate::forwarder::raise_weight();
+        loop {
+            std::thread::sleep(COUNTER_PERIOD);
+            lock(&periodic).write();
+        }
     })?;
     let signal = wait_for_termination_signal();
     lock(&reporter).write();

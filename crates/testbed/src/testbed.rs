@@ -145,8 +145,8 @@ impl Testbed {
         (netns::process_alive(pid) && is_our_emulator(pid, &self.dir)).then_some(pid)
     }
 
-    /// Counters of every link direction. While the emulator runs this waits for a snapshot
-    /// taken after the call began, so traffic sent before the call is fully counted.
+    /// Counters of every link direction, from a snapshot the emulator writes on request,
+    /// so traffic that reached it before the call is fully counted.
     pub fn counters(&self) -> Result<Vec<LinkCounters>, TestbedError> {
         Ok(self.fresh_snapshot()?.directions)
     }
@@ -157,20 +157,19 @@ impl Testbed {
         Ok(self.fresh_snapshot()?.timing)
     }
 
-    /// The emulator's report, waiting (up to 2 s) for one written after the call began.
+    /// The emulator's report, written on request (see `counters`).
+    /// The counters file as the emulator writes it on request, so it counts everything
+    /// that reached it before the call; the last one written when the emulator has stopped.
     fn fresh_snapshot(&self) -> Result<state::CountersFile, TestbedError> {
-        let asked_at = state::unix_ms();
-        let deadline = Instant::now() + Duration::from_secs(2);
-        loop {
-            let file = self.read_counters_file()?;
-            if file.updated_unix_ms > asked_at
-                || self.emulator_pid().is_none()
-                || Instant::now() > deadline
-            {
-                return Ok(file);
+        if self.emulator_pid().is_some() {
+            if let Err(e) = self.control(&Request::Snapshot) {
+                // It may have stopped since: then its last write is the final count.
+                if self.emulator_pid().is_some() {
+                    return Err(e);
+                }
             }
-            std::thread::sleep(Duration::from_millis(20));
         }
+        self.read_counters_file()
     }
 
     /// Applies `changes` to the running links together; fails (changing nothing) if the
