@@ -173,18 +173,22 @@ impl Model {
     /// The mean payload rate in bits/s (`None` for `full` and `cbr`, whose
     /// rate is the path's or `-b`'s).
     pub fn mean_rate_bps(&self) -> Option<f64> {
-        let messages = self.mean_message_rate()?;
-        let bytes = match self {
-            Model::Burst { bytes, .. } => *bytes as f64,
+        Some(self.mean_message_rate()? * self.mean_message_bytes()? * 8.0)
+    }
+
+    /// The mean message (burst, frame, datagram before splitting) in bytes
+    /// (`None` for `full` and `cbr`, whose messages are `-l` long).
+    pub fn mean_message_bytes(&self) -> Option<f64> {
+        match self {
+            Model::Burst { bytes, .. } => Some(*bytes as f64),
             Model::Stochastic { size, .. } => {
-                size.iter().map(Dist::mean).sum::<f64>() / size.len() as f64
+                Some(size.iter().map(Dist::mean).sum::<f64>() / size.len() as f64)
             }
             Model::Trace(t) => {
-                t.sizes.iter().map(|&b| b as f64).sum::<f64>() / t.sizes.len() as f64
+                Some(t.sizes.iter().map(|&b| b as f64).sum::<f64>() / t.sizes.len() as f64)
             }
-            Model::Full | Model::Cbr => return None,
-        };
-        Some(messages * bytes * 8.0)
+            Model::Full | Model::Cbr => None,
+        }
     }
 
     /// Messages (bursts, frames, datagrams before splitting) per second.

@@ -113,12 +113,28 @@ pub fn flow_of(config: &TestConfig) -> Result<Flow, ModelError> {
             Protocol::Tcp => congestion_of(config)?,
             Protocol::Udp => Congestion::Cubic,
         },
-        udp_rate_bps: config.stream_rate().map(|r| r as f64),
+        udp_rate_bps: model_of(config)
+            .and_then(|m| m.mean_rate_bps())
+            .or(config.stream_rate().map(|r| r as f64)),
         udp_length: match config.protocol {
-            Protocol::Udp => config.length,
+            Protocol::Udp => model_of(config)
+                .and_then(|m| m.mean_message_bytes())
+                .map_or(config.length, |m| mean_datagram(m, config.length)),
             Protocol::Tcp => Flow::default().udp_length,
         },
     })
+}
+
+/// The traffic model the test's (first) sender follows, if it has one.
+fn model_of(config: &TestConfig) -> Option<&linkperf_traffic::Model> {
+    let t = config.traffic.as_ref()?;
+    Some(t.model(config.stream_is_forward(0)))
+}
+
+/// The mean datagram of messages of `mean` bytes sent in datagrams of at most `length`.
+fn mean_datagram(mean: f64, length: u32) -> u32 {
+    let per_message = (mean / f64::from(length.max(1))).ceil().max(1.0);
+    ((mean / per_message).round() as u32).clamp(1, length.max(1))
 }
 
 /// The prediction for people: the value and binding bound, then each bound.
@@ -150,6 +166,7 @@ pub fn render(p: &Prediction) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use linkperf_proto::Direction;
 
     #[test]
     fn path_text_sets_only_its_keys() {
@@ -178,5 +195,41 @@ mod tests {
             .unwrap_err()
             .0
             .contains("above 0"));
+    }
+
+    /// A traffic model's flow is modelled at its mean rate and datagram, not at `-l`'s.
+    #[test]
+    fn a_traffic_model_gives_the_flow_its_rate_and_datagram() {
+        let load =
+            |_: &str| -> std::io::Result<Vec<u8>> { Err(std::io::ErrorKind::NotFound.into()) };
+        let udp = |text: &str, bitrate: Option<u64>, direction: Direction| TestConfig {
+            protocol: Protocol::Udp,
+            length: 1460,
+            bitrate,
+            direction,
+            traffic: Some(Box::new(
+                linkperf_traffic::Traffic::parse(text, &load).unwrap(),
+            )),
+            ..TestConfig::default()
+        };
+        // 1,000 datagrams/s of 1200 bytes: 9.6 Mbit/s; -b only caps it.
+        let f = flow_of(&udp(
+            "idt=exp:1ms;size=const:1200",
+            Some(20_000_000),
+            Direction::Forward,
+        ))
+        .unwrap();
+        assert_eq!((f.udp_length, f.udp_rate_bps), (1200, Some(9.6e6)));
+        // A 3000-byte message leaves as three datagrams of 1000 under -l 1460.
+        let f = flow_of(&udp(
+            "idt=const:10ms;size=const:3000",
+            None,
+            Direction::Reverse,
+        ))
+        .unwrap();
+        assert_eq!((f.udp_length, f.udp_rate_bps), (1000, Some(2.4e6)));
+        // cbr is paced at -b in datagrams of -l.
+        let f = flow_of(&udp("cbr", Some(5_000_000), Direction::Forward)).unwrap();
+        assert_eq!((f.udp_length, f.udp_rate_bps), (1460, Some(5e6)));
     }
 }
