@@ -2,8 +2,8 @@
 //! link direction ([`crate::forwarder`]), a probe thread that measures the forwarders' ingress
 //! latency ([`crate::probe`]), the control socket and schedules ([`crate::control`]), and a
 //! reporter that writes counters, timing and the parameters in force to the state directory
-//! every 100 ms and whenever the control socket asks for a snapshot; and, while it runs with `cpu_idle = "poll"`, the PM QoS request that keeps
-//! idle CPUs polling.
+//! every 100 ms and whenever the control socket asks for a snapshot; and, while it runs with
+//! `cpu_idle = "poll"`, the PM QoS request that keeps idle CPUs polling.
 
 use crate::atm::CELL_BITS;
 use crate::circuit::Circuit;

@@ -157,7 +157,6 @@ impl Testbed {
         Ok(self.fresh_snapshot()?.timing)
     }
 
-    /// The emulator's report, written on request (see `counters`).
     /// The counters file as the emulator writes it on request, so it counts everything
     /// that reached it before the call; the last one written when the emulator has stopped.
     fn fresh_snapshot(&self) -> Result<state::CountersFile, TestbedError> {
@@ -207,6 +206,7 @@ impl Testbed {
         }
     }
 
+    /// The whole report (counters, timing, parameters in force), written on request.
     pub(crate) fn fresh_report(&self) -> Result<state::CountersFile, TestbedError> {
         self.fresh_snapshot()
     }
