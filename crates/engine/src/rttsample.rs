@@ -131,13 +131,14 @@ impl RttCollector {
         }
     }
 
-    /// An interval boundary's own reading of stream `i` (at `bytes`) counts
-    /// as a sample when data moved since the last one.
+    /// An interval boundary's own reading of stream `i` (at `bytes`) always counts: it
+    /// is the interval's reported RTT, so the interval's min and max must hold it, even
+    /// when the sender moved nothing since the last sample (a loaded machine that kept it
+    /// from running while acknowledgements still moved the smoothed RTT).
     pub(crate) fn boundary(&mut self, i: usize, bytes: u64, rtt_us: u32, track: &mut RttTrack) {
-        if bytes > self.taken[i].bytes {
-            track.add(rtt_us);
-            self.taken[i].bytes = bytes;
-        }
+        track.add(rtt_us);
+        let taken = &mut self.taken[i];
+        taken.bytes = taken.bytes.max(bytes);
     }
 }
 
@@ -153,5 +154,17 @@ mod tests {
         assert_eq!(slot.latest(), (1, 250));
         slot.publish(u32::MAX);
         assert_eq!(slot.latest(), (2, u32::MAX));
+    }
+
+    /// A boundary's reading is in the interval's range even when no data moved since
+    /// the period's last sample (it is what the interval reports as its RTT).
+    #[test]
+    fn a_boundary_reading_always_counts() {
+        let mut collector = RttCollector::new(1, Instant::now());
+        let mut track = RttTrack::default();
+        collector.boundary(0, 1000, 300, &mut track);
+        collector.boundary(0, 1000, 500, &mut track);
+        assert_eq!(track.samples(), 2);
+        assert_eq!((track.min_ms(), track.max_ms()), (Some(0.3), Some(0.5)));
     }
 }
