@@ -509,9 +509,21 @@ fn iperf3_server() -> (std::process::Child, u16) {
 
 fn against_iperf3(args: &[&str]) -> (Value, Value) {
     let (server, port) = iperf3_server();
-    let mut all = vec!["--iperf3", "--no-store", "-J"];
+    let port_text = port.to_string();
+    let mut all = vec![
+        "client",
+        "127.0.0.1",
+        "-p",
+        &port_text,
+        "--iperf3",
+        "--no-store",
+        "-J",
+    ];
     all.extend_from_slice(args);
-    let ours = client(port, &all);
+    // A loaded machine's scheduler may keep a nice-0 sender from its CPU for longer than
+    // its pacer's 20 ms catch-up, and by design it then sends less (8 % less in a loaded
+    // run of the 1 s UDP test below): that is the host, not the interoperation.
+    let ours = wait_child(spawn_first_in_line(&all), CLIENT_WATCHDOG);
     let theirs = wait_child(server, CLIENT_WATCHDOG);
     assert_eq!(
         theirs.code(),

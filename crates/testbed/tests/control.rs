@@ -246,7 +246,7 @@ fn changes_under_a_bulk_flow_lose_no_packet() {
     // Counted from here: at `up` a host's first frames (IPv6 listener reports
     // sent as its interface comes up) can meet the other end still down, and
     // the write of those fails (EIO). That is the set-up, not this test.
-    let at_start = tb.counters().unwrap();
+    let at_start = settled_counters(&tb);
     let bulk = std::thread::spawn(move || tcp_bulk(&client, &server, to, Duration::from_secs(4)));
     std::thread::sleep(Duration::from_millis(500));
     let mut changes = 0;
@@ -258,9 +258,7 @@ fn changes_under_a_bulk_flow_lose_no_packet() {
         std::thread::sleep(Duration::from_millis(100));
     }
     let samples = bulk.join().unwrap();
-    // The last ACKs are still on the 2 ms line when the receiver sees the end.
-    std::thread::sleep(Duration::from_millis(50));
-    let c = tb.counters().unwrap();
+    let c = settled_counters(&tb);
     let goodput = tcp_goodput(
         &samples,
         Duration::from_millis(500),
@@ -286,6 +284,32 @@ fn changes_under_a_bulk_flow_lose_no_packet() {
             0,
             "{v:?}"
         );
+    }
+}
+
+/// Counters at a moment when the emulator holds no packet in either direction (each one
+/// in was forwarded, dropped or refused by the device), so that two such snapshots bracket
+/// whole packets: one taken while a frame crosses the 2 ms line counts it in but not out
+/// (a loaded run: 2 ACKs more out than in between two snapshots). Waits up to 2 s.
+fn settled_counters(tb: &Guard) -> Vec<linkperf_testbed::counters::LinkCounters> {
+    let held = |v: &linkperf_testbed::counters::CounterValues| {
+        let out = v.packets_forwarded
+            + v.dropped_queue
+            + v.dropped_loss
+            + v.dropped_ber
+            + v.dropped_oversize
+            + v.dropped_resize
+            + v.dropped_backlog
+            + v.write_errors;
+        v.packets_in.saturating_sub(out)
+    };
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let c = tb.counters().unwrap();
+        if c.iter().all(|d| held(&d.values) == 0) || Instant::now() > deadline {
+            return c;
+        }
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 

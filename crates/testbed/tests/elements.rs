@@ -454,11 +454,7 @@ fn a_slow_host_takes_one_packet_per_processing_time() {
             (pps / expected - 1.0).abs() <= 0.02,
             "b took {pps:.0} datagrams/s, its processing allows {expected:.0}"
         );
-        assert_eq!(
-            c.dropped_backlog + arrivals.len() as u64,
-            sent,
-            "every datagram not received must be a backlog drop"
-        );
+        check_backlog_drops(c.dropped_backlog, c.packets_in, sent, arrivals.len());
     }
     let change = linkperf_testbed::topology::parse_set_args(
         tb.topology(),
@@ -558,11 +554,7 @@ fn a_packet_rate_limited_router_forwards_its_packet_rate_whatever_the_size() {
             (pps / expected - 1.0).abs() <= 0.02,
             "{size}-byte datagrams: b received {pps:.0}/s through a router that forwards {expected:.0}/s"
         );
-        assert_eq!(
-            c.dropped_backlog + arrivals.len() as u64,
-            sent,
-            "every datagram not received must be a drop at r1's backlog"
-        );
+        check_backlog_drops(c.dropped_backlog, c.packets_in, sent, arrivals.len());
         measured.push(pps * size as f64 * 8.0);
     }
     assert!(
@@ -603,15 +595,16 @@ fn a_routers_packet_rate_is_shared_by_all_its_interfaces() {
     let sent: u64 = senders.into_iter().map(|s| s.join().unwrap()).sum();
     let arrivals = sink.join().unwrap();
     let after = tb.counters().unwrap();
-    let dropped: u64 = [0, 1]
+    let into_r: Vec<_> = [0, 1]
         .iter()
         .map(|&l| {
             direction(&after, l, "a_to_b")
                 .values
                 .since(&direction(&before, l, "a_to_b").values)
-                .dropped_backlog
         })
-        .sum();
+        .collect();
+    let dropped: u64 = into_r.iter().map(|c| c.dropped_backlog).sum();
+    let frames_in: u64 = into_r.iter().map(|c| c.packets_in).sum();
     let pps = arrival_rate(&arrivals, 300..=1500, |_| 1) / 8.0;
     let from_b = arrivals.iter().filter(|x| x.seq >= 1_000_000).count();
     println!(
@@ -622,9 +615,17 @@ fn a_routers_packet_rate_is_shared_by_all_its_interfaces() {
         (pps / 5000.0 - 1.0).abs() <= 0.02,
         "c received {pps:.0}/s through a router that forwards 5000/s over all its interfaces"
     );
-    assert_eq!(
-        dropped + arrivals.len() as u64,
-        sent,
-        "every datagram not received must be a drop at r's backlog"
+    check_backlog_drops(dropped, frames_in, sent, arrivals.len());
+}
+
+/// Every datagram sent and not received was dropped at the backlog; the drops may also
+/// hold the few other frames that crossed the link meanwhile (neighbour discovery, MLD
+/// reports: a loaded run counted one), at most as many as came in beside the datagrams.
+fn check_backlog_drops(dropped: u64, frames_in: u64, sent: u64, received: usize) {
+    let lost = sent - received as u64;
+    let others = frames_in.saturating_sub(sent);
+    assert!(
+        (lost..=lost + others).contains(&dropped),
+        "{dropped} backlog drops for {lost} datagrams not received ({others} other frames came in)"
     );
 }
