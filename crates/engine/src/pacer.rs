@@ -104,6 +104,11 @@ pub struct Pacer {
     sleeper: Sleeper,
     /// No send before this, so catching up stays within CATCH_UP times the rate.
     not_before: Option<Instant>,
+    /// Schedule time written off after falling more than MAX_BACKLOG behind: how
+    /// often, how much in all, the longest.
+    skips: u64,
+    skipped: Duration,
+    longest_skip: Duration,
 }
 
 impl Pacer {
@@ -116,6 +121,9 @@ impl Pacer {
             gaps: Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid histogram bounds"),
             sleeper: Sleeper::default(),
             not_before: None,
+            skips: 0,
+            skipped: Duration::ZERO,
+            longest_skip: Duration::ZERO,
         }
     }
 
@@ -157,7 +165,11 @@ impl Pacer {
         let now = Instant::now();
         if now > due + MAX_BACKLOG {
             // Fell far behind: re-anchor rather than burst.
-            self.start += now - (due + MAX_BACKLOG);
+            let skip = now - (due + MAX_BACKLOG);
+            self.start += skip;
+            self.skips += 1;
+            self.skipped += skip;
+            self.longest_skip = self.longest_skip.max(skip);
             due = self.due();
         }
         let train = self.train(bits, max);
@@ -206,8 +218,34 @@ impl Pacer {
             p99_us: h.value_at_quantile(0.99) as f64 / 1e3,
             max_us: h.max() as f64 / 1e3,
             back_to_back_fraction: back_to_back,
+            skips: self.skips,
+            skipped_ms: self.skipped.as_secs_f64() * 1e3,
+            longest_skip_ms: self.longest_skip.as_secs_f64() * 1e3,
         }
     }
+}
+
+/// A warning when paced senders wrote off noticeable schedule time (1 % of the
+/// `seconds` they ran, on average): they sent that much less than asked because
+/// the host did not run them, which the path had no part in.
+pub fn skip_warning<'a>(gaps: impl Iterator<Item = &'a GapStats>, seconds: f64) -> Option<String> {
+    let (mut streams, mut skips, mut skipped, mut longest) = (0u32, 0u64, 0.0, 0.0f64);
+    for g in gaps {
+        streams += 1;
+        skips += g.skips;
+        skipped += g.skipped_ms;
+        longest = longest.max(g.longest_skip_ms);
+    }
+    if streams == 0 || seconds <= 0.0 || skipped / 1e3 < 0.01 * seconds * f64::from(streams) {
+        return None;
+    }
+    let catch_up = MAX_BACKLOG.as_millis();
+    Some(format!(
+        "the paced sender fell more than its {catch_up} ms catch-up behind schedule {skips} time(s) \
+         ({skipped:.0} ms of sending time given up over {streams} stream(s) of the {seconds:.2} s \
+         test, longest {longest:.0} ms) and sent that much less than asked: the host did not run \
+         it, the path had no part in it"
+    ))
 }
 
 /// A relative sleep on CLOCK_MONOTONIC's high-resolution timer; its precision
@@ -324,5 +362,34 @@ mod tests {
                 "{n} datagrams in ms {ms} after the stall ({per_ms:.1} per ms due)"
             );
         }
+    }
+
+    #[test]
+    fn a_stall_past_the_catch_up_is_written_off_and_counted() {
+        // 10 Mbit/s in 1250-byte sends (one per ms); then the sender is not run for
+        // 100 ms: 20 ms of it are caught up, the other 80 written off.
+        let mut p = Pacer::new(10_000_000);
+        p.restart(Instant::now());
+        for _ in 0..10 {
+            p.wait(10_000, None);
+        }
+        // (A loaded machine may already have held it up as long: counted from here.)
+        let before = p.gap_stats(10_000);
+        std::thread::sleep(Duration::from_millis(100));
+        p.wait(10_000, None);
+        let g = p.gap_stats(10_000);
+        assert_eq!(g.skips, before.skips + 1);
+        // At least the 80 ms; more only by what the machine added to the sleep.
+        let skipped = g.skipped_ms - before.skipped_ms;
+        assert!((79.0..200.0).contains(&skipped), "{skipped} ms written off");
+        assert!(g.longest_skip_ms >= skipped);
+        let warning = skip_warning([&g].into_iter(), 1.0).expect("8 % of a 1 s test");
+        assert!(
+            warning.contains("20 ms catch-up") && warning.contains("ms of sending time given up"),
+            "{warning}"
+        );
+        // Under 1 % of the test's time, or no stream paced: no warning.
+        assert_eq!(skip_warning([&g].into_iter(), 60.0), None);
+        assert_eq!(skip_warning(std::iter::empty(), 1.0), None);
     }
 }

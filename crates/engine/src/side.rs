@@ -383,9 +383,10 @@ impl LocalSide {
             .as_ref()
             .map(|w| w.finish())
             .unwrap_or_default();
+        let warnings = self.take_warnings(&cpu, &streams, seconds);
         SideResult {
             streams,
-            warnings: self.take_warnings(&cpu),
+            warnings,
             cpu,
             seconds,
             udp_send_drops: drops.send_errors,
@@ -394,11 +395,18 @@ impl LocalSide {
         }
     }
 
-    /// The warnings gathered while the side ran, and one about the host's steal time
-    /// over the test when it was noticeable.
-    fn take_warnings(&mut self, cpu: &linkperf_proto::results::CpuUsage) -> Vec<String> {
+    /// The warnings gathered while the side ran, and those about the host when it
+    /// noticeably took time from the test: steal time, paced senders not run.
+    fn take_warnings(
+        &mut self,
+        cpu: &linkperf_proto::results::CpuUsage,
+        streams: &[StreamResult],
+        seconds: f64,
+    ) -> Vec<String> {
         let mut warnings = std::mem::take(&mut self.warnings);
         warnings.extend(crate::cpu::steal_warning(cpu));
+        let gaps = streams.iter().filter_map(|s| s.send_gaps.as_ref());
+        warnings.extend(crate::pacer::skip_warning(gaps, seconds));
         warnings
     }
 

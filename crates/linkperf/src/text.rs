@@ -2,7 +2,7 @@
 //! rates and transferred bytes in the unit the user chose (`-f`).
 
 use crate::report::{DirectionSummary, IntervalReport, IntervalSum, Report};
-use linkperf_proto::results::{Role, SideResult};
+use linkperf_proto::results::{GapStats, Role, SideResult};
 use linkperf_proto::{Protocol, TestConfig};
 use linkperf_units::{format_bytes, ReportUnit};
 use std::fmt::Write;
@@ -150,14 +150,7 @@ fn direction_block(out: &mut String, s: &DirectionSummary, udp: bool, unit: Repo
         tcp_lines(out, t);
     }
     if let Some(g) = &s.send_gaps {
-        let _ = writeln!(
-            out,
-            "  pacing    gap target {:.1} µs, median {:.1} µs, p99 {:.1} µs, back-to-back {:.1}%",
-            g.target_us,
-            g.p50_us,
-            g.p99_us,
-            g.back_to_back_fraction * 100.0
-        );
+        pacing_line(out, g);
     }
     let c = &s.cpu;
     let demand = |d: Option<f64>| d.map(|v| format!(", {v:.0} µs/MB")).unwrap_or_default();
@@ -195,6 +188,26 @@ fn direction_block(out: &mut String, s: &DirectionSummary, udp: bool, unit: Repo
     if let Some(a) = &s.verdict.advice {
         let _ = writeln!(out, "  advice    {a}");
     }
+}
+
+/// A paced sender's gaps, and the time the host did not run it (if any).
+fn pacing_line(out: &mut String, g: &GapStats) {
+    let skipped = if g.skips > 0 {
+        format!(
+            "; fell behind {} time(s), {:.0} ms not sent (longest {:.0} ms)",
+            g.skips, g.skipped_ms, g.longest_skip_ms
+        )
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        out,
+        "  pacing    gap target {:.1} µs, median {:.1} µs, p99 {:.1} µs, back-to-back {:.1}%{skipped}",
+        g.target_us,
+        g.p50_us,
+        g.p99_us,
+        g.back_to_back_fraction * 100.0
+    );
 }
 
 /// The sender's TCP figures: RTT samples, cwnd, what limited it, the window.

@@ -102,3 +102,48 @@ fn udp_four_streams_all_connect() {
         assert!(u64_at(s, "/receiver/udp/packets") > 0, "{s:#}");
     }
 }
+
+/// A sender the host does not run (the client stopped for 300 ms, 0.7 s into a 2 s test at
+/// 10 Mbit/s) catches up 20 ms of the schedule and writes the rest off rather than send it
+/// in a burst: one skip of the stop less 20 ms (and up to three datagram gaps: the one it
+/// was waiting through, the two its catch-up sends on waking before it writes off the
+/// rest), 10 Mbit/s over the rest of the test, and a warning that says why.
+#[test]
+fn a_sender_the_host_stops_writes_the_time_off_and_says_so() {
+    linkperf_testsupport::stall::retry_when_stalled(|| {
+        let server = Server::start();
+        let child = spawn_client(server.port, &["-u", "-b", "10M", "-t", "2", "-J"]);
+        let pid = child.id() as i32;
+        std::thread::sleep(std::time::Duration::from_millis(700));
+        let stopped = std::time::Instant::now();
+        // SAFETY: signals to our own child, which has not been waited for.
+        unsafe { libc::kill(pid, libc::SIGSTOP) };
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        unsafe { libc::kill(pid, libc::SIGCONT) };
+        let held_ms = stopped.elapsed().as_secs_f64() * 1e3;
+        let r = wait_child(child, CLIENT_WATCHDOG).report();
+        let gaps = &r["summary"]["streams"][0]["sender"]["send_gaps"];
+        let skipped = f64_at(gaps, "/skipped_ms");
+        let gap_ms = f64_at(gaps, "/target_us") / 1e3;
+        println!("stopped {held_ms:.1} ms: {gaps}");
+        assert_eq!(u64_at(gaps, "/skips"), 1, "{gaps}");
+        // Resumed at once on a quiet machine; a loaded one may run it later still.
+        assert!(
+            skipped >= held_ms - 20.0 - 3.0 * gap_ms && skipped <= held_ms - 20.0 + 100.0,
+            "{skipped} ms written off for a {held_ms:.1} ms stop"
+        );
+        let seconds = f64_at(&r, "/summary/sent/seconds");
+        let expected = 10e6 * (seconds - skipped / 1e3);
+        assert_rate(
+            &r,
+            "/summary/sent/bits_per_second",
+            expected / seconds,
+            0.02,
+        );
+        let warned = array_at(&r, "/warnings")
+            .iter()
+            .filter_map(|w| w.as_str())
+            .any(|w| w.contains("20 ms catch-up") && w.contains("the path had no part"));
+        assert!(warned, "{}", r["warnings"]);
+    });
+}

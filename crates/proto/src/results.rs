@@ -190,6 +190,15 @@ pub struct GapStats {
     pub max_us: f64,
     /// Gaps shorter than a tenth of the target: datagrams sent back to back.
     pub back_to_back_fraction: f64,
+    /// Times the sender fell more than the pacer's catch-up (20 ms) behind its
+    /// schedule, and the schedule time it wrote off then, in all and the longest:
+    /// time it did not send (absent from results stored before they were added).
+    #[serde(default)]
+    pub skips: u64,
+    #[serde(default)]
+    pub skipped_ms: f64,
+    #[serde(default)]
+    pub longest_skip_ms: f64,
 }
 
 /// What the kernel granted a data socket.
