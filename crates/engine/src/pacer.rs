@@ -12,6 +12,10 @@
 //! system call (GSO where the kernel has it), sized so the wake-ups come at
 //! most every [`WAKE_FACTOR`] timer latencies: the gaps stay even at the scale
 //! of tens of microseconds, never iperf3's 1 ms bursts.
+//!
+//! A sender the host did not run catches up at most 20 ms of its schedule, at twice
+//! its rate; the rest is written off and counted, so its result says how much it did
+//! not send and why ([`skip_warning`]).
 
 use hdrhistogram::Histogram;
 use linkperf_proto::results::GapStats;
