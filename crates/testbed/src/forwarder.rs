@@ -61,8 +61,22 @@ fn log(msg: impl std::fmt::Display) {
 /// ordinary tasks 5 % of every second in any case. Without the privilege (no
 /// CAP_SYS_NICE, or a cgroup without real-time time) it falls back to nice -20.
 pub fn raise_priority() {
+    set_real_time(RT_PRIORITY);
+}
+
+/// One real-time priority above the forwarders, for the threads that change them or
+/// report on them (the control socket, the schedule runner). Forwarders of one priority
+/// under SCHED_FIFO do not yield to each other: a thread at theirs waits until a busy
+/// one blocks, and a loaded run's snapshot request (two emulators' forwarders busy on
+/// both CPUs) went unanswered for 6 s. Above them it runs at once, for the moment a
+/// request takes.
+pub fn raise_priority_above_forwarders() {
+    set_real_time(RT_PRIORITY + 1);
+}
+
+fn set_real_time(priority: libc::c_int) {
     let param = libc::sched_param {
-        sched_priority: RT_PRIORITY,
+        sched_priority: priority,
     };
     // SAFETY: gettid, sched_setscheduler and setpriority on our own thread id, with a
     // parameter that lives across the call.
