@@ -370,6 +370,33 @@ pub fn request(dir: &Path, request: &Request) -> Result<Response, String> {
     let mut line = String::new();
     BufReader::new(&stream)
         .read_line(&mut line)
-        .map_err(|e| format!("no answer from the emulator: {e}"))?;
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => format!(
+                "the emulator at {} did not answer within {} s (stopped, or starved of CPU?)",
+                dir.display(),
+                (APPLY_TIMEOUT * 3).as_secs()
+            ),
+            _ => format!("no answer from the emulator: {e}"),
+        })?;
     serde_json::from_str(&line).map_err(|e| format!("bad answer from the emulator: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An emulator that takes the request and never answers is named in one line.
+    #[test]
+    fn a_silent_emulator_is_said_to_be_silent() {
+        let dir = std::env::temp_dir().join(format!("lp-control-silent-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let listener = UnixListener::bind(dir.join(CONTROL_SOCKET)).unwrap();
+        let e = request(&dir, &Request::Snapshot).unwrap_err();
+        drop(listener);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(
+            e.contains("did not answer within 6 s") && !e.contains('\n'),
+            "{e}"
+        );
+    }
 }

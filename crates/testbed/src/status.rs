@@ -155,7 +155,7 @@ impl Testbed {
     /// Every link direction as the emulator reports it, from a report written after the call
     /// began (so everything sent before the call is in it).
     pub fn link_status(&self) -> Result<Vec<DirectionStatus>, TestbedError> {
-        let report = self.fresh_report()?;
+        let report = self.fresh_snapshot()?;
         Ok(statuses(self, &report))
     }
 }

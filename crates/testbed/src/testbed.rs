@@ -159,7 +159,7 @@ impl Testbed {
 
     /// The counters file as the emulator writes it on request, so it counts everything
     /// that reached it before the call; the last one written when the emulator has stopped.
-    fn fresh_snapshot(&self) -> Result<state::CountersFile, TestbedError> {
+    pub(crate) fn fresh_snapshot(&self) -> Result<state::CountersFile, TestbedError> {
         if self.emulator_pid().is_some() {
             if let Err(e) = self.control(&Request::Snapshot) {
                 // It may have stopped since: then its last write is the final count.
@@ -204,11 +204,6 @@ impl Testbed {
                 e.as_deref().unwrap_or("no reason given")
             ))),
         }
-    }
-
-    /// The whole report (counters, timing, parameters in force), written on request.
-    pub(crate) fn fresh_report(&self) -> Result<state::CountersFile, TestbedError> {
-        self.fresh_snapshot()
     }
 
     pub(crate) fn read_counters_file(&self) -> Result<state::CountersFile, TestbedError> {
