@@ -2,6 +2,7 @@
 //! relayed reports, per-interval aggregates aligned on common boundaries,
 //! per-host sent vs received, and flags for what fell short.
 
+use linkperf_proto::results::{EgressDrops, IngressDrops};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -30,6 +31,12 @@ pub struct FlowOutcome {
 pub struct Totals {
     pub bytes: u64,
     pub bits_per_second: f64,
+    /// UDP: datagrams the sending host's interface queue refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_drops: Option<u64>,
+    /// UDP: what the sending end's egress interface dropped (qdisc, driver).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub egress: Option<EgressDrops>,
 }
 
 #[derive(Debug, Clone, Serialize, Default)]
@@ -39,6 +46,12 @@ pub struct Received {
     pub loss_percent: Option<f64>,
     pub lost_packets: Option<u64>,
     pub jitter_ms: Option<f64>,
+    /// UDP: datagrams the receiving socket had no room for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub socket_drops: Option<u64>,
+    /// UDP: what the receiving end's ingress interface and host backlog dropped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ingress: Option<IngressDrops>,
 }
 
 /// One direction of a flow: who sent, who received, and how much.
@@ -199,6 +212,16 @@ fn direction_from_summary(d: &mut DirectionResult, s: &Value) {
     }
     d.retransmits = u64_at(s, &["sent", "retransmits"]);
     d.rtt_ms = f64_at(s, &["tcp", "rtt_ms", "mean"]);
+    // Where the datagrams went missing outside the path: the ends' own counts.
+    d.sent.queue_drops = u64_at(s, &["sent", "queue_drops"]);
+    d.sent.egress = parsed(s, &["sent", "egress"]);
+    d.received.socket_drops = u64_at(s, &["received", "socket_drops"]);
+    d.received.ingress = parsed(s, &["received", "ingress"]);
+}
+
+fn parsed<T: serde::de::DeserializeOwned>(v: &Value, path: &[&str]) -> Option<T> {
+    let found = path.iter().try_fold(v, |v, k| v.get(*k))?;
+    serde_json::from_value(found.clone()).ok()
 }
 
 /// A direction that has no final report (its flow failed): what its intervals showed.
@@ -220,6 +243,7 @@ fn direction_from_intervals(d: &mut DirectionResult) {
     d.sent = Totals {
         bytes: (sent / 8.0) as u64,
         bits_per_second: sent / secs,
+        ..Totals::default()
     };
     d.received.bytes = (received / 8.0) as u64;
     d.received.bits_per_second = received / secs;

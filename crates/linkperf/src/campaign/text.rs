@@ -1,6 +1,6 @@
 //! Human output of a campaign: live lines while it runs, tables at the end.
 
-use super::analysis::{Aggregate, FlowResult, PhaseResult};
+use super::analysis::{Aggregate, DirectionResult, FlowResult, PhaseResult};
 use super::{CampaignResult, LiveLine};
 use linkperf_units::format_rate;
 use std::fmt::Write;
@@ -46,7 +46,7 @@ fn flow_rows(out: &mut String, f: &FlowResult) {
     for d in f.directions() {
         let _ = writeln!(
             out,
-            "  {:<22} {:>14} {:>14} {:>9}  {}{}{}{}{}",
+            "  {:<22} {:>14} {:>14} {:>9}  {}{}{}{}{}{}",
             format!("{} -> {}", d.sender, d.receiver),
             format_rate(d.sent.bits_per_second),
             format_rate(d.received.bits_per_second),
@@ -75,8 +75,34 @@ fn flow_rows(out: &mut String, f: &FlowResult) {
             f.error
                 .as_ref()
                 .map(|e| format!(" ({e})"))
-                .unwrap_or_default()
+                .unwrap_or_default(),
+            dropped_at_the_ends(d)
         );
+    }
+}
+
+/// UDP datagrams the ends themselves dropped, where any did: ", dropped at the
+/// ends: receiving socket 1700, sending queue 39" (the path had no part in those).
+fn dropped_at_the_ends(d: &DirectionResult) -> String {
+    let (s, r) = (&d.sent, &d.received);
+    let egress = s.egress.as_ref();
+    let ingress = r.ingress.as_ref();
+    let parts: Vec<String> = [
+        ("sending queue", s.queue_drops),
+        ("sending qdisc", egress.and_then(|e| e.qdisc_drops)),
+        ("sending interface", egress.and_then(|e| e.tx_dropped)),
+        ("receiving interface", ingress.and_then(|i| i.rx_dropped)),
+        ("receiving NIC", ingress.and_then(|i| i.rx_missed_errors)),
+        ("host backlog", ingress.and_then(|i| i.backlog_drops)),
+        ("receiving socket", r.socket_drops),
+    ]
+    .into_iter()
+    .filter_map(|(name, n)| n.filter(|&n| n > 0).map(|n| format!("{name} {n}")))
+    .collect();
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(", dropped at the ends: {}", parts.join(", "))
     }
 }
 
@@ -235,4 +261,27 @@ pub fn flow_words(c: &linkperf_proto::TestConfig, to: &str) -> String {
         s.push_str(&format!(", congestion {cc}"));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linkperf_proto::results::IngressDrops;
+
+    #[test]
+    fn the_ends_drops_are_named_only_where_there_were_some() {
+        let mut d = DirectionResult::default();
+        assert_eq!(dropped_at_the_ends(&d), "");
+        d.sent.queue_drops = Some(39);
+        d.received.socket_drops = Some(1700);
+        d.received.ingress = Some(IngressDrops {
+            rx_dropped: Some(0),
+            backlog_drops: Some(3),
+            ..IngressDrops::default()
+        });
+        assert_eq!(
+            dropped_at_the_ends(&d),
+            ", dropped at the ends: sending queue 39, host backlog 3, receiving socket 1700"
+        );
+    }
 }
