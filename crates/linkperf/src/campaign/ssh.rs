@@ -15,6 +15,9 @@ pub struct SshAgent {
     stdin: Option<ChildStdin>,
 }
 
+/// How long an agent started over ssh may take to answer on its port.
+const AGENT_START_LIMIT: Duration = Duration::from_secs(30);
+
 const SSH_OPTIONS: [&str; 4] = [
     "-o",
     "BatchMode=yes",
@@ -93,8 +96,10 @@ fn start(agent: &Agent, target: &str) -> Result<SshAgent, String> {
         .spawn()
         .map_err(|e| format!("agent '{}': cannot run ssh: {e}", agent.name))?;
     let stdin = child.stdin.take();
-    // Wait until the agent answers, or ssh gives up.
-    let deadline = Instant::now() + Duration::from_secs(10);
+    // Wait until the agent answers, or ssh gives up. Success returns at once, so
+    // the limit is generous: ssh, the remote shell and the agent's start-up on a
+    // busy or distant host took over 10 s on a loaded 2-CPU test machine.
+    let deadline = Instant::now() + AGENT_START_LIMIT;
     loop {
         if super::controller::probe(agent).is_ok() {
             return Ok(SshAgent {
@@ -117,8 +122,10 @@ fn start(agent: &Agent, target: &str) -> Result<SshAgent, String> {
         if Instant::now() > deadline {
             let _ = child.kill();
             return Err(format!(
-                "agent '{}': started over ssh but not answering on port {}",
-                agent.name, agent.port
+                "agent '{}': started over ssh but not answering on port {} within {} s",
+                agent.name,
+                agent.port,
+                AGENT_START_LIMIT.as_secs()
             ));
         }
         std::thread::sleep(Duration::from_millis(100));
