@@ -252,16 +252,38 @@ fn client_runs_are_stored_unless_told_not_to() {
     );
 }
 
-/// On loopback a 4 KiB socket buffer clearly limits TCP; 64 KiB and 1 MiB do not.
+/// On loopback a 4 KiB socket buffer holds TCP to its window: the bytes in
+/// flight (by Little's law, the received rate times the kernel's smoothed RTT)
+/// stay within the 4 KiB the receiver may advertise (twice that allowed for the
+/// RTT's smoothing), where 64 KiB and 1 MiB keep several times as much in flight.
+/// Rates alone are not compared by a fixed factor: on a loaded machine the
+/// large-window runs are held by the CPU (1 MiB gave 4.6x the 4 KiB rate once).
 #[test]
 fn window_sweep_small_window_limits_throughput_on_loopback() {
     let lo = Loopback::new("window");
     let run = lo.sweep(&["-t", "0.5", "--vary", "window=4K,64K,1M", "-J"]);
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
-    let rates = rates_by_window(&run.json());
+    let v = run.json();
+    let rates = rates_by_window(&v);
     assert_eq!(rates.len(), 3);
+    let in_flight: Vec<f64> = array_at(&v, "/points")
+        .iter()
+        .map(|p| {
+            let id = p["run_ids"][0].to_string();
+            let report = long(&["results", "--db", &lo.db, "show", &id, "-J"]).json();
+            let rate = f64_at(&report, "/summary/received/bits_per_second");
+            rate / 8.0 * f64_at(&report, "/summary/tcp/rtt_ms/mean") / 1e3
+        })
+        .collect();
+    eprintln!("rates {rates:?}, bytes in flight {in_flight:?}");
+    let window = 4096.0;
+    assert!(in_flight[0] <= 2.0 * window, "{in_flight:?}");
+    assert!(
+        in_flight[1] > 4.0 * 2.0 * window && in_flight[2] > 4.0 * 2.0 * window,
+        "{in_flight:?}"
+    );
     let (small, mid, big) = (rates[0].1, rates[1].1, rates[2].1);
-    assert!(mid > 5.0 * small && big > 5.0 * small, "{rates:?}");
+    assert!(mid > small && big > small, "{rates:?}");
 }
 
 /// On an emulated 20 ms RTT link, a window-limited TCP flow carries about
