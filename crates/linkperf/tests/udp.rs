@@ -112,7 +112,13 @@ fn udp_four_streams_all_connect() {
 fn a_sender_the_host_stops_writes_the_time_off_and_says_so() {
     linkperf_testsupport::stall::retry_when_stalled(|| {
         let server = Server::start();
-        let child = spawn_client(server.port, &["-u", "-b", "10M", "-t", "2", "-J"]);
+        // First in line for a CPU (nice -20, which execs the client: same pid), so
+        // that the stop below is the only time the host does not run the sender; at
+        // nice 0 a loaded machine's scheduler once added three skips of its own.
+        let port = server.port.to_string();
+        let args = ["client", "127.0.0.1", "-p", &port];
+        let child =
+            spawn_first_in_line(&[&args[..], &["-u", "-b", "10M", "-t", "2", "-J"]].concat());
         let pid = child.id() as i32;
         std::thread::sleep(std::time::Duration::from_millis(700));
         let stopped = std::time::Instant::now();

@@ -42,10 +42,16 @@ impl Bed {
         Bed(CliBed::up(bin(), dir, name, topology))
     }
 
-    /// Starts `linkperf server --allow-third-party` in `host` (the child is the server itself).
+    /// Starts `linkperf server --allow-third-party` in `host` (the child is the server
+    /// itself: `ip netns exec` and `nice` exec it). At nice -20: the agents are the flows'
+    /// paced senders, and the tests measure the tool and the emulated path, not how
+    /// long a loaded machine's scheduler keeps an ordinary process from its CPU (a 10 Mbit/s
+    /// flow once sent 7.0 in its 1 s beside a build, its pacer writing the rest off).
     pub fn agent(&mut self, host: &str) -> usize {
-        let mut cmd = self.in_netns(host, bin());
-        cmd.args(["server", "--allow-third-party", "-q"]);
+        let mut cmd = self.in_netns(host, "nice");
+        cmd.args(["-n", "-20"])
+            .arg(bin())
+            .args(["server", "--allow-third-party", "-q"]);
         self.serve(host, &mut cmd, 5211)
     }
 
