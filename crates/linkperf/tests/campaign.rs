@@ -482,3 +482,43 @@ fn a_campaign_sweeps_a_flow_option() {
         assert_eq!(v["phase_means"].as_array().unwrap().len(), 2);
     });
 }
+
+/// A flow's own warnings reach the campaign: a window of twice net.core.rmem_max is
+/// capped by the kernel, the flow's test warns, and the campaign keeps and flags it.
+#[test]
+fn a_flows_own_warning_is_kept_and_flagged() {
+    require_root!();
+    let rmem_max: u64 = std::fs::read_to_string("/proc/sys/net/core/rmem_max")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let (bed, file) = bed_with_campaign(
+        "warn",
+        "cwn",
+        1,
+        "delay = \"1ms\"",
+        "start_delay = \"300ms\"\n",
+        &format!(
+            "[[phase]]\nname = \"p\"\nduration = \"1s\"\n[[phase.flow]]\nfrom = \"a1\"\nto = \"b1\"\nwindow = \"{}\"\n",
+            2 * rmem_max
+        ),
+    );
+    let (code, v, stderr) = bed.campaign("a1", &file, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let f = &v["phases"][0]["flows"][0];
+    let warnings = f["warnings"].as_array().expect("the flow's warnings");
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("net.core.rmem_max")),
+        "{f}"
+    );
+    let flags = v["flags"].as_array().unwrap();
+    assert!(
+        flags.iter().any(|g| g["kind"] == "flow_warning"
+            && g["subject"] == "a1 -> b1"
+            && g["message"].as_str().unwrap().contains("net.core.rmem_max")),
+        "{flags:?}"
+    );
+}

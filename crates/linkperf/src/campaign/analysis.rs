@@ -1,6 +1,6 @@
 //! Pure analysis of a campaign's measurements: per-flow figures from the
 //! relayed reports, per-interval aggregates aligned on common boundaries,
-//! per-host sent vs received, and flags for what fell short.
+//! per-host sent vs received (the flags they raise are in `flags`).
 
 use linkperf_proto::results::{EgressDrops, IngressDrops};
 use serde::Serialize;
@@ -105,6 +105,10 @@ pub struct FlowResult {
     /// `measured_over_simulated`, `intervals`; docs/campaign.md).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub simulated: Option<Value>,
+    /// The test's own warnings (its report's `warnings`), such as a paced sender
+    /// its host did not run: why a flow sent less than it was asked to.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 impl FlowResult {
@@ -174,16 +178,6 @@ pub struct PhaseResult {
     /// flows from the last one's start (docs/dynamics.md).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fairness: Option<crate::dynamics::JoinFairness>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Flag {
-    /// "flow_failed", "flow_missing", "flow_short", "host_short", "session_outlier".
-    pub kind: &'static str,
-    pub phase: String,
-    pub session: Option<u32>,
-    pub subject: String,
-    pub message: String,
 }
 
 fn f64_at(v: &Value, path: &[&str]) -> Option<f64> {
@@ -311,9 +305,19 @@ pub fn flow_result(o: &FlowOutcome) -> FlowResult {
         cpu_from_percent: None,
         cpu_to_percent: None,
         simulated: None,
+        warnings: Vec::new(),
     };
     match &o.report {
         Some(report) => {
+            r.warnings = report
+                .get("warnings")
+                .and_then(Value::as_array)
+                .map(|w| {
+                    w.iter()
+                        .filter_map(|w| w.as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default();
             if let Some(s) = report.get("summary").filter(|s| !s.is_null()) {
                 direction_from_summary(&mut direction, s);
                 // The agent that ran the test is the local end of its report.
@@ -429,140 +433,31 @@ pub fn start_spread_ms(flows: &[FlowResult]) -> Option<f64> {
     Some((max - min) as f64 / 1e6)
 }
 
-/// Flags for one phase run: failed or missing flows, flows and hosts that
-/// received less than was sent by more than `shortfall_percent`.
-pub fn phase_flags(p: &PhaseResult, shortfall_percent: f64) -> Vec<Flag> {
-    let mut flags = Vec::new();
-    let flag = |kind, subject: String, message: String| Flag {
-        kind,
-        phase: p.name.clone(),
-        session: Some(p.session),
-        subject,
-        message,
-    };
-    for f in &p.flows {
-        let subject = format!("{} -> {}", f.from, f.to);
-        match f.status {
-            "failed" => flags.push(flag(
-                "flow_failed",
-                subject.clone(),
-                format!(
-                    "flow {subject} failed{}: {}",
-                    f.stopped_after_s
-                        .map(|s| format!(" after {s:.1} s"))
-                        .unwrap_or_default(),
-                    f.error.clone().unwrap_or_default()
-                ),
-            )),
-            "missing" => flags.push(flag(
-                "flow_missing",
-                subject.clone(),
-                format!(
-                    "flow {subject} did not start: {}",
-                    f.error.clone().unwrap_or_default()
-                ),
-            )),
-            _ => {
-                for d in f.directions().filter(|d| d.sent.bits_per_second > 0.0) {
-                    let short = 100.0 * (d.sent.bits_per_second - d.received.bits_per_second)
-                        / d.sent.bits_per_second;
-                    if short > shortfall_percent {
-                        let subject = format!("{} -> {}", d.sender, d.receiver);
-                        flags.push(flag(
-                            "flow_short",
-                            subject.clone(),
-                            format!("flow {subject}: received {short:.1}% less than was sent"),
-                        ));
-                    }
-                }
-            }
-        }
+/// A flow that completed with a report of `sent` and `received` bit/s (10 of
+/// 100 datagrams lost), for the campaign modules' unit tests.
+#[cfg(test)]
+pub(super) fn test_outcome(
+    from: &str,
+    to: &str,
+    sent: f64,
+    received: f64,
+    start_ns: u64,
+) -> FlowOutcome {
+    FlowOutcome {
+        from: from.into(),
+        to: to.into(),
+        status: "ok",
+        intervals: vec![
+            serde_json::json!({"start": 0.0, "end": 1.0, "sum": {"sent_bits_per_second": sent, "received_bits_per_second": received}}),
+            serde_json::json!({"start": 1.0, "end": 2.0, "sum": {"sent_bits_per_second": sent, "received_bits_per_second": received}}),
+        ],
+        report: Some(serde_json::json!({"summary": {
+            "sent": {"bytes": 100, "bits_per_second": sent},
+            "received": {"bytes": 90, "bits_per_second": received, "packets": 90, "lost_packets": 10},
+            "streams": [{"sender": {"started_unix_ns": start_ns}}]
+        }})),
+        ..Default::default()
     }
-    for h in &p.hosts {
-        if h.shortfall_percent > shortfall_percent {
-            flags.push(flag(
-                "host_short",
-                h.name.clone(),
-                format!(
-                    "host {} received {:.1}% less than its peers sent ({} of {})",
-                    h.name,
-                    h.shortfall_percent,
-                    linkperf_units::format_rate(h.received_bits_per_second),
-                    linkperf_units::format_rate(h.peers_sent_bits_per_second)
-                ),
-            ));
-        }
-    }
-    flags
-}
-
-/// One direction's aggregate of a phase run, when it has that direction.
-type PhaseRate = fn(&PhaseResult) -> Option<f64>;
-
-fn median(mut values: Vec<f64>) -> Option<f64> {
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(values[n / 2]),
-        _ => Some((values[n / 2 - 1] + values[n / 2]) / 2.0),
-    }
-}
-
-/// Sessions whose aggregate for a phase deviates from the median of the
-/// other sessions of that phase by more than `outlier_percent`; the return
-/// direction of bidir flows is judged on its own.
-pub fn session_outliers(phases: &[PhaseResult], outlier_percent: f64) -> Vec<Flag> {
-    let mut flags = Vec::new();
-    let mut groups: Vec<(String, Option<std::collections::BTreeMap<String, String>>)> = phases
-        .iter()
-        .map(|p| (p.name.clone(), p.params.clone()))
-        .collect();
-    groups.sort();
-    groups.dedup();
-    let directions: [(&str, PhaseRate); 2] = [
-        ("aggregate", |p| Some(p.aggregate.received_bits_per_second)),
-        ("reverse aggregate", |p| {
-            p.aggregate_reverse
-                .as_ref()
-                .map(|a| a.received_bits_per_second)
-        }),
-    ];
-    for (name, params) in groups {
-        let runs: Vec<&PhaseResult> = phases
-            .iter()
-            .filter(|p| p.name == name && p.params == params)
-            .collect();
-        for (what, rate) in directions {
-            for r in &runs {
-                let Some(mine) = rate(r) else { continue };
-                let others = runs
-                    .iter()
-                    .filter(|o| o.session != r.session)
-                    .filter_map(|o| rate(o))
-                    .collect();
-                let Some(median) = median(others).filter(|m| *m > 0.0) else {
-                    continue;
-                };
-                let dev = 100.0 * (mine - median) / median;
-                if dev.abs() > outlier_percent {
-                    flags.push(Flag {
-                        kind: "session_outlier",
-                        phase: name.clone(),
-                        session: Some(r.session),
-                        subject: format!("session {}", r.session),
-                        message: format!(
-                            "phase {name}, session {}: {what} {} is {dev:+.1}% from the other sessions' median {}",
-                            r.session,
-                            linkperf_units::format_rate(mine),
-                            linkperf_units::format_rate(median)
-                        ),
-                    });
-                }
-            }
-        }
-    }
-    flags
 }
 
 #[cfg(test)]
@@ -570,29 +465,11 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn outcome(from: &str, to: &str, sent: f64, received: f64, start_ns: u64) -> FlowOutcome {
-        FlowOutcome {
-            from: from.into(),
-            to: to.into(),
-            status: "ok",
-            intervals: vec![
-                json!({"start": 0.0, "end": 1.0, "sum": {"sent_bits_per_second": sent, "received_bits_per_second": received}}),
-                json!({"start": 1.0, "end": 2.0, "sum": {"sent_bits_per_second": sent, "received_bits_per_second": received}}),
-            ],
-            report: Some(json!({"summary": {
-                "sent": {"bytes": 100, "bits_per_second": sent},
-                "received": {"bytes": 90, "bits_per_second": received, "packets": 90, "lost_packets": 10},
-                "streams": [{"sender": {"started_unix_ns": start_ns}}]
-            }})),
-            ..Default::default()
-        }
-    }
-
     #[test]
-    fn aggregates_hosts_spread_and_flags() {
+    fn aggregates_hosts_and_spread() {
         let outcomes = [
-            outcome("a1", "b1", 100.0, 100.0, 1_000_000),
-            outcome("a2", "b2", 100.0, 80.0, 1_400_000),
+            test_outcome("a1", "b1", 100.0, 100.0, 1_000_000),
+            test_outcome("a2", "b2", 100.0, 80.0, 1_400_000),
         ];
         let flows: Vec<FlowResult> = outcomes.iter().map(flow_result).collect();
         assert_eq!(flows[1].direction.received.loss_percent, Some(10.0));
@@ -605,51 +482,6 @@ mod tests {
         let hosts = hosts(&flows);
         let b2 = hosts.iter().find(|h| h.name == "b2").unwrap();
         assert!((b2.shortfall_percent - 20.0).abs() < 1e-9);
-        let phase = PhaseResult {
-            name: "f".into(),
-            params: None,
-            session: 0,
-            started_unix_ms: 0,
-            duration_s: 2.0,
-            start_spread_ms: None,
-            aggregate: agg,
-            aggregate_reverse: None,
-            fairness: None,
-            hosts,
-            flows,
-        };
-        let flags = phase_flags(&phase, 2.0);
-        assert!(flags
-            .iter()
-            .any(|f| f.kind == "host_short" && f.subject == "b2"));
-        assert!(flags
-            .iter()
-            .any(|f| f.kind == "flow_short" && f.subject == "a2 -> b2"));
-        assert!(!flags.iter().any(|f| f.subject == "b1"));
-    }
-
-    #[test]
-    fn the_odd_session_out_is_flagged() {
-        let mk = |session, rate| PhaseResult {
-            name: "forward".into(),
-            params: None,
-            session,
-            started_unix_ms: 0,
-            duration_s: 1.0,
-            start_spread_ms: None,
-            aggregate: Aggregate {
-                received_bits_per_second: rate,
-                ..Default::default()
-            },
-            aggregate_reverse: None,
-            hosts: vec![],
-            flows: vec![],
-            fairness: None,
-        };
-        let phases = vec![mk(0, 600.0), mk(1, 800.0), mk(2, 805.0), mk(3, 798.0)];
-        let flags = session_outliers(&phases, 5.0);
-        assert_eq!(flags.len(), 1);
-        assert_eq!(flags[0].session, Some(0));
     }
 
     /// A bidir flow's report as the client writes it with `--bidir`.
@@ -733,7 +565,7 @@ mod tests {
 
     #[test]
     fn a_reverse_flow_is_sent_by_its_to_agent() {
-        let mut o = outcome("a", "b", 100.0, 90.0, 1);
+        let mut o = test_outcome("a", "b", 100.0, 90.0, 1);
         o.reverse = true;
         let flows = vec![flow_result(&o)];
         assert_eq!(flows[0].direction.sender, "b");

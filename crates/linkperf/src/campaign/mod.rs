@@ -10,6 +10,7 @@ pub mod analysis;
 mod controller;
 mod fairness;
 pub mod file;
+pub mod flags;
 mod links;
 pub mod plan;
 mod predict;
@@ -17,7 +18,8 @@ mod ssh;
 pub mod text;
 pub mod twin;
 
-use analysis::{Flag, PhaseResult};
+use analysis::PhaseResult;
+use flags::Flag;
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -110,12 +112,9 @@ pub fn run(
     ssh::stop_all(ssh_agents);
     let mut flags: Vec<Flag> = phases
         .iter()
-        .flat_map(|p| analysis::phase_flags(p, campaign.shortfall_percent))
+        .flat_map(|p| flags::phase_flags(p, campaign.shortfall_percent))
         .collect();
-    flags.extend(analysis::session_outliers(
-        &phases,
-        campaign.outlier_percent,
-    ));
+    flags.extend(flags::session_outliers(&phases, campaign.outlier_percent));
     let phase_means = phase_means(&phases);
     Ok(CampaignResult {
         schema: crate::report::SCHEMA,
