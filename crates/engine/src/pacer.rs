@@ -186,6 +186,10 @@ impl Pacer {
         }
         self.sleeper.sleep_until(at);
         let sent_at = Instant::now();
+        if deadline.is_some_and(|d| sent_at >= d) {
+            // Woke past the end (the host did not run it): nothing more may be sent.
+            return 0;
+        }
         let behind = sent_at.saturating_duration_since(self.due()).as_secs_f64();
         let overdue = 1 + (behind * self.rate_bps / bits.max(1) as f64) as usize;
         let units = overdue
@@ -202,6 +206,22 @@ impl Pacer {
         self.last_send = Some(sent_at);
         self.sent_bits += (bits * units as u64) as f64;
         units
+    }
+
+    /// Ends a schedule at `end` (a time-limited test). A sender the host stopped
+    /// running shortly before its end, or in its last sleep, wakes past the end and
+    /// stops at once, so the re-anchoring in [`Pacer::wait_batch`] never sees that
+    /// stall: when it is more than the catch-up behind, all the schedule time it
+    /// missed up to the end is written off (none of it can be caught up now).
+    pub fn finish(&mut self, end: Instant) {
+        let until = Instant::now().min(end);
+        let due = self.due();
+        if until > due + MAX_BACKLOG {
+            let skip = until - due;
+            self.skips += 1;
+            self.skipped += skip;
+            self.longest_skip = self.longest_skip.max(skip);
+        }
     }
 
     /// The distribution of gaps between sends of `bits`-sized datagrams.
@@ -276,6 +296,28 @@ fn sleep(d: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stall_into_the_end_is_written_off_up_to_the_end() {
+        // 1 Mbit/s, 1000-bit sends: 100 ms sent on schedule, then no run for the
+        // rest of a 400 ms test; the sender wakes past its end and stops.
+        let mut p = Pacer::new(1_000_000);
+        let start = Instant::now() - Duration::from_millis(500);
+        p.restart(start);
+        p.sent_bits = 100_000.0;
+        p.finish(start + Duration::from_millis(400));
+        let g = p.gap_stats(1000);
+        assert_eq!(g.skips, 1);
+        // Due at 100 ms and never caught up: the remaining 300 ms written off.
+        assert!((g.skipped_ms - 300.0).abs() < 1.0, "{g:?}");
+        // On schedule at the end: nothing written off.
+        let mut q = Pacer::new(1_000_000);
+        let start = Instant::now() - Duration::from_millis(100);
+        q.restart(start);
+        q.sent_bits = 100_000.0;
+        q.finish(start + Duration::from_millis(100));
+        assert_eq!(q.gap_stats(1000).skips, 0);
+    }
 
     #[test]
     fn holds_the_rate_and_spaces_sends_evenly() {

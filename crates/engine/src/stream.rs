@@ -461,11 +461,15 @@ pub fn udp_send(
             }
         }
     }
-    if let Some(pacer) = &pacer {
+    if let Some(pacer) = pacer.as_mut() {
+        if let Some(end) = p.end {
+            pacer.finish(end);
+        }
         *shared.gaps.lock().unwrap_or_else(|e| e.into_inner()) =
             Some(pacer.gap_stats(len as u64 * 8));
     }
-    let data_ended = Instant::now();
+    // Nothing is sent after the end: a sender that woke past it sent for the test's time.
+    let data_ended = p.end.map_or_else(Instant::now, |e| Instant::now().min(e));
     send_fin(&sock, len, seq, p.udp_format);
     mark_finished(&shared, p.start, data_ended);
 }

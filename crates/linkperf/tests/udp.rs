@@ -2,6 +2,8 @@
 
 mod common;
 use common::*;
+use serde_json::Value;
+use std::time::Duration;
 
 #[test]
 fn udp_at_10_mbit_loses_nothing() {
@@ -103,53 +105,93 @@ fn udp_four_streams_all_connect() {
     }
 }
 
-/// A sender the host does not run (the client stopped for 300 ms, 0.7 s into a 2 s test at
-/// 10 Mbit/s) catches up 20 ms of the schedule and writes the rest off rather than send it
-/// in a burst: one skip of the stop less 20 ms (and up to three datagram gaps: the one it
-/// was waiting through, the two its catch-up sends on waking before it writes off the
-/// rest), 10 Mbit/s over the rest of the test, and a warning that says why.
+/// The schedule's gap between 1460-byte datagrams at 10 Mbit/s.
+const DATAGRAM_GAP_MS: f64 = 1460.0 * 8.0 / 10e6 * 1e3;
+
+/// A 10 Mbit/s UDP client of `seconds` first in line for a CPU (nice -20, which execs
+/// the client: same pid, so that the stop is the only time the host does not run the
+/// sender; at nice 0 a loaded machine's scheduler once added three skips of its own),
+/// stopped `after_ms` after its spawn for `hold_ms`. Returns when the stop began (Unix
+/// ms), how long it held, and the client's report.
+fn stop_a_paced_client(seconds: &str, after_ms: u64, hold_ms: u64) -> (f64, f64, Value) {
+    let server = Server::start();
+    let port = server.port.to_string();
+    let args = ["client", "127.0.0.1", "-p", &port];
+    let child =
+        spawn_first_in_line(&[&args[..], &["-u", "-b", "10M", "-t", seconds, "-J"]].concat());
+    let pid = child.id() as i32;
+    std::thread::sleep(Duration::from_millis(after_ms));
+    let stopped = std::time::Instant::now();
+    let stopped_unix_ms = unix_ms();
+    // SAFETY: signals to our own child, which has not been waited for.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    std::thread::sleep(Duration::from_millis(hold_ms));
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    let held_ms = stopped.elapsed().as_secs_f64() * 1e3;
+    (
+        stopped_unix_ms,
+        held_ms,
+        wait_child(child, CLIENT_WATCHDOG).report(),
+    )
+}
+
+fn unix_ms() -> f64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    now.unwrap().as_secs_f64() * 1e3
+}
+
+/// One skip of `want_ms`, less up to `early_ms` or more by up to `late_ms`, 10 Mbit/s
+/// over the rest of the test, and a warning that says why.
+fn one_skip_of(r: &Value, want_ms: f64, early_ms: f64, late_ms: f64) {
+    let gaps = &r["summary"]["streams"][0]["sender"]["send_gaps"];
+    let skipped = f64_at(gaps, "/skipped_ms");
+    println!("{want_ms:.1} ms to write off: {gaps}");
+    assert_eq!(u64_at(gaps, "/skips"), 1, "{gaps}");
+    assert!(
+        skipped >= want_ms - early_ms && skipped <= want_ms + late_ms,
+        "{skipped} ms written off where {want_ms:.1} ms were due"
+    );
+    let seconds = f64_at(r, "/summary/sent/seconds");
+    let expected = 10e6 * (seconds - skipped / 1e3);
+    assert_rate(r, "/summary/sent/bits_per_second", expected / seconds, 0.02);
+    let warned = array_at(r, "/warnings")
+        .iter()
+        .filter_map(|w| w.as_str())
+        .any(|w| w.contains("20 ms catch-up") && w.contains("the path had no part"));
+    assert!(warned, "{}", r["warnings"]);
+}
+
+/// A sender the host does not run (the client stopped for 300 ms, 0.7 s after its
+/// start, in a 2 s test) catches up 20 ms of the schedule and writes the rest off
+/// rather than send it in a burst.
 #[test]
 fn a_sender_the_host_stops_writes_the_time_off_and_says_so() {
     linkperf_testsupport::stall::retry_when_stalled(|| {
-        let server = Server::start();
-        // First in line for a CPU (nice -20, which execs the client: same pid), so
-        // that the stop below is the only time the host does not run the sender; at
-        // nice 0 a loaded machine's scheduler once added three skips of its own.
-        let port = server.port.to_string();
-        let args = ["client", "127.0.0.1", "-p", &port];
-        let child =
-            spawn_first_in_line(&[&args[..], &["-u", "-b", "10M", "-t", "2", "-J"]].concat());
-        let pid = child.id() as i32;
-        std::thread::sleep(std::time::Duration::from_millis(700));
-        let stopped = std::time::Instant::now();
-        // SAFETY: signals to our own child, which has not been waited for.
-        unsafe { libc::kill(pid, libc::SIGSTOP) };
-        std::thread::sleep(std::time::Duration::from_millis(300));
-        unsafe { libc::kill(pid, libc::SIGCONT) };
-        let held_ms = stopped.elapsed().as_secs_f64() * 1e3;
-        let r = wait_child(child, CLIENT_WATCHDOG).report();
-        let gaps = &r["summary"]["streams"][0]["sender"]["send_gaps"];
-        let skipped = f64_at(gaps, "/skipped_ms");
-        let gap_ms = f64_at(gaps, "/target_us") / 1e3;
-        println!("stopped {held_ms:.1} ms: {gaps}");
-        assert_eq!(u64_at(gaps, "/skips"), 1, "{gaps}");
-        // Resumed at once on a quiet machine; a loaded one may run it later still.
-        assert!(
-            skipped >= held_ms - 20.0 - 3.0 * gap_ms && skipped <= held_ms - 20.0 + 100.0,
-            "{skipped} ms written off for a {held_ms:.1} ms stop"
-        );
+        let (_, held_ms, r) = stop_a_paced_client("2", 700, 300);
+        // Less up to three datagram gaps (the one it was waiting through, the two its
+        // catch-up sends on waking before it writes off the rest); more by up to 100 ms
+        // when a loaded machine runs it later still.
+        one_skip_of(&r, held_ms - 20.0, 3.0 * DATAGRAM_GAP_MS, 100.0);
+    });
+}
+
+/// A sender stopped until past its test's end (0.7 s after its spawn, for 1.5 s, in a
+/// 1.5 s test) wakes after the end and sends nothing more: all the schedule it missed up
+/// to the end is written off (it had no chance to catch any of it up), and it sent for
+/// the test's 1.5 s, not longer.
+#[test]
+fn a_sender_stopped_past_its_end_writes_off_the_time_to_the_end() {
+    linkperf_testsupport::stall::retry_when_stalled(|| {
+        let (stopped_unix_ms, _, r) = stop_a_paced_client("1.5", 700, 1500);
+        let started_ms = u64_at(&r, "/summary/streams/0/sender/started_unix_ns") as f64 / 1e6;
+        let end_ms = started_ms + 1500.0;
+        assert!(stopped_unix_ms < end_ms - 300.0, "stopped too late to test");
+        // Less up to one datagram gap (it may have sent the next one just before the
+        // stop) and 5 ms for the start's time stamp (taken when the stream's thread woke
+        // for the start, at nice -20: 1-2 ms late beside a build); more by 10 ms for the
+        // stop signal.
+        one_skip_of(&r, end_ms - stopped_unix_ms, DATAGRAM_GAP_MS + 5.0, 10.0);
         let seconds = f64_at(&r, "/summary/sent/seconds");
-        let expected = 10e6 * (seconds - skipped / 1e3);
-        assert_rate(
-            &r,
-            "/summary/sent/bits_per_second",
-            expected / seconds,
-            0.02,
-        );
-        let warned = array_at(&r, "/warnings")
-            .iter()
-            .filter_map(|w| w.as_str())
-            .any(|w| w.contains("20 ms catch-up") && w.contains("the path had no part"));
-        assert!(warned, "{}", r["warnings"]);
+        assert!((seconds - 1.5).abs() < 0.005, "sent for {seconds} s");
     });
 }
