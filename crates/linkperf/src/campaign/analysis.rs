@@ -309,15 +309,7 @@ pub fn flow_result(o: &FlowOutcome) -> FlowResult {
     };
     match &o.report {
         Some(report) => {
-            r.warnings = report
-                .get("warnings")
-                .and_then(Value::as_array)
-                .map(|w| {
-                    w.iter()
-                        .filter_map(|w| w.as_str().map(String::from))
-                        .collect()
-                })
-                .unwrap_or_default();
+            r.warnings = parsed(report, &["warnings"]).unwrap_or_default();
             if let Some(s) = report.get("summary").filter(|s| !s.is_null()) {
                 direction_from_summary(&mut direction, s);
                 // The agent that ran the test is the local end of its report.
