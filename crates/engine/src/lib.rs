@@ -3,6 +3,7 @@
 //! Nothing here prints or stores; callers get [`side::SideEvent`]s and a
 //! [`linkperf_proto::results::SideResult`].
 
+pub mod arrivals;
 pub mod cpu;
 pub mod delays;
 pub mod facts;
@@ -13,6 +14,7 @@ pub mod mptcp;
 pub mod pacer;
 pub mod rtnetlink;
 pub mod rttsample;
+mod sampler;
 pub mod series;
 pub mod side;
 pub mod sink;

@@ -30,6 +30,11 @@ pub struct TcpInfo {
     pub bytes_sent: Option<u64>,
     pub bytes_retrans: Option<u64>,
     pub bytes_acked: Option<u64>,
+    /// In-order bytes the connection has received, read by the application or
+    /// not (a received FIN counts one more).
+    pub bytes_received: Option<u64>,
+    /// TCP_ESTABLISHED, TCP_CLOSE_WAIT, ... (include/net/tcp_states.h).
+    pub state: Option<u8>,
     pub snd_wnd: Option<u32>,
     /// The window this end last advertised (Linux 6.8+).
     pub rcv_wnd: Option<u32>,
@@ -48,6 +53,7 @@ const SND_CWND: usize = 80;
 const TOTAL_RETRANS: usize = 100;
 const PACING_RATE: usize = 104;
 const BYTES_ACKED: usize = 120;
+const BYTES_RECEIVED: usize = 128;
 const MIN_RTT: usize = 148;
 const DELIVERY_RATE: usize = 160;
 const BUSY_TIME: usize = 168;
@@ -79,6 +85,8 @@ pub fn parse(raw: &[u8]) -> TcpInfo {
         total_retrans: u32_at(TOTAL_RETRANS),
         pacing_rate: u64_at(PACING_RATE),
         bytes_acked: u64_at(BYTES_ACKED),
+        bytes_received: u64_at(BYTES_RECEIVED),
+        state: raw.first().copied(),
         min_rtt_us: u32_at(MIN_RTT),
         delivery_rate: u64_at(DELIVERY_RATE),
         busy_time_us: u64_at(BUSY_TIME),
@@ -254,5 +262,53 @@ mod tests {
         assert_eq!(info.busy_time_us, None);
         assert_eq!(info.snd_wnd, None);
         assert_eq!(info.rcv_wnd, None);
+    }
+    use linkperf_proto::results::Limited;
+    use std::time::Duration;
+
+    fn info(busy: u64, rwnd: u64, sndbuf: u64) -> TcpInfo {
+        TcpInfo {
+            busy_time_us: Some(busy),
+            rwnd_limited_us: Some(rwnd),
+            sndbuf_limited_us: Some(sndbuf),
+            ..Default::default()
+        }
+    }
+
+    fn sum(l: &Limited) -> f64 {
+        l.rwnd + l.sndbuf + l.network + l.app
+    }
+
+    #[test]
+    fn limited_fractions_are_shares_of_the_wall_time() {
+        // 1 s: 0.5 s window-limited, 0.2 s buffer-limited, 0.1 s cwnd, 0.2 s idle.
+        let l = limited(
+            None,
+            &info(800_000, 500_000, 200_000),
+            Duration::from_secs(1),
+        )
+        .unwrap();
+        let want = [0.5, 0.2, 0.1, 0.2];
+        for (got, want) in [l.rwnd, l.sndbuf, l.network, l.app].into_iter().zip(want) {
+            assert!((got - want).abs() < 1e-9, "{l:?}");
+        }
+    }
+
+    #[test]
+    fn limited_fractions_never_add_up_to_more_than_the_whole() {
+        let wall = Duration::from_secs(1);
+        // tcp_info read after the wall clock: 1.3 s busy in a 1 s interval,
+        // nearly all of it window- and buffer-limited (these summed to 130 %).
+        let before = info(1_000, 1_000, 0);
+        let l = limited(Some(&before), &info(1_301_000, 901_000, 380_000), wall).unwrap();
+        assert!((sum(&l) - 1.0).abs() < 1e-9, "{l:?} adds up to {}", sum(&l));
+        assert!((l.rwnd - 0.9 / 1.3).abs() < 1e-9, "{l:?}");
+        assert_eq!(l.app, 0.0);
+        // Limited times larger than the busy time that should include them (180 %).
+        let l = limited(None, &info(500_000, 700_000, 600_000), wall).unwrap();
+        assert!((sum(&l) - 1.0).abs() < 1e-9, "{l:?} adds up to {}", sum(&l));
+        assert!([l.rwnd, l.sndbuf, l.network, l.app]
+            .iter()
+            .all(|x| (0.0..=1.0).contains(x)));
     }
 }

@@ -385,3 +385,78 @@ fn a_test_inside_a_testbed_carries_the_emulators_timing() {
         assert!(plain.get("testbed").is_none(), "{}", plain["testbed"]);
     });
 }
+
+/// The pid of the `linkperf server` running in `host`.
+fn server_pid(bed: &Bed, host: &str) -> i32 {
+    let out = Command::new("ip")
+        .args(["netns", "pids", &bed.netns(host)])
+        .output()
+        .expect("run ip netns pids");
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .filter_map(|p| p.parse::<i32>().ok())
+        .find(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+            args.first().is_some_and(|a| a.ends_with(b"linkperf")) && args.contains(&&b"server"[..])
+        })
+        .expect("a linkperf server in host b")
+}
+
+/// A receiver kept from its CPU across the end of `--omit` still measures what the link
+/// carried after it: the bytes queued in its socket at the boundary arrived before it. The
+/// server is stopped (SIGSTOP) for 1.5 s around the boundary, its socket fills with up to a
+/// 1 MiB window, and the rate after it must stay within the link's payload rate (counting
+/// what the receiver had read, the queue moved past the boundary: 12 % over the link).
+#[test]
+fn a_receiver_stopped_at_the_omit_boundary_measures_no_more_than_the_link() {
+    linkperf_testsupport::stall::retry_when_stalled(|| {
+        let Some(bed) = Bed::up(
+            "lpacc-omitq",
+            "rate = \"20M\"\ndelay = \"5ms\"\nqueue = \"2M\"",
+        ) else {
+            return;
+        };
+        let server = server_pid(&bed, "b");
+        let mut cmd = bed.exec("a", bin());
+        cmd.args(["client", "10.77.0.2", "-J", "-i", "0.5"])
+            .args(["-t", "5", "-O", "2", "-w", "1M"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let client = cmd.spawn().expect("spawn the client in host a");
+        // The test starts within a few hundred ms of the spawn: its 2 s boundary falls
+        // inside the stop.
+        std::thread::sleep(Duration::from_millis(1200));
+        // SAFETY: signals to a process of this test's own testbed.
+        unsafe { libc::kill(server, libc::SIGSTOP) };
+        std::thread::sleep(Duration::from_millis(1500));
+        unsafe { libc::kill(server, libc::SIGCONT) };
+        let out = client.wait_with_output().expect("client output");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let doc: Value = serde_json::from_slice(&out.stdout).expect("client JSON");
+        for i in doc["intervals"].as_array().into_iter().flatten() {
+            let (start, end) = (f64_at(i, "/start"), f64_at(i, "/end"));
+            let bits = f64_at(i, "/sum/received_bytes") * 8.0;
+            let omitted = i["omitted"] == true;
+            eprintln!(
+                "  {start:.2}-{end:.2} s received {:.2} Mbit/s omitted {omitted}",
+                bits / (end - start) / 1e6
+            );
+        }
+        // 1448 bytes of payload (MSS with timestamps) per 1538 bytes on the wire.
+        let capacity = 20e6 * 1448.0 / 1538.0;
+        let got = goodput(&doc);
+        eprintln!(
+            "  after the boundary: {:.2} Mbit/s of a {:.2} payload rate",
+            got / 1e6,
+            capacity / 1e6
+        );
+        assert!(got <= 1.01 * capacity, "{got} above the link's {capacity}");
+        // The link was kept full after the stop (a 1 MiB window, 5 ms each way).
+        assert!(got >= 0.85 * capacity, "{got}");
+    });
+}
