@@ -2,7 +2,10 @@
 //! reporter thread into the state directory, read by `status --json`.
 
 use serde::{Deserialize, Serialize};
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicU64,
+    Ordering::{Acquire, Release},
+};
 
 #[derive(Debug, Default)]
 pub struct DirectionCounters {
@@ -39,33 +42,42 @@ pub struct DirectionCounters {
 }
 
 impl DirectionCounters {
+    /// Counts `n` (Release: a snapshot that sees it also sees what the thread counted before,
+    /// a packet's arrival before its fate).
     pub fn add(counter: &AtomicU64, n: u64) {
-        counter.fetch_add(n, Relaxed);
+        counter.fetch_add(n, Release);
     }
 
+    /// The counters now. A packet's fate (forwarded or dropped) is counted after its
+    /// arrival, so the fates are read first and the arrivals last: a snapshot never shows a
+    /// packet out that it does not show in (read the other way, a reader kept from its CPU
+    /// between the two reads once saw one frame more out than in, as a loaded CI run did).
     pub fn snapshot(&self) -> CounterValues {
-        CounterValues {
-            packets_in: self.packets_in.load(Relaxed),
-            bytes_in: self.bytes_in.load(Relaxed),
-            packets_forwarded: self.packets_forwarded.load(Relaxed),
-            bytes_forwarded: self.bytes_forwarded.load(Relaxed),
-            dropped_queue: self.dropped_queue.load(Relaxed),
-            dropped_loss: self.dropped_loss.load(Relaxed),
-            dropped_ber: self.dropped_ber.load(Relaxed),
-            dropped_oversize: self.dropped_oversize.load(Relaxed),
-            dropped_resize: self.dropped_resize.load(Relaxed),
-            dropped_backlog: self.dropped_backlog.load(Relaxed),
-            write_errors: self.write_errors.load(Relaxed),
-            circuit_setups: self.circuit_setups.load(Relaxed),
-            circuit_releases: self.circuit_releases.load(Relaxed),
-            queue_high_water_bytes: self.queue_high_water_bytes.load(Relaxed),
-            queue_high_water_packets: self.queue_high_water_packets.load(Relaxed),
-            cells_sent: self.cells_sent.load(Relaxed),
-            cells_dropped: self.cells_dropped.load(Relaxed),
-            frames_lost_cells: self.frames_lost_cells.load(Relaxed),
-            frames_dropped_epd: self.frames_dropped_epd.load(Relaxed),
-            cells_wasted: self.cells_wasted.load(Relaxed),
-        }
+        let load = |c: &AtomicU64| c.load(Acquire);
+        let mut v = CounterValues {
+            packets_forwarded: load(&self.packets_forwarded),
+            bytes_forwarded: load(&self.bytes_forwarded),
+            dropped_queue: load(&self.dropped_queue),
+            dropped_loss: load(&self.dropped_loss),
+            dropped_ber: load(&self.dropped_ber),
+            dropped_oversize: load(&self.dropped_oversize),
+            dropped_resize: load(&self.dropped_resize),
+            dropped_backlog: load(&self.dropped_backlog),
+            write_errors: load(&self.write_errors),
+            circuit_setups: load(&self.circuit_setups),
+            circuit_releases: load(&self.circuit_releases),
+            queue_high_water_bytes: load(&self.queue_high_water_bytes),
+            queue_high_water_packets: load(&self.queue_high_water_packets),
+            cells_sent: load(&self.cells_sent),
+            cells_dropped: load(&self.cells_dropped),
+            frames_lost_cells: load(&self.frames_lost_cells),
+            frames_dropped_epd: load(&self.frames_dropped_epd),
+            cells_wasted: load(&self.cells_wasted),
+            ..CounterValues::default()
+        };
+        v.packets_in = load(&self.packets_in);
+        v.bytes_in = load(&self.bytes_in);
+        v
     }
 }
 
@@ -164,4 +176,47 @@ pub struct LinkCounters {
     pub to: String,
     #[serde(flatten)]
     pub values: CounterValues,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+
+    #[test]
+    fn a_snapshot_never_shows_a_packet_out_before_it_came_in() {
+        let c = Arc::new(DirectionCounters::default());
+        let done = Arc::new(AtomicBool::new(false));
+        let forwarder = {
+            let (c, done) = (c.clone(), done.clone());
+            std::thread::spawn(move || {
+                for i in 0..300_000u64 {
+                    DirectionCounters::add(&c.packets_in, 1);
+                    if i % 7 == 0 {
+                        DirectionCounters::add(&c.dropped_queue, 1);
+                    } else {
+                        DirectionCounters::add(&c.packets_forwarded, 1);
+                    }
+                }
+                done.store(true, Release);
+            })
+        };
+        let mut snapshots = 0u64;
+        while !done.load(Acquire) {
+            let v = c.snapshot();
+            let out = v.packets_forwarded + v.dropped_queue;
+            assert!(
+                out <= v.packets_in,
+                "{out} out of {} in: {v:?}",
+                v.packets_in
+            );
+            snapshots += 1;
+        }
+        forwarder.join().unwrap();
+        let v = c.snapshot();
+        assert_eq!(v.packets_in, 300_000);
+        assert_eq!(v.packets_forwarded + v.dropped_queue, 300_000);
+        assert!(snapshots > 0);
+    }
 }

@@ -289,8 +289,10 @@ fn changes_under_a_bulk_flow_lose_no_packet() {
 
 /// Counters at a moment when the emulator holds no packet in either direction (each one
 /// in was forwarded, dropped or refused by the device), so that two such snapshots bracket
-/// whole packets: one taken while a frame crosses the 2 ms line counts it in but not out
-/// (a loaded run: 2 ACKs more out than in between two snapshots). Waits up to 2 s.
+/// whole packets: one taken while a frame crosses the 2 ms line counts it in but not out.
+/// (The emulator reads a packet's fate before its arrival, so no snapshot shows a packet
+/// out that it does not show in; read the other way, loaded runs once saw 2 ACKs more out
+/// than in and once one frame more in than out between two snapshots.) Waits up to 2 s.
 fn settled_counters(tb: &Guard) -> Vec<linkperf_testbed::counters::LinkCounters> {
     let held = |v: &linkperf_testbed::counters::CounterValues| {
         let out = v.packets_forwarded
