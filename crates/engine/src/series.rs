@@ -1,10 +1,12 @@
 //! `--sample PERIOD`: the time series of one end's streams. A thread of its
-//! own reads every stream's counters, and a TCP sender's tcp_info, on an
+//! own reads every stream's counters, and a TCP sender's tcp_info (a TCP
+//! receiver's for the bytes that arrived, see [`crate::arrivals`]), on an
 //! absolute schedule (start + k x period), into vectors allocated before the
 //! test starts. The stream threads never wait for it: it reads atomics and
 //! calls getsockopt on duplicated descriptors, which the kernel serves
 //! under the socket lock without blocking the sender's writes for long.
 
+use crate::arrivals::Arrivals;
 use crate::stream::StreamShared;
 use crate::tcpinfo::{self, TcpInfo};
 use linkperf_proto::results::{Limited, Role, Sample};
@@ -26,11 +28,13 @@ pub struct Series {
 
 impl Series {
     /// Starts sampling `streams` at `at` when the config asks for it
-    /// (`tcp[i]`: stream i's TCP socket, if it has one).
+    /// (`tcp[i]`: stream i's TCP socket, if it has one; `arrivals[i]` its
+    /// arrival counter, if it receives TCP).
     pub fn start(
         config: &TestConfig,
         streams: Vec<Arc<StreamShared>>,
         tcp: Vec<Option<TcpStream>>,
+        arrivals: Vec<Option<Arrivals>>,
         at: Instant,
     ) -> Option<Series> {
         let period = Duration::try_from_secs_f64(config.sample_s?).ok()?;
@@ -41,6 +45,7 @@ impl Series {
             capacity,
             streams,
             tcp,
+            arrivals,
             start: at,
             stop: stop.clone(),
         };
@@ -65,6 +70,7 @@ struct Sampler {
     capacity: usize,
     streams: Vec<Arc<StreamShared>>,
     tcp: Vec<Option<TcpStream>>,
+    arrivals: Vec<Option<Arrivals>>,
     start: Instant,
     stop: Arc<AtomicBool>,
 }
@@ -132,6 +138,15 @@ impl Sampler {
             .flatten()
     }
 
+    /// A TCP receiver's bytes that arrived by now, read or not (`read`: what its
+    /// thread has read, all there is once it finished); anything else's count.
+    fn received(&self, i: usize, finished: bool, read: u64) -> u64 {
+        match (&self.arrivals[i], &self.tcp[i]) {
+            (Some(a), Some(sock)) if !finished => a.bytes(tcpinfo::read(sock).ok().as_ref(), read),
+            _ => read,
+        }
+    }
+
     /// One sample of every stream not yet done; false when all are done.
     fn sample_all(&self, series: &mut [Vec<Sample>], last: &mut [Last]) -> bool {
         let mut open = false;
@@ -145,7 +160,7 @@ impl Sampler {
             let at = self.start.elapsed();
             // Read before the counter: a finished stream's count is final.
             let finished = s.finished.load(Ordering::Acquire);
-            let bytes = s.bytes.load(Ordering::Relaxed);
+            let bytes = self.received(i, finished, s.bytes.load(Ordering::Relaxed));
             let info = self.sender_info(i);
             let new = sample(&last[i], at, bytes, info.as_ref());
             if series[i].len() < self.capacity {
@@ -241,6 +256,39 @@ fn round_limited(l: Limited) -> Limited {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tcp_receivers_samples_count_what_arrived_before_it_was_read() {
+        use std::io::Write;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut tx = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (rx, _) = listener.accept().unwrap();
+        let arrivals = Arrivals::new(&rx).expect("this kernel reports tcpi_bytes_received");
+        // A receiving stream whose thread never gets to read.
+        let stream = Arc::new(StreamShared::new(0, Role::Receiver));
+        let config = TestConfig {
+            sample_s: Some(0.02),
+            duration_s: 1.0,
+            ..TestConfig::default()
+        };
+        let handles = vec![Some(rx.try_clone().unwrap())];
+        let series = Series::start(
+            &config,
+            vec![stream.clone()],
+            handles,
+            vec![Some(arrivals)],
+            Instant::now(),
+        )
+        .unwrap();
+        // Less than the receive window: all of it arrives with nobody reading.
+        tx.write_all(&[5u8; 60_000]).unwrap();
+        std::thread::sleep(Duration::from_millis(150));
+        stream.finished.store(true, Ordering::Release);
+        let samples = series.finish().remove(0);
+        let arrived: u64 = samples.iter().map(|s| s.bytes).sum();
+        assert_eq!(arrived, 60_000, "{samples:?}");
+        assert!(samples.len() >= 3, "{samples:?}");
+    }
 
     #[test]
     fn a_sample_holds_the_deltas_and_the_kernel_state() {

@@ -212,8 +212,13 @@ impl LocalSide {
                 .map(|h| h.as_ref().and_then(|s| s.try_clone().ok()))
                 .collect()
         };
-        self.series =
-            crate::series::Series::start(&self.config, self.streams.clone(), clone_tcp(), at);
+        self.series = crate::series::Series::start(
+            &self.config,
+            self.streams.clone(),
+            clone_tcp(),
+            self.arrivals.clone(),
+            at,
+        );
         let sampler = Sampler {
             config: self.config.clone(),
             streams: self.streams.clone(),
