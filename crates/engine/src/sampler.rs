@@ -22,7 +22,7 @@ pub enum SideEvent {
     Interval(Vec<StreamInterval>),
     /// All local senders are done; datagrams sent per UDP stream.
     SendersDone(Vec<(u32, u64)>),
-    /// Every local stream is done: call [`LocalSide::finish`].
+    /// Every local stream is done: call [`crate::side::LocalSide::finish`].
     AllDone,
 }
 

@@ -1,4 +1,4 @@
-//! One end of a test: its streams, their sampler (see [`crate::sampler`]), and
+//! One end of a test: its streams, their sampler (in `sampler.rs`), and
 //! the summary once they are done.
 
 use crate::arrivals::Arrivals;
