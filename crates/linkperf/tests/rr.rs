@@ -605,11 +605,12 @@ fn cold_probe_through_a_switched_circuit_shows_the_set_up_delay() {
                 d("count")
             );
             assert_eq!(u64_at(&v, "/summary/first_minus_second_ms/count"), 5);
-            // The 0.5 ms, on the median round; every round set one circuit up (not
-            // none, not two), within the emulator's late releases on a shared VM (up to
-            // 0.67 ms measured beside a build).
+            // The 0.5 ms, on the median round; and every round set one circuit up,
+            // not none (0 ms) and not two (60 ms): each within half a set-up of 30 ms. (A
+            // round may lose milliseconds to the hypervisor: with 380-470 ms stolen in a
+            // 10 s attempt, single rounds measured 23.2 and 38.5 ms around a 29.8 median.)
             assert!(
-                (d("p50") - 30.0).abs() <= 0.5 && d("min") >= 29.0 && d("max") <= 31.5,
+                (d("p50") - 30.0).abs() <= 0.5 && d("min") >= 15.0 && d("max") <= 45.0,
                 "{proto:?}: first - second {:.3}..{:.3} (p50 {:.3}) ms for a 30 ms set-up",
                 d("min"),
                 d("max"),
