@@ -260,30 +260,36 @@ fn client_runs_are_stored_unless_told_not_to() {
 /// large-window runs are held by the CPU (1 MiB gave 4.6x the 4 KiB rate once).
 #[test]
 fn window_sweep_small_window_limits_throughput_on_loopback() {
-    let lo = Loopback::new("window");
-    let run = lo.sweep(&["-t", "0.5", "--vary", "window=4K,64K,1M", "-J"]);
-    assert_eq!(run.code(), Some(0), "{}", run.stderr);
-    let v = run.json();
-    let rates = rates_by_window(&v);
-    assert_eq!(rates.len(), 3);
-    let in_flight: Vec<f64> = array_at(&v, "/points")
-        .iter()
-        .map(|p| {
-            let id = p["run_ids"][0].to_string();
-            let report = long(&["results", "--db", &lo.db, "show", &id, "-J"]).json();
-            let rate = f64_at(&report, "/summary/received/bits_per_second");
-            rate / 8.0 * f64_at(&report, "/summary/tcp/rtt_ms/mean") / 1e3
-        })
-        .collect();
-    eprintln!("rates {rates:?}, bytes in flight {in_flight:?}");
-    let window = 4096.0;
-    assert!(in_flight[0] <= 2.0 * window, "{in_flight:?}");
-    assert!(
-        in_flight[1] > 4.0 * 2.0 * window && in_flight[2] > 4.0 * 2.0 * window,
-        "{in_flight:?}"
-    );
-    let (small, mid, big) = (rates[0].1, rates[1].1, rates[2].1);
-    assert!(mid > small && big > small, "{rates:?}");
+    // The smoothed RTT is sampled in time: a stall of the host inflates the samples it
+    // spans while few bytes flow, and the product with the rate then overstates what was
+    // in flight (13.3 KB for 4K beside 380-470 ms of hypervisor steal). Such a run is
+    // run again.
+    linkperf_testsupport::stall::retry_when_stalled(|| {
+        let lo = Loopback::new("window");
+        let run = lo.sweep(&["-t", "0.5", "--vary", "window=4K,64K,1M", "-J"]);
+        assert_eq!(run.code(), Some(0), "{}", run.stderr);
+        let v = run.json();
+        let rates = rates_by_window(&v);
+        assert_eq!(rates.len(), 3);
+        let in_flight: Vec<f64> = array_at(&v, "/points")
+            .iter()
+            .map(|p| {
+                let id = p["run_ids"][0].to_string();
+                let report = long(&["results", "--db", &lo.db, "show", &id, "-J"]).json();
+                let rate = f64_at(&report, "/summary/received/bits_per_second");
+                rate / 8.0 * f64_at(&report, "/summary/tcp/rtt_ms/mean") / 1e3
+            })
+            .collect();
+        eprintln!("rates {rates:?}, bytes in flight {in_flight:?}");
+        let window = 4096.0;
+        assert!(in_flight[0] <= 2.0 * window, "{in_flight:?}");
+        assert!(
+            in_flight[1] > 4.0 * 2.0 * window && in_flight[2] > 4.0 * 2.0 * window,
+            "{in_flight:?}"
+        );
+        let (small, mid, big) = (rates[0].1, rates[1].1, rates[2].1);
+        assert!(mid > small && big > small, "{rates:?}");
+    });
 }
 
 /// On an emulated 20 ms RTT link, a window-limited TCP flow carries about
