@@ -16,6 +16,7 @@ use crate::netns::in_netns;
 use crate::probe::{open_probe_socket, run_prober, ProbeClock, ProbeTarget};
 use crate::processing::Processing;
 use crate::scheduler::Scheduler;
+use crate::stamps::IngressStamps;
 use crate::state::{
     unix_ms, write_atomic, CountersFile, DirectionState, Plan, COUNTERS_FILE, PID_FILE, READY_FILE,
     SCHEMA,
@@ -75,13 +76,21 @@ struct Direction {
     timing: Arc<DirectionTiming>,
 }
 
-/// The emulator's two devices per link (TAPs), and on each a probe socket that sends and
-/// one that receives.
-type Devices = (Vec<[Arc<OwnedFd>; 2]>, Vec<[(OwnedFd, OwnedFd); 2]>);
+/// The emulator's two devices per link (TAPs), on each a probe socket that sends and one
+/// that receives, and the kernel's stamps of the frames sent into it (None where the kernel
+/// refused the stamping program: those frames' arrivals are estimated).
+struct Devices {
+    taps: Vec<[Arc<OwnedFd>; 2]>,
+    probe_sockets: Vec<[(OwnedFd, OwnedFd); 2]>,
+    stamps: Vec<[Option<IngressStamps>; 2]>,
+}
 
 fn open_devices(plan: &Plan) -> Result<Devices, TestbedError> {
-    let mut taps = Vec::new();
-    let mut probe_sockets = Vec::new();
+    let mut devices = Devices {
+        taps: Vec::new(),
+        probe_sockets: Vec::new(),
+        stamps: Vec::new(),
+    };
     for (link, topo_link) in plan.links.iter().zip(&plan.topology.links) {
         let open = |i: usize| {
             let device = link.ends[i].device.clone();
@@ -92,14 +101,18 @@ fn open_devices(plan: &Plan) -> Result<Devices, TestbedError> {
                     open_probe_socket(&device, false)?,
                     open_probe_socket(&device, true)?,
                 );
-                Ok((Arc::new(tap), probes))
+                let stamps = IngressStamps::attach(&device)
+                    .map_err(|e| log(format!("{device}: no kernel stamps ({e}); estimating")))
+                    .ok();
+                Ok((Arc::new(tap), probes, stamps))
             })
         };
-        let ((tap_a, probe_a), (tap_b, probe_b)) = (open(0)?, open(1)?);
-        taps.push([tap_a, tap_b]);
-        probe_sockets.push([probe_a, probe_b]);
+        let ((tap_a, probe_a, stamps_a), (tap_b, probe_b, stamps_b)) = (open(0)?, open(1)?);
+        devices.taps.push([tap_a, tap_b]);
+        devices.probe_sockets.push([probe_a, probe_b]);
+        devices.stamps.push([stamps_a, stamps_b]);
     }
-    Ok((taps, probe_sockets))
+    Ok(devices)
 }
 
 /// What the forwarding threads share with the rest of the emulator.
@@ -115,7 +128,11 @@ fn start_forwarders(
     devices: Devices,
     epoch: Instant,
 ) -> Result<Started, TestbedError> {
-    let (taps, probe_sockets) = devices;
+    let Devices {
+        taps,
+        probe_sockets,
+        stamps,
+    } = devices;
     let mut started = Started {
         directions: Vec::new(),
         probe_targets: Vec::new(),
@@ -129,9 +146,10 @@ fn start_forwarders(
         .map(|r| (r.name.as_str(), Arc::default()))
         .collect();
     let links = plan.topology.links.iter().zip(&taps).zip(probe_sockets);
-    for (index, ((link, fds), [(send_a, receive_a), (send_b, receive_b)])) in links.enumerate() {
+    for (index, (((link, fds), probes), [stamps_a, stamps_b])) in links.zip(stamps).enumerate() {
+        let [(send_a, receive_a), (send_b, receive_b)] = probes;
         let circuit = Arc::new(Circuit::default());
-        for (dir_index, name, params, from, to, socket, probe_rx) in [
+        for (dir_index, name, params, from, to, socket, probe_rx, stamps) in [
             (
                 0usize,
                 "a_to_b",
@@ -140,8 +158,9 @@ fn start_forwarders(
                 1usize,
                 send_a,
                 receive_b,
+                stamps_a,
             ),
-            (1, "b_to_a", &link.b_to_a, 1, 0, send_b, receive_a),
+            (1, "b_to_a", &link.b_to_a, 1, 0, send_b, receive_a, stamps_b),
         ] {
             let counters = Arc::new(DirectionCounters::default());
             let timing = Arc::new(DirectionTiming::default());
@@ -161,6 +180,7 @@ fn start_forwarders(
                 egress: fds[to].clone(),
                 probe_clock,
                 probe_rx,
+                stamps,
                 mailbox,
                 epoch,
                 mtu: link.mtu,
@@ -285,7 +305,7 @@ fn serve(state_dir: &Path) -> Result<i32, TestbedError> {
         CpuIdle::Os => None,
     };
     let devices = open_devices(&plan)?;
-    let links = devices.0.len();
+    let links = devices.taps.len();
     let epoch = Instant::now();
     let started = start_forwarders(&plan, devices, epoch)?;
     let prober_seed = mix_seed(plan.seed, u64::MAX);

@@ -18,6 +18,7 @@ use crate::gso::{Segmentation, TcpPacket, VnetHeader, VNET_HDR_LEN};
 use crate::mailbox::{Applied, Mailbox};
 use crate::probe::{clock_ns, parse_probe, received_probe, ProbeClock};
 use crate::scheduler::Scheduler;
+use crate::stamps::{monotonic_ns, IngressStamps};
 use crate::state::unix_ms;
 use crate::timing::{DirectionTiming, LatencyModel};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -250,6 +251,10 @@ pub struct Forwarder {
     pending_probe: Option<PendingProbe>,
     /// Arrival time given to the last frame, so arrivals never go backwards.
     last_arrival: u64,
+    /// The kernel's stamps of the frames the host sent in, where it has them.
+    stamps: Option<IngressStamps>,
+    /// CLOCK_MONOTONIC at `epoch` (ns): the stamps' clock.
+    epoch_mono_ns: u64,
     name: String,
 }
 
@@ -270,6 +275,8 @@ pub struct ForwarderIo {
     pub probe_clock: Arc<ProbeClock>,
     /// Receives (with kernel timestamps) the probes this thread writes to its egress device.
     pub probe_rx: OwnedFd,
+    /// When each frame entered the ingress device, as the kernel stamped it.
+    pub stamps: Option<IngressStamps>,
     pub mailbox: Arc<Mailbox>,
     pub epoch: Instant,
     pub mtu: u32,
@@ -305,6 +312,8 @@ impl Forwarder {
             mailbox: io.mailbox,
             pending_probe: None,
             last_arrival: 0,
+            stamps: io.stamps,
+            epoch_mono_ns: monotonic_ns().saturating_sub(now_ns(io.epoch)),
             name: io.name,
         }
     }
@@ -556,6 +565,10 @@ impl Forwarder {
             return Ok(true);
         }
         let read_at = self.now();
+        let stamped = self.stamps.as_mut().and_then(|s| {
+            let stamp = s.arrival(&self.scratch[VNET_HDR_LEN..len])?;
+            Some(stamp.saturating_sub(self.epoch_mono_ns).min(read_at))
+        });
         if let Some(seq) = parse_probe(&self.scratch[VNET_HDR_LEN..len]) {
             let probe = |blocked, run_delay| PendingProbe {
                 seq,
@@ -574,13 +587,22 @@ impl Forwarder {
             };
             return Ok(true);
         }
-        let arrival = match ingress {
-            Ingress::Hot => read_at,
-            Ingress::Woke {
-                slept_at,
-                compensation,
-                ..
-            } => read_at.saturating_sub(compensation).max(slept_at),
+        let counter = match stamped {
+            Some(_) => &self.timing.stamped,
+            None => &self.timing.estimated,
+        };
+        counter.fetch_add(1, Relaxed);
+        let arrival = match (stamped, ingress) {
+            (Some(stamp), _) => stamp,
+            (None, Ingress::Hot) => read_at,
+            (
+                None,
+                Ingress::Woke {
+                    slept_at,
+                    compensation,
+                    ..
+                },
+            ) => read_at.saturating_sub(compensation).max(slept_at),
         }
         .max(self.last_arrival);
         self.last_arrival = arrival;

@@ -32,6 +32,7 @@ pub mod rng;
 pub mod routes;
 pub mod schedule;
 pub mod scheduler;
+pub mod stamps;
 pub mod state;
 pub mod status;
 pub mod tap;

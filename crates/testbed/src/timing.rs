@@ -248,6 +248,10 @@ pub struct DirectionTiming {
     pub probes: AtomicU64,
     /// Time spent spinning before releases (the price of exact release times).
     pub spin_ns: AtomicU64,
+    /// Frames whose arrival the kernel stamped ([`crate::stamps`]).
+    pub stamped: AtomicU64,
+    /// Frames whose arrival was estimated (no stamp matched).
+    pub estimated: AtomicU64,
 }
 
 impl DirectionTiming {
@@ -274,6 +278,8 @@ impl DirectionTiming {
             delivery_lead_ns: self.delivery_lead_ns.load(Relaxed),
             probes: self.probes.load(Relaxed),
             spin_ns: self.spin_ns.load(Relaxed),
+            stamped: self.stamped.load(Relaxed),
+            estimated: self.estimated.load(Relaxed),
         }
     }
 }
@@ -292,6 +298,10 @@ pub struct TimingSnapshot {
     pub delivery_lead_ns: u64,
     pub probes: u64,
     pub spin_ns: u64,
+    #[serde(default)]
+    pub stamped: u64,
+    #[serde(default)]
+    pub estimated: u64,
 }
 
 impl TimingSnapshot {
@@ -307,6 +317,8 @@ impl TimingSnapshot {
             delivery_lead_ns: self.delivery_lead_ns,
             probes: self.probes.saturating_sub(earlier.probes),
             spin_ns: self.spin_ns.saturating_sub(earlier.spin_ns),
+            stamped: self.stamped.saturating_sub(earlier.stamped),
+            estimated: self.estimated.saturating_sub(earlier.estimated),
         }
     }
 }

@@ -180,7 +180,7 @@ impl Check<'_> {
             "  {}: RTT p50 {rtt:.4} ms, wire floor p50 {:.4} ms; predicted {predicted:.4} ms \
              ({without_lateness:.4} without the late releases): off by {:+.1} us (tolerance {:.1} \
              + {:.1} us for the medians' uncertainty); lateness p50 {:.1} / {:.1} us, over 100 us {} / {} of {} / {}; \
-             write lead {:.1} / {:.1} us",
+             write lead {:.1} / {:.1} us; arrivals stamped by the kernel {} / {}, estimated {} / {}",
             self.label,
             median(self.floor),
             off * 1e3,
@@ -193,9 +193,26 @@ impl Check<'_> {
             self.ab.lateness.count,
             self.ba.lateness.count,
             self.ab.delivery_lead_ns as f64 / 1e3,
-            self.ba.delivery_lead_ns as f64 / 1e3
+            self.ba.delivery_lead_ns as f64 / 1e3,
+            self.ab.stamped,
+            self.ba.stamped,
+            self.ab.estimated,
+            self.ba.estimated
         );
         let mut failures = Vec::new();
+        // Every probe crossed in each direction; their arrivals must be the kernel's stamps
+        // (a frame the stamps miss is estimated: allow the odd one).
+        for (dir, t) in [("a_to_b", &self.ab), ("b_to_a", &self.ba)] {
+            if t.stamped < self.through.len() as u64 || t.estimated * 100 > t.stamped {
+                failures.push(format!(
+                    "{}: {dir} stamped {} arrivals, estimated {}, for {} probes",
+                    self.label,
+                    t.stamped,
+                    t.estimated,
+                    self.through.len()
+                ));
+            }
+        }
         if off.abs() > tolerance {
             failures.push(format!("{}: off by {:+.1} us", self.label, off * 1e3));
         }

@@ -1,0 +1,395 @@
+//! Kernel timestamps of the frames a host hands to a link end: when each frame entered the
+//! emulated link, read by the forwarding thread instead of estimated.
+//!
+//! A TAP device gives no timestamp with the frames it hands over, and a forwarding thread
+//! asleep in ppoll(2) reads a frame some microseconds after it came (longer when the host
+//! takes the virtual CPUs away: a wake-up's wait that no model learned from probes can
+//! predict). So a small BPF program runs on each link end's egress (tcx, in the host's
+//! namespace, as the frame leaves the host's stack for the TAP) and writes, per frame, the
+//! monotonic clock, the frame's length and a fingerprint of three of its words into a ring
+//! in a memory-mapped BPF array. The forwarding thread reads the ring as it reads frames and
+//! matches each frame by length and fingerprint (frames the TAP dropped after the program
+//! ran are skipped; two senders racing may swap neighbours, so a match just behind is
+//! taken too). A frame without a match keeps the learned estimate of [`crate::forwarder`].
+//!
+//! The program is assembled here (twenty-odd instructions; no compiler, no object file)
+//! and loaded with the raw bpf(2) system call.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Ring entries: a power of two, well beyond a TAP's queue (500 frames) and a qdisc's.
+const RING: u64 = 4096;
+/// Ring entry: stamp (u64), length (u32), fingerprint (u32).
+const ENTRY: usize = 16;
+/// The array's one value: the count of frames stamped (u64, padded to 16), then the ring.
+const VALUE_SIZE: usize = 16 + RING as usize * ENTRY;
+/// Frame offsets whose 32-bit words make the fingerprint: an IPv4 header's identification,
+/// the word 4 bytes into an IPv4 transport header (TCP sequence, ICMP echo id and sequence)
+/// and the same for IPv6 (TCP sequence, ICMPv6 echo, UDP length and checksum).
+const FINGERPRINT_OFFSETS: [i32; 3] = [18, 38, 58];
+/// Entries searched ahead of the next expected one (frames dropped after stamping).
+const SEARCH_AHEAD: u64 = 64;
+/// Entries searched just behind it (two senders on two CPUs stamped in one order, queued in
+/// the other).
+const SEARCH_BEHIND: u64 = 4;
+
+const BPF_MAP_CREATE: libc::c_long = 0;
+const BPF_PROG_LOAD: libc::c_long = 5;
+const BPF_LINK_CREATE: libc::c_long = 28;
+const BPF_MAP_TYPE_ARRAY: u32 = 2;
+const BPF_F_MMAPABLE: u32 = 1 << 10;
+const BPF_PROG_TYPE_SCHED_CLS: u32 = 3;
+const BPF_TCX_EGRESS: u32 = 47;
+const FUNC_KTIME_GET_NS: i32 = 5;
+const FUNC_SKB_LOAD_BYTES: i32 = 26;
+/// tcx verdict: go on to the next program, or on with the frame if there is none.
+const TCX_NEXT: i32 = -1;
+
+/// The fingerprint the program computes: the XOR of the native-order 32-bit words at
+/// [`FINGERPRINT_OFFSETS`] that lie inside the frame (Ethernet header first).
+pub fn fingerprint(frame: &[u8]) -> u32 {
+    FINGERPRINT_OFFSETS
+        .iter()
+        .map(|&o| o as usize)
+        .filter_map(|o| frame.get(o..o + 4))
+        .fold(0, |fp, w| fp ^ u32::from_ne_bytes(w.try_into().unwrap()))
+}
+
+/// One link end's stamping program, its ring, and where its reader is in it.
+pub struct IngressStamps {
+    _map: OwnedFd,
+    _prog: OwnedFd,
+    /// Detaches the program when dropped (the emulator's exit closes it too).
+    _link: OwnedFd,
+    area: *mut libc::c_void,
+    area_len: usize,
+    /// Index of the next entry expected to belong to the next frame read.
+    next: u64,
+}
+
+// SAFETY: the mapping is owned by this value alone, read only through it (the kernel writes
+// it); moving it to another thread moves that ownership.
+unsafe impl Send for IngressStamps {}
+
+impl Drop for IngressStamps {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly the region this value mapped, once.
+        unsafe { libc::munmap(self.area, self.area_len) };
+    }
+}
+
+impl IngressStamps {
+    /// Attaches the stamping program to the egress of `device` in the calling thread's
+    /// network namespace.
+    pub fn attach(device: &str) -> std::io::Result<IngressStamps> {
+        let name = std::ffi::CString::new(device)?;
+        // SAFETY: if_nametoindex reads a NUL-terminated string we own.
+        let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
+        if ifindex == 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let map = create_ring()?;
+        let prog = load_program(map.as_raw_fd())?;
+        let link = attach_egress(prog.as_raw_fd(), ifindex)?;
+        let area_len = VALUE_SIZE.next_multiple_of(4096);
+        // SAFETY: mapping a BPF array created mmapable, shared and readable, its full size.
+        let area = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                area_len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                map.as_raw_fd(),
+                0,
+            )
+        };
+        if area == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(IngressStamps {
+            _map: map,
+            _prog: prog,
+            _link: link,
+            area,
+            area_len,
+            next: 0,
+        })
+    }
+
+    fn count(&self) -> u64 {
+        // SAFETY: the area starts with the program's u64 counter, 8-aligned (page start);
+        // the kernel updates it atomically.
+        unsafe { (*(self.area as *const AtomicU64)).load(Ordering::Acquire) }
+    }
+
+    /// Entry `index` of the ring: (stamp, length, fingerprint).
+    fn entry(&self, index: u64) -> (u64, u32, u32) {
+        let at = 16 + (index % RING) as usize * ENTRY;
+        // SAFETY: `at + 16 <= VALUE_SIZE <= area_len`; entries are 8-aligned; volatile reads
+        // because the kernel writes them behind the compiler's back.
+        unsafe {
+            let base = (self.area as *const u8).add(at);
+            (
+                std::ptr::read_volatile(base as *const u64),
+                std::ptr::read_volatile(base.add(8) as *const u32),
+                std::ptr::read_volatile(base.add(12) as *const u32),
+            )
+        }
+    }
+
+    /// When `frame` (Ethernet header first, as the host sent it) entered the link, on
+    /// CLOCK_MONOTONIC in ns; None when no entry matches (it is then estimated).
+    pub fn arrival(&mut self, frame: &[u8]) -> Option<u64> {
+        let count = self.count();
+        if count > self.next + RING {
+            // The reader fell a whole ring behind: what it missed is overwritten.
+            self.next = count - RING / 2;
+        }
+        let (len, fp) = (frame.len() as u32, fingerprint(frame));
+        let oldest = count.saturating_sub(RING - 1);
+        let ahead = self.next..count.min(self.next + SEARCH_AHEAD);
+        let behind = (self.next.saturating_sub(SEARCH_BEHIND).max(oldest)..self.next).rev();
+        for index in ahead.chain(behind) {
+            let (stamp, l, f) = self.entry(index);
+            if (l, f) == (len, fp) {
+                self.next = self.next.max(index + 1);
+                return Some(stamp);
+            }
+        }
+        None
+    }
+}
+
+fn bpf(cmd: libc::c_long, attr: &mut [u64]) -> std::io::Result<OwnedFd> {
+    // SAFETY: bpf(2) with an attribute buffer we own and its size; the kernel requires the
+    // bytes it does not know to be zero, which they are.
+    let fd = unsafe { libc::syscall(libc::SYS_bpf, cmd, attr.as_mut_ptr(), attr.len() * 8) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a new descriptor the kernel just returned, owned by nothing else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// Two u32 fields as the one u64 they share in a bpf_attr (little-endian).
+fn pair(low: u32, high: u32) -> u64 {
+    low as u64 | (high as u64) << 32
+}
+
+fn create_ring() -> std::io::Result<OwnedFd> {
+    let mut attr = [0u64; 16];
+    attr[0] = pair(BPF_MAP_TYPE_ARRAY, 4); // map_type, key_size
+    attr[1] = pair(VALUE_SIZE as u32, 1); // value_size, max_entries
+    attr[2] = pair(BPF_F_MMAPABLE, 0); // map_flags
+    bpf(BPF_MAP_CREATE, &mut attr)
+}
+
+/// Loads the stamping program writing into `map`; a refusal carries the verifier's last line.
+fn load_program(map: i32) -> std::io::Result<OwnedFd> {
+    let insns = program(map);
+    let license = c"GPL";
+    let mut log = vec![0u8; 16 * 1024];
+    let mut attr = [0u64; 16];
+    attr[0] = pair(BPF_PROG_TYPE_SCHED_CLS, insns.len() as u32);
+    attr[1] = insns.as_ptr() as u64;
+    attr[2] = license.as_ptr() as u64;
+    attr[3] = pair(1, log.len() as u32); // log_level, log_size
+    attr[4] = log.as_mut_ptr() as u64;
+    match bpf(BPF_PROG_LOAD, &mut attr) {
+        Ok(fd) => Ok(fd),
+        Err(e) => {
+            let text = String::from_utf8_lossy(&log);
+            let last = text.trim_end_matches('\0').lines().last().unwrap_or("");
+            Err(std::io::Error::new(
+                e.kind(),
+                format!("{e}: verifier: {last}"),
+            ))
+        }
+    }
+}
+
+fn attach_egress(prog: i32, ifindex: u32) -> std::io::Result<OwnedFd> {
+    let mut attr = [0u64; 8];
+    attr[0] = pair(prog as u32, ifindex); // prog_fd, target_ifindex
+    attr[1] = pair(BPF_TCX_EGRESS, 0); // attach_type, flags
+    bpf(BPF_LINK_CREATE, &mut attr)
+}
+
+/// One eBPF instruction: opcode, registers, offset, immediate.
+fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> u64 {
+    code as u64
+        | ((dst | src << 4) as u64) << 8
+        | (off as u16 as u64) << 16
+        | (imm as u32 as u64) << 32
+}
+
+/// The stamping program (r1: the frame's `__sk_buff`).
+fn program(map: i32) -> Vec<u64> {
+    const MOV_X: u8 = 0xbf;
+    const MOV_K: u8 = 0xb7;
+    const ADD_K: u8 = 0x07;
+    const ADD_X: u8 = 0x0f;
+    const AND_K: u8 = 0x57;
+    const LSH_K: u8 = 0x67;
+    const XOR_X: u8 = 0xaf;
+    const LDX_W: u8 = 0x61;
+    const STX_W: u8 = 0x63;
+    const STX_DW: u8 = 0x7b;
+    const ATOMIC_DW: u8 = 0xdb;
+    const FETCH_ADD: i32 = 0x01;
+    const JNE_K: u8 = 0x55;
+    const CALL: u8 = 0x85;
+    const EXIT: u8 = 0x95;
+    const LD_IMM64: u8 = 0x18;
+    const PSEUDO_MAP_VALUE: u8 = 2;
+    let mut p = vec![
+        insn(MOV_X, 6, 1, 0, 0), // r6 = skb
+        insn(MOV_K, 7, 0, 0, 0), // r7 = fingerprint
+    ];
+    for offset in FINGERPRINT_OFFSETS {
+        p.extend([
+            insn(MOV_X, 1, 6, 0, 0),
+            insn(MOV_K, 2, 0, 0, offset),
+            insn(MOV_X, 3, 10, 0, 0),
+            insn(ADD_K, 3, 0, 0, -8),
+            insn(MOV_K, 4, 0, 0, 4),
+            insn(CALL, 0, 0, 0, FUNC_SKB_LOAD_BYTES), // the 4 bytes at offset, to fp-8
+            insn(JNE_K, 0, 0, 2, 0),                  // not in the frame: skip the word
+            insn(LDX_W, 1, 10, -8, 0),
+            insn(XOR_X, 7, 1, 0, 0),
+        ]);
+    }
+    p.extend([
+        insn(LDX_W, 8, 6, 0, 0), // r8 = skb->len
+        insn(CALL, 0, 0, 0, FUNC_KTIME_GET_NS),
+        insn(MOV_X, 9, 0, 0, 0),                     // r9 = now
+        insn(LD_IMM64, 1, PSEUDO_MAP_VALUE, 0, map), // r1 = &value (offset 0)
+        insn(0, 0, 0, 0, 0),
+        insn(MOV_K, 2, 0, 0, 1),
+        insn(ATOMIC_DW, 1, 2, 0, FETCH_ADD), // r2 = count++
+        insn(AND_K, 2, 0, 0, (RING - 1) as i32),
+        insn(LSH_K, 2, 0, 0, ENTRY.trailing_zeros() as i32),
+        insn(ADD_X, 1, 2, 0, 0),
+        insn(STX_DW, 1, 9, 16, 0),
+        insn(STX_W, 1, 8, 24, 0),
+        insn(STX_W, 1, 7, 28, 0),
+        insn(MOV_K, 0, 0, 0, TCX_NEXT),
+        insn(EXIT, 0, 0, 0, 0),
+    ]);
+    p
+}
+
+/// CLOCK_MONOTONIC now, in ns (the clock of the program's stamps).
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gso::VNET_HDR_LEN;
+
+    #[test]
+    fn the_fingerprint_xors_the_words_inside_the_frame() {
+        let mut frame = [0u8; 62];
+        frame[18..22].copy_from_slice(&1u32.to_ne_bytes());
+        frame[38..42].copy_from_slice(&6u32.to_ne_bytes());
+        frame[58..62].copy_from_slice(&12u32.to_ne_bytes());
+        assert_eq!(fingerprint(&frame), 1 ^ 6 ^ 12);
+        assert_eq!(fingerprint(&frame[..61]), 1 ^ 6, "the third word is cut");
+        assert_eq!(fingerprint(&frame[..21]), 0, "no word fits");
+    }
+
+    /// A frame of the local experimental EtherType with `tag` in its first fingerprint word.
+    fn frame(tag: u32, len: usize) -> Vec<u8> {
+        let mut f = vec![0u8; len];
+        f[..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 1]);
+        f[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0, 2]);
+        f[12..14].copy_from_slice(&0x88b5u16.to_be_bytes());
+        f[18..22].copy_from_slice(&tag.to_ne_bytes());
+        f
+    }
+
+    fn set_up(device: &str) {
+        #[repr(C)]
+        struct IfReq {
+            name: [u8; libc::IFNAMSIZ],
+            flags: libc::c_short,
+            _pad: [u8; 22],
+        }
+        let mut req = IfReq {
+            name: [0; libc::IFNAMSIZ],
+            flags: (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short,
+            _pad: [0; 22],
+        };
+        req.name[..device.len()].copy_from_slice(device.as_bytes());
+        // SAFETY: a datagram socket for the ioctl, closed below; SIOCSIFFLAGS reads an ifreq.
+        unsafe {
+            let s = libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0);
+            assert!(s >= 0);
+            assert_eq!(libc::ioctl(s, libc::SIOCSIFFLAGS, &mut req), 0);
+            libc::close(s);
+        }
+    }
+
+    /// Frames sent into a TAP by a host-side packet socket, read back from the TAP: each
+    /// one's stamp lies inside its own send call (the program runs within it), in order; a
+    /// frame read without asking (as if the TAP had dropped it) does not derail the next.
+    #[test]
+    fn each_frame_is_stamped_within_its_own_send_call() {
+        std::thread::spawn(|| {
+            // SAFETY: moves only this thread into a new network namespace of its own.
+            assert_eq!(
+                unsafe { libc::unshare(libc::CLONE_NEWNET) },
+                0,
+                "needs root"
+            );
+            let device = "lpstamp0";
+            let tap = crate::tap::open_tap(device, false).unwrap();
+            set_up(device);
+            let mut stamps = IngressStamps::attach(device).unwrap();
+            let sender = crate::probe::open_probe_socket(device, false).unwrap();
+            let mut windows = Vec::new();
+            for tag in 1..=8u32 {
+                let f = frame(tag, if tag == 5 { 40 } else { 60 });
+                let before = monotonic_ns();
+                // SAFETY: sends our own buffer on a bound packet socket.
+                let n = unsafe { libc::send(sender.as_raw_fd(), f.as_ptr().cast(), f.len(), 0) };
+                assert_eq!(n, f.len() as isize);
+                windows.push((f, before, monotonic_ns()));
+            }
+            let mut buf = vec![0u8; 4096];
+            let mut matched = 0;
+            while matched < windows.len() {
+                // SAFETY: reads into our own buffer from the TAP (non-blocking).
+                let n = unsafe { libc::read(tap.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+                assert!(n > 0, "the TAP ran dry after {matched} of our frames");
+                let got = &buf[VNET_HDR_LEN..n as usize];
+                let Some(i) = windows.iter().position(|(f, _, _)| f == got) else {
+                    stamps.arrival(got); // the kernel's own frames (IPv6 autoconfiguration)
+                    continue;
+                };
+                matched += 1;
+                if i == 2 {
+                    continue; // read, never asked about: as if dropped after stamping
+                }
+                let (_, before, after) = windows[i];
+                let stamp = stamps.arrival(got).expect("our frame has a stamp");
+                assert!(
+                    (before..=after).contains(&stamp),
+                    "frame {i}: stamp {stamp} outside its send call {before}..{after}"
+                );
+            }
+            assert_eq!(stamps.arrival(&frame(99, 60)), None, "never sent: no stamp");
+        })
+        .join()
+        .unwrap();
+    }
+}
