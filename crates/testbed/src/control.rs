@@ -253,7 +253,7 @@ fn run_schedule(
 ) {
     // SAFETY: prctl with integer arguments affecting only this thread.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
-    crate::forwarder::raise_priority_above_forwarders();
+    crate::priority::raise_priority_above_forwarders();
     let started_ms = lock(state).started_unix_ms;
     let groups = schedule.groups();
     for pass in 0u64.. {
@@ -302,7 +302,7 @@ pub fn serve(
         .name("control".into())
         .spawn(move || {
             // A change must land within a millisecond even on a busy machine.
-            crate::forwarder::raise_priority_above_forwarders();
+            crate::priority::raise_priority_above_forwarders();
             for stream in listener.incoming().flatten() {
                 handle(&control, &snapshot, stream);
             }

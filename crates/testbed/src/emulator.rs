@@ -335,7 +335,7 @@ fn serve(state_dir: &Path) -> Result<i32, TestbedError> {
         // The control thread waits on this lock for a snapshot: the writer must not sit on
         // it behind a build's compilers (at the forwarders' real-time priority it would
         // delay packets instead).
-        crate::forwarder::raise_weight();
+        crate::priority::raise_weight();
         loop {
             std::thread::sleep(COUNTER_PERIOD);
             lock(&periodic).write();

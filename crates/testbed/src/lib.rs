@@ -26,6 +26,7 @@ pub mod netns;
 pub mod nic;
 pub mod params;
 pub mod presets;
+pub mod priority;
 pub mod probe;
 pub mod processing;
 pub mod rng;
