@@ -13,8 +13,10 @@ Modes (link key `offload`):
   offload     offload = true (the default): TCP super-packets with virtio-net headers,
               every segment charged, queued, lost and delayed on its own; segments due
               together are written together
-  baseline    only with --baseline LP: the same per-packet link, built by another linkperf
-              binary (an older emulator), for a side-by-side ratio
+  baseline    only with --baseline LP: the link as the other binary builds it by default
+              (offload since that became the default), for a side-by-side ratio
+  baseline-per-packet
+              only with --baseline LP: the per-packet link, built by the other binary
   baseline-offload
               only with --baseline LP: the offload link, built by the other binary
   offload-os  the offload link with `cpu_idle = "os"` (idle CPUs may halt; "offload" sets
@@ -43,7 +45,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEADING = "## Testbed emulator (issue 3)"
 TICKS = os.sysconf("SC_CLK_TCK")
 MODES = {"per-packet": False, "offload": True, "baseline": None, "baseline-offload": True,
-         "offload-os": True}
+         "baseline-per-packet": False, "offload-os": True}
 # Modes whose topology sets `cpu_idle` (the emulator's default is "os" since 2026-11-28;
 # "offload" keeps the polling idle CPUs its earlier results were measured with).
 CPU_IDLE = {"offload": "poll", "offload-os": "os"}

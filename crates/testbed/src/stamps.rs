@@ -6,28 +6,35 @@
 //! takes the virtual CPUs away: a wake-up's wait that no model learned from probes can
 //! predict). So a small BPF program runs on each link end's egress (tcx, in the host's
 //! namespace, as the frame leaves the host's stack for the TAP) and writes, per frame, the
-//! monotonic clock, the frame's length and a fingerprint of three of its words into a ring
-//! in a memory-mapped BPF array. The forwarding thread reads the ring as it reads frames and
-//! matches each frame by length and fingerprint (frames the TAP dropped after the program
-//! ran are skipped; two senders racing may swap neighbours, so a match just behind is
-//! taken too). A frame without a match keeps the learned estimate of [`crate::forwarder`].
+//! monotonic clock, the frame's length, its segment count and a fingerprint of three of its
+//! words into a ring in a memory-mapped BPF array. The forwarding thread reads the ring as it
+//! reads frames and matches each frame with the next entry by length and fingerprint; a
+//! TCP or UDP super-packet that the kernel segments after the program ran (a link without
+//! offload) is one entry for all its segments, which left the host at that instant. On a
+//! miss it searches a little ahead (frames the TAP dropped after the program ran) and just
+//! behind (two senders racing may swap neighbours). A frame without a match keeps the
+//! learned estimate of [`crate::forwarder`].
 //!
 //! The program is assembled here (twenty-odd instructions; no compiler, no object file)
 //! and loaded with the raw bpf(2) system call.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Ring entries: a power of two, well beyond a TAP's queue (500 frames) and a qdisc's.
-const RING: u64 = 4096;
-/// Ring entry: stamp (u64), length (u32), fingerprint (u32).
-const ENTRY: usize = 16;
+/// Ring entries: a power of two, beyond a testbed TAP's queue (txqueuelen 5000).
+const RING: u64 = 8192;
+/// Ring entry: stamp (u64), length (u32), fingerprint (u32), segments (u32), first-segment
+/// fingerprint (u32), its index plus one (u64; written last: an entry is complete when it holds its own index).
+const ENTRY: usize = 32;
 /// The array's one value: the count of frames stamped (u64, padded to 16), then the ring.
 const VALUE_SIZE: usize = 16 + RING as usize * ENTRY;
 /// Frame offsets whose 32-bit words make the fingerprint: an IPv4 header's identification,
 /// the word 4 bytes into an IPv4 transport header (TCP sequence, ICMP echo id and sequence)
 /// and the same for IPv6 (TCP sequence, ICMPv6 echo, UDP length and checksum).
 const FINGERPRINT_OFFSETS: [i32; 3] = [18, 38, 58];
+/// The words a super-packet's first segment keeps as they were (segmentation rewrites
+/// lengths, identifications after the first, checksums and flags): the IPv4 TCP
+/// acknowledgement or UDP payload, and the IPv6 TCP acknowledgement or UDP payload.
+const FIRST_SEGMENT_OFFSETS: [i32; 2] = [42, 62];
 /// Entries searched ahead of the next expected one (frames dropped after stamping).
 const SEARCH_AHEAD: u64 = 64;
 /// Entries searched just behind it (two senders on two CPUs stamped in one order, queued in
@@ -47,9 +54,9 @@ const FUNC_SKB_LOAD_BYTES: i32 = 26;
 const TCX_NEXT: i32 = -1;
 
 /// The fingerprint the program computes: the XOR of the native-order 32-bit words at
-/// [`FINGERPRINT_OFFSETS`] that lie inside the frame (Ethernet header first).
-pub fn fingerprint(frame: &[u8]) -> u32 {
-    FINGERPRINT_OFFSETS
+/// `offsets` that lie inside the frame (Ethernet header first).
+pub fn fingerprint(frame: &[u8], offsets: &[i32]) -> u32 {
+    offsets
         .iter()
         .map(|&o| o as usize)
         .filter_map(|o| frame.get(o..o + 4))
@@ -66,6 +73,9 @@ pub struct IngressStamps {
     area_len: usize,
     /// Index of the next entry expected to belong to the next frame read.
     next: u64,
+    /// Segments still to come of a super-packet the kernel segmented, and its stamp.
+    segments_left: u32,
+    segment_stamp: u64,
 }
 
 // SAFETY: the mapping is owned by this value alone, read only through it (the kernel writes
@@ -114,51 +124,86 @@ impl IngressStamps {
             area,
             area_len,
             next: 0,
+            segments_left: 0,
+            segment_stamp: 0,
         })
     }
 
-    fn count(&self) -> u64 {
-        // SAFETY: the area starts with the program's u64 counter, 8-aligned (page start);
-        // the kernel updates it atomically.
-        unsafe { (*(self.area as *const AtomicU64)).load(Ordering::Acquire) }
-    }
-
-    /// Entry `index` of the ring: (stamp, length, fingerprint).
-    fn entry(&self, index: u64) -> (u64, u32, u32) {
+    /// Entry `index` of the ring, if it holds that index (written, not yet overwritten).
+    fn entry(&self, index: u64) -> Option<Entry> {
         let at = 16 + (index % RING) as usize * ENTRY;
-        // SAFETY: `at + 16 <= VALUE_SIZE <= area_len`; entries are 8-aligned; volatile reads
-        // because the kernel writes them behind the compiler's back.
+        // SAFETY: `at + ENTRY <= VALUE_SIZE <= area_len`; entries are 8-aligned; volatile
+        // reads because the kernel writes them behind the compiler's back. The program
+        // writes the index last and x86 keeps stores in order, so a matching index means a
+        // complete entry (a torn one could only fail the length and fingerprint check).
         unsafe {
             let base = (self.area as *const u8).add(at);
-            (
-                std::ptr::read_volatile(base as *const u64),
-                std::ptr::read_volatile(base.add(8) as *const u32),
-                std::ptr::read_volatile(base.add(12) as *const u32),
-            )
+            let seq = std::ptr::read_volatile(base.add(24) as *const u64);
+            (seq == index + 1).then(|| Entry {
+                stamp: std::ptr::read_volatile(base as *const u64),
+                len: std::ptr::read_volatile(base.add(8) as *const u32),
+                fingerprint: std::ptr::read_volatile(base.add(12) as *const u32),
+                segments: std::ptr::read_volatile(base.add(16) as *const u32),
+                first_segment: std::ptr::read_volatile(base.add(20) as *const u32),
+            })
         }
     }
 
     /// When `frame` (Ethernet header first, as the host sent it) entered the link, on
     /// CLOCK_MONOTONIC in ns; None when no entry matches (it is then estimated).
     pub fn arrival(&mut self, frame: &[u8]) -> Option<u64> {
-        let count = self.count();
-        if count > self.next + RING {
-            // The reader fell a whole ring behind: what it missed is overwritten.
-            self.next = count - RING / 2;
+        if self.segments_left > 0 {
+            self.segments_left -= 1;
+            return Some(self.segment_stamp);
         }
-        let (len, fp) = (frame.len() as u32, fingerprint(frame));
-        let oldest = count.saturating_sub(RING - 1);
-        let ahead = self.next..count.min(self.next + SEARCH_AHEAD);
-        let behind = (self.next.saturating_sub(SEARCH_BEHIND).max(oldest)..self.next).rev();
-        for index in ahead.chain(behind) {
-            let (stamp, l, f) = self.entry(index);
-            if (l, f) == (len, fp) {
-                self.next = self.next.max(index + 1);
-                return Some(stamp);
+        let (len, fp) = (frame.len() as u32, fingerprint(frame, &FINGERPRINT_OFFSETS));
+        if let Some(e) = self.entry(self.next) {
+            if e.segments > 1
+                && len < e.len
+                && fingerprint(frame, &FIRST_SEGMENT_OFFSETS) == e.first_segment
+            {
+                // The first segment of a super-packet segmented after its stamp.
+                self.next += 1;
+                self.segments_left = e.segments - 1;
+                self.segment_stamp = e.stamp;
+                return Some(e.stamp);
             }
         }
+        let ahead = self.next..self.next + SEARCH_AHEAD;
+        let behind = (self.next.saturating_sub(SEARCH_BEHIND)..self.next).rev();
+        for index in ahead.chain(behind) {
+            match self.entry(index) {
+                Some(e) if (e.len, e.fingerprint) == (len, fp) => {
+                    self.next = self.next.max(index + 1);
+                    return Some(e.stamp);
+                }
+                _ => {}
+            }
+        }
+        self.catch_up();
         None
     }
+
+    /// After a miss: if the ring has lapped the reader (its next entry was overwritten by a
+    /// later frame's), go on from that frame: the frames before it are estimated.
+    fn catch_up(&mut self) {
+        let at = 16 + (self.next % RING) as usize * ENTRY;
+        // SAFETY: as in `entry`: an aligned u64 inside the mapping.
+        let seq =
+            unsafe { std::ptr::read_volatile((self.area as *const u8).add(at + 24) as *const u64) };
+        if seq > self.next + 1 {
+            self.next = seq - 1;
+        }
+    }
+}
+
+/// One frame as the program saw it.
+struct Entry {
+    stamp: u64,
+    len: u32,
+    fingerprint: u32,
+    segments: u32,
+    first_segment: u32,
 }
 
 fn bpf(cmd: libc::c_long, attr: &mut [u64]) -> std::io::Result<OwnedFd> {
@@ -243,11 +288,20 @@ fn program(map: i32) -> Vec<u64> {
     const EXIT: u8 = 0x95;
     const LD_IMM64: u8 = 0x18;
     const PSEUDO_MAP_VALUE: u8 = 2;
-    let mut p = vec![
-        insn(MOV_X, 6, 1, 0, 0), // r6 = skb
-        insn(MOV_K, 7, 0, 0, 0), // r7 = fingerprint
-    ];
-    for offset in FINGERPRINT_OFFSETS {
+    const SKB_GSO_SEGS: i16 = 164;
+    let mut p = vec![insn(MOV_X, 6, 1, 0, 0)]; // r6 = skb
+                                               // r7 = the first-segment fingerprint, kept at fp-16; then r7 = the fingerprint.
+    for (i, offset) in FIRST_SEGMENT_OFFSETS
+        .into_iter()
+        .chain(FINGERPRINT_OFFSETS)
+        .enumerate()
+    {
+        if i == 0 || i == FIRST_SEGMENT_OFFSETS.len() {
+            if i > 0 {
+                p.push(insn(STX_W, 10, 7, -16, 0));
+            }
+            p.push(insn(MOV_K, 7, 0, 0, 0));
+        }
         p.extend([
             insn(MOV_X, 1, 6, 0, 0),
             insn(MOV_K, 2, 0, 0, offset),
@@ -267,13 +321,20 @@ fn program(map: i32) -> Vec<u64> {
         insn(LD_IMM64, 1, PSEUDO_MAP_VALUE, 0, map), // r1 = &value (offset 0)
         insn(0, 0, 0, 0, 0),
         insn(MOV_K, 2, 0, 0, 1),
-        insn(ATOMIC_DW, 1, 2, 0, FETCH_ADD), // r2 = count++
+        insn(ATOMIC_DW, 1, 2, 0, FETCH_ADD), // r2 = count++: this frame's index
+        insn(MOV_X, 4, 2, 0, 0),
+        insn(ADD_K, 4, 0, 0, 1), // r4 = index + 1
         insn(AND_K, 2, 0, 0, (RING - 1) as i32),
         insn(LSH_K, 2, 0, 0, ENTRY.trailing_zeros() as i32),
-        insn(ADD_X, 1, 2, 0, 0),
+        insn(ADD_X, 1, 2, 0, 0), // r1 = the entry, 16 bytes on
+        insn(LDX_W, 3, 6, SKB_GSO_SEGS, 0),
+        insn(LDX_W, 5, 10, -16, 0),
         insn(STX_DW, 1, 9, 16, 0),
         insn(STX_W, 1, 8, 24, 0),
         insn(STX_W, 1, 7, 28, 0),
+        insn(STX_W, 1, 3, 32, 0),
+        insn(STX_W, 1, 5, 36, 0),
+        insn(STX_DW, 1, 4, 40, 0), // last: the entry is complete
         insn(MOV_K, 0, 0, 0, TCX_NEXT),
         insn(EXIT, 0, 0, 0, 0),
     ]);
@@ -302,9 +363,14 @@ mod tests {
         frame[18..22].copy_from_slice(&1u32.to_ne_bytes());
         frame[38..42].copy_from_slice(&6u32.to_ne_bytes());
         frame[58..62].copy_from_slice(&12u32.to_ne_bytes());
-        assert_eq!(fingerprint(&frame), 1 ^ 6 ^ 12);
-        assert_eq!(fingerprint(&frame[..61]), 1 ^ 6, "the third word is cut");
-        assert_eq!(fingerprint(&frame[..21]), 0, "no word fits");
+        let words = FINGERPRINT_OFFSETS;
+        assert_eq!(fingerprint(&frame, &words), 1 ^ 6 ^ 12);
+        assert_eq!(
+            fingerprint(&frame[..61], &words),
+            1 ^ 6,
+            "the third word is cut"
+        );
+        assert_eq!(fingerprint(&frame[..21], &words), 0, "no word fits");
     }
 
     /// A frame of the local experimental EtherType with `tag` in its first fingerprint word.
@@ -388,6 +454,116 @@ mod tests {
                 );
             }
             assert_eq!(stamps.arrival(&frame(99, 60)), None, "never sent: no stamp");
+        })
+        .join()
+        .unwrap();
+    }
+
+    /// Reads frames from the TAP until `want` of them satisfy `ours`, asking the stamps about
+    /// every frame read; returns ours with their stamps.
+    fn read_ours(
+        tap: &OwnedFd,
+        stamps: &mut IngressStamps,
+        want: usize,
+        ours: impl Fn(&[u8]) -> bool,
+    ) -> Vec<(Vec<u8>, Option<u64>)> {
+        let mut buf = vec![0u8; 70_000];
+        let mut found = Vec::new();
+        while found.len() < want {
+            // SAFETY: reads into our own buffer from the TAP (non-blocking).
+            let n = unsafe { libc::read(tap.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            assert!(n > 0, "the TAP ran dry after {} of our frames", found.len());
+            let got = &buf[VNET_HDR_LEN..n as usize];
+            let stamp = stamps.arrival(got);
+            if ours(got) {
+                found.push((got.to_vec(), stamp));
+            }
+        }
+        found
+    }
+
+    fn run(args: &str) {
+        let ok = std::process::Command::new(crate::netns::ip_program())
+            .args(args.split_whitespace())
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "ip {args}");
+    }
+
+    /// A UDP super-packet (UDP_SEGMENT, 3 segments) through a TAP without offload: the
+    /// kernel segments it after the program stamped it, and all three frames read carry that
+    /// one stamp, taken inside the send call; the next ordinary datagram has its own.
+    #[test]
+    fn a_super_packet_segmented_after_its_stamp_gives_each_segment_that_stamp() {
+        std::thread::spawn(|| {
+            // SAFETY: moves only this thread (and the `ip` processes it starts) into a new
+            // network namespace of its own.
+            assert_eq!(
+                unsafe { libc::unshare(libc::CLONE_NEWNET) },
+                0,
+                "needs root"
+            );
+            let device = "lpstamp1";
+            let tap = crate::tap::open_tap(device, false).unwrap();
+            run(&format!("addr add 10.9.0.1/24 dev {device}"));
+            run(&format!("link set {device} up"));
+            run(&format!(
+                "neigh add 10.9.0.2 lladdr 02:00:00:00:00:02 dev {device}"
+            ));
+            let mut stamps = IngressStamps::attach(device).unwrap();
+            let socket = std::net::UdpSocket::bind("10.9.0.1:0").unwrap();
+            socket.connect("10.9.0.2:9").unwrap();
+            let to_port_9 = |f: &[u8]| f.len() > 37 && f[23] == 17 && f[36..38] == [0, 9];
+            let segment: libc::c_int = 100;
+            // SAFETY: setsockopt with an int we own and its size.
+            let rc = unsafe {
+                libc::setsockopt(
+                    socket.as_raw_fd(),
+                    libc::SOL_UDP,
+                    libc::UDP_SEGMENT,
+                    (&segment as *const libc::c_int).cast(),
+                    4,
+                )
+            };
+            assert_eq!(rc, 0);
+            let before = monotonic_ns();
+            assert_eq!(socket.send(&[7u8; 300]).unwrap(), 300);
+            let after = monotonic_ns();
+            let segments = read_ours(&tap, &mut stamps, 3, to_port_9);
+            for (frame, stamp) in &segments {
+                assert_eq!(
+                    frame.len(),
+                    14 + 20 + 8 + 100,
+                    "one segment, not the super-packet"
+                );
+                let stamp = stamp.expect("a segment has its super-packet's stamp");
+                assert!(
+                    (before..=after).contains(&stamp),
+                    "{stamp} outside {before}..{after}"
+                );
+                assert_eq!(Some(stamp), segments[0].1);
+            }
+            let segment: libc::c_int = 0;
+            // SAFETY: as above.
+            unsafe {
+                libc::setsockopt(
+                    socket.as_raw_fd(),
+                    libc::SOL_UDP,
+                    libc::UDP_SEGMENT,
+                    (&segment as *const libc::c_int).cast(),
+                    4,
+                )
+            };
+            let before = monotonic_ns();
+            socket.send(&[8u8; 40]).unwrap();
+            let after = monotonic_ns();
+            let single = read_ours(&tap, &mut stamps, 1, to_port_9);
+            let stamp = single[0].1.expect("an ordinary datagram has its own stamp");
+            assert!(
+                (before..=after).contains(&stamp),
+                "{stamp} outside {before}..{after}"
+            );
         })
         .join()
         .unwrap();
