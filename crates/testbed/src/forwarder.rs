@@ -4,9 +4,11 @@
 //! in one write.
 //!
 //! It keeps its own delay out of the link's: it sleeps in ppoll(2) until shortly before the
-//! next release and spins for the rest, the margin learned from how late
-//! its own timer wake-ups are; and a frame that wakes it from sleep counts as having arrived
-//! as long before it was read as that wake-up took. The kernel says how long the thread
+//! next release and spins for the rest, the margin learned from how late its own timer
+//! wake-ups are; and a frame counts as having arrived when the kernel stamped it on its way
+//! into the ingress device ([`crate::stamps`]). A frame without a stamp that woke the thread
+//! from sleep counts as having arrived as long before it was read as that wake-up took
+//! (estimated). The kernel says how long the thread
 //! waited for a CPU after being woken (the run delay in /proc/thread-self/schedstat, read
 //! before and after each sleep); the rest of the wait (waking, returning from ppoll, the
 //! read) is learned from probe frames (see [`crate::probe`]). The latencies are kept per

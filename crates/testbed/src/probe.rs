@@ -2,8 +2,9 @@
 //! device before the forwarding thread, asleep in ppoll(2), wakes up and reads it.
 //!
 //! That wait is the one part of the emulator's own delay it cannot avoid (a sleeping thread
-//! takes tens of microseconds to wake on a virtual machine) nor see (a TAP gives no
-//! timestamps on the frames it hands over). So a probe thread sends a small frame into each
+//! takes tens of microseconds to wake on a virtual machine) nor see from the TAP (which gives
+//! no timestamps on the frames it hands over). The kernel's stamps ([`crate::stamps`]) see
+//! it for every frame they match; what is learned here is the fallback for the others. So a probe thread sends a small frame into each
 //! link end from the host side (an AF_PACKET socket on the end's device, so it takes the path
 //! a host's packet takes) and asks the kernel for its transmit timestamp, which the TAP
 //! driver takes as it queues the frame for the emulator (SO_TIMESTAMPING, software). The
