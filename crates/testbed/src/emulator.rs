@@ -101,7 +101,7 @@ fn open_devices(plan: &Plan) -> Result<Devices, TestbedError> {
                     open_probe_socket(&device, false)?,
                     open_probe_socket(&device, true)?,
                 );
-                let stamps = IngressStamps::attach(&device)
+                let stamps = IngressStamps::attach(&tap)
                     .map_err(|e| log(format!("{device}: no kernel stamps ({e}); estimating")))
                     .ok();
                 Ok((Arc::new(tap), probes, stamps))
