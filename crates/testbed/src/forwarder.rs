@@ -20,7 +20,7 @@ use crate::gso::{Segmentation, TcpPacket, VnetHeader, VNET_HDR_LEN};
 use crate::mailbox::{Applied, Mailbox};
 use crate::probe::{clock_ns, parse_probe, received_probe, ProbeClock};
 use crate::scheduler::Scheduler;
-use crate::stamps::{monotonic_ns, IngressStamps};
+use crate::stamps::IngressStamps;
 use crate::state::unix_ms;
 use crate::timing::{DirectionTiming, LatencyModel};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -267,7 +267,7 @@ impl Forwarder {
             pending_probe: None,
             last_arrival: 0,
             stamps: io.stamps,
-            epoch_mono_ns: monotonic_ns().saturating_sub(now_ns(io.epoch)),
+            epoch_mono_ns: clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(now_ns(io.epoch)),
             name: io.name,
         }
     }

@@ -19,7 +19,7 @@ use std::process::{Command, Stdio};
 /// Default `txqueuelen` of a line-rate host interface (Linux's default for Ethernet).
 pub const DEFAULT_TXQUEUELEN: u32 = 1000;
 
-fn tc_program() -> &'static str {
+pub(crate) fn tc_program() -> &'static str {
     ["/usr/sbin/tc", "/sbin/tc", "/usr/bin/tc", "/bin/tc"]
         .into_iter()
         .find(|p| std::path::Path::new(p).exists())

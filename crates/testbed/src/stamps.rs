@@ -290,21 +290,14 @@ fn program(map: i32) -> Vec<u64> {
     p
 }
 
-/// CLOCK_MONOTONIC now, in ns (the clock of the program's stamps).
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::gso::VNET_HDR_LEN;
+
+    fn monotonic_ns() -> u64 {
+        crate::probe::clock_ns(libc::CLOCK_MONOTONIC)
+    }
 
     #[test]
     fn the_fingerprint_xors_the_words_inside_the_frame() {
@@ -327,28 +320,6 @@ mod tests {
         f
     }
 
-    fn set_up(device: &str) {
-        #[repr(C)]
-        struct IfReq {
-            name: [u8; libc::IFNAMSIZ],
-            flags: libc::c_short,
-            _pad: [u8; 22],
-        }
-        let mut req = IfReq {
-            name: [0; libc::IFNAMSIZ],
-            flags: (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short,
-            _pad: [0; 22],
-        };
-        req.name[..device.len()].copy_from_slice(device.as_bytes());
-        // SAFETY: a datagram socket for the ioctl, closed below; SIOCSIFFLAGS reads an ifreq.
-        unsafe {
-            let s = libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0);
-            assert!(s >= 0);
-            assert_eq!(libc::ioctl(s, libc::SIOCSIFFLAGS, &mut req), 0);
-            libc::close(s);
-        }
-    }
-
     /// Frames sent into a TAP by a host-side packet socket, read back from the TAP: each
     /// one's stamp lies inside its own send call (the program runs within it), in order; a
     /// frame read without asking (as if the TAP had dropped it) does not derail the next.
@@ -363,7 +334,7 @@ mod tests {
             );
             let device = "lpstamp0";
             let tap = crate::tap::open_tap(device, false).unwrap();
-            set_up(device);
+            run(crate::netns::ip_program(), &format!("link set {device} up"));
             let mut stamps = IngressStamps::attach(&tap).unwrap();
             let sender = crate::probe::open_probe_socket(device, false).unwrap();
             let mut windows = Vec::new();
@@ -482,10 +453,7 @@ mod tests {
         std::thread::spawn(|| {
             let device = "lpstamp2";
             let (tap, mut stamps) = host_side(device);
-            let tc = ["/usr/sbin/tc", "/sbin/tc"]
-                .into_iter()
-                .find(|p| std::path::Path::new(p).exists())
-                .unwrap_or("tc");
+            let tc = crate::nic::tc_program();
             run(
                 tc,
                 &format!("qdisc add dev {device} root tbf rate 1mbit burst 1600 limit 10000"),
