@@ -252,18 +252,23 @@ fn client_runs_are_stored_unless_told_not_to() {
     );
 }
 
-/// On loopback a 4 KiB socket buffer holds TCP to its window: the bytes in
-/// flight (by Little's law, the received rate times the kernel's smoothed RTT)
-/// stay within the 4 KiB the receiver may advertise (twice that allowed for the
-/// RTT's smoothing), where 64 KiB and 1 MiB keep several times as much in flight.
-/// Rates alone are not compared by a fixed factor: on a loaded machine the
-/// large-window runs are held by the CPU (1 MiB gave 4.6x the 4 KiB rate once).
+/// On loopback a 4 KiB socket buffer holds TCP to its window, on both ends of the
+/// handshake. What a load cannot move is checked, not rates against a fixed factor:
+/// - the window the receiver advertised (tcp_info snd_wnd, read by the sender) is at
+///   most the 8 KiB Linux grants for a 4 KiB SO_RCVBUF (it doubles the value asked),
+///   and at least the buffer asked for 64 KiB and 1 MiB;
+/// - bytes in flight never exceed the window, so by Little's law the rate times the
+///   smallest RTT the kernel saw (a lower bound on every segment's time in flight)
+///   stays within it. The mean smoothed RTT is no such bound: on a loaded machine it
+///   includes the receiving process's late reads (the window update that releases
+///   the sender waits for them), which made a 4 KiB window look like 13-31 KB in
+///   flight beside hypervisor steal;
+/// - the window does not collapse: the 4 KiB rate is at least 1 % of the 64 KiB one
+///   (the window ratio is 3 %, and the larger window is CPU-held on loopback). With
+///   the buffer set after the handshake, the window scale chosen for the default
+///   buffer left 455 kbit/s, 0.002 % of it.
 #[test]
 fn window_sweep_small_window_limits_throughput_on_loopback() {
-    // The smoothed RTT is sampled in time: a stall of the host inflates the samples it
-    // spans while few bytes flow, and the product with the rate then overstates what was
-    // in flight (13.3 KB for 4K beside 380-470 ms of hypervisor steal). Such a run is
-    // run again.
     linkperf_testsupport::stall::retry_when_stalled(|| {
         let lo = Loopback::new("window");
         let run = lo.sweep(&["-t", "0.5", "--vary", "window=4K,64K,1M", "-J"]);
@@ -271,24 +276,31 @@ fn window_sweep_small_window_limits_throughput_on_loopback() {
         let v = run.json();
         let rates = rates_by_window(&v);
         assert_eq!(rates.len(), 3);
-        let in_flight: Vec<f64> = array_at(&v, "/points")
+        let runs: Vec<(f64, f64, f64)> = array_at(&v, "/points")
             .iter()
             .map(|p| {
                 let id = p["run_ids"][0].to_string();
                 let report = long(&["results", "--db", &lo.db, "show", &id, "-J"]).json();
-                let rate = f64_at(&report, "/summary/received/bits_per_second");
-                rate / 8.0 * f64_at(&report, "/summary/tcp/rtt_ms/mean") / 1e3
+                (
+                    f64_at(&report, "/summary/received/bits_per_second"),
+                    f64_at(&report, "/summary/tcp/snd_wnd_bytes"),
+                    f64_at(&report, "/summary/tcp/rtt_ms/kernel_min_rtt"),
+                )
             })
             .collect();
-        eprintln!("rates {rates:?}, bytes in flight {in_flight:?}");
-        let window = 4096.0;
-        assert!(in_flight[0] <= 2.0 * window, "{in_flight:?}");
+        eprintln!("rates {rates:?}; (rate, advertised window, min RTT ms) {runs:?}");
+        let granted_4k = 2.0 * 4096.0;
+        let (rate, window, min_rtt_ms) = runs[0];
+        assert!(window > 0.0 && window <= granted_4k, "{runs:?}");
+        let in_flight_floor = rate / 8.0 * min_rtt_ms / 1e3;
         assert!(
-            in_flight[1] > 4.0 * 2.0 * window && in_flight[2] > 4.0 * 2.0 * window,
-            "{in_flight:?}"
+            in_flight_floor <= granted_4k,
+            "{in_flight_floor} B: {runs:?}"
         );
+        assert!(runs[1].1 >= 65536.0 && runs[2].1 >= 1048576.0, "{runs:?}");
         let (small, mid, big) = (rates[0].1, rates[1].1, rates[2].1);
         assert!(mid > small && big > small, "{rates:?}");
+        assert!(small >= 0.01 * mid, "{rates:?}");
     });
 }
 

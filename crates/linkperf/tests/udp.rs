@@ -108,12 +108,25 @@ fn udp_four_streams_all_connect() {
 /// The schedule's gap between 1460-byte datagrams at 10 Mbit/s.
 const DATAGRAM_GAP_MS: f64 = 1460.0 * 8.0 / 10e6 * 1e3;
 
+/// When a stopped client was stopped, as this test can know it: the stop began
+/// between `sent_unix_ms` (just before SIGSTOP) and `confirmed_unix_ms` (every
+/// thread seen stopped in /proc), and lasted at least `min_ms` (from that
+/// confirmation to just before SIGCONT) and at most `max_ms` (from before SIGSTOP
+/// to after SIGCONT returned). The brackets widen by exactly as long as the host
+/// kept this test's own thread from its CPU around the signals.
+struct Stop {
+    sent_unix_ms: f64,
+    confirmed_unix_ms: f64,
+    min_ms: f64,
+    max_ms: f64,
+}
+
 /// A 10 Mbit/s UDP client of `seconds` first in line for a CPU (nice -20, which execs
 /// the client: same pid, so that the stop is the only time the host does not run the
 /// sender; at nice 0 a loaded machine's scheduler once added three skips of its own),
-/// stopped `after_ms` after its spawn for `hold_ms`. Returns when the stop began (Unix
-/// ms), how long it held, and the client's report.
-fn stop_a_paced_client(seconds: &str, after_ms: u64, hold_ms: u64) -> (f64, f64, Value) {
+/// stopped `after_ms` after its spawn for `hold_ms`. Returns the stop and the
+/// client's report.
+fn stop_a_paced_client(seconds: &str, after_ms: u64, hold_ms: u64) -> (Stop, Value) {
     let server = Server::start();
     let port = server.port.to_string();
     let args = ["client", "127.0.0.1", "-p", &port];
@@ -121,18 +134,45 @@ fn stop_a_paced_client(seconds: &str, after_ms: u64, hold_ms: u64) -> (f64, f64,
         spawn_first_in_line(&[&args[..], &["-u", "-b", "10M", "-t", seconds, "-J"]].concat());
     let pid = child.id() as i32;
     std::thread::sleep(Duration::from_millis(after_ms));
-    let stopped = std::time::Instant::now();
-    let stopped_unix_ms = unix_ms();
+    let sent = std::time::Instant::now();
+    let sent_unix_ms = unix_ms();
     // SAFETY: signals to our own child, which has not been waited for.
     unsafe { libc::kill(pid, libc::SIGSTOP) };
+    wait_all_threads_stopped(pid);
+    let confirmed = std::time::Instant::now();
+    let confirmed_unix_ms = unix_ms();
     std::thread::sleep(Duration::from_millis(hold_ms));
+    let min_ms = confirmed.elapsed().as_secs_f64() * 1e3;
     unsafe { libc::kill(pid, libc::SIGCONT) };
-    let held_ms = stopped.elapsed().as_secs_f64() * 1e3;
-    (
-        stopped_unix_ms,
-        held_ms,
-        wait_child(child, CLIENT_WATCHDOG).report(),
-    )
+    let max_ms = sent.elapsed().as_secs_f64() * 1e3;
+    let stop = Stop {
+        sent_unix_ms,
+        confirmed_unix_ms,
+        min_ms,
+        max_ms,
+    };
+    (stop, wait_child(child, CLIENT_WATCHDOG).report())
+}
+
+/// Polls /proc until every thread of `pid` is in the stopped state (a group stop
+/// completes when the last thread takes the signal), for at most 2 s.
+fn wait_all_threads_stopped(pid: i32) {
+    let stopped = || {
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+        let mut all = true;
+        for t in tasks.flatten() {
+            let stat = std::fs::read_to_string(t.path().join("stat")).ok()?;
+            // The state follows the command's closing parenthesis.
+            let state = stat.rsplit_once(") ")?.1.chars().next()?;
+            all &= state == 'T' || state == 't';
+        }
+        Some(all).filter(|&a| a)
+    };
+    let found = poll(Duration::from_secs(2), Duration::from_micros(200), stopped);
+    assert!(
+        found.is_some(),
+        "client {pid} did not stop within 2 s of SIGSTOP"
+    );
 }
 
 fn unix_ms() -> f64 {
@@ -167,11 +207,18 @@ fn one_skip_of(r: &Value, want_ms: f64, early_ms: f64, late_ms: f64) {
 #[test]
 fn a_sender_the_host_stops_writes_the_time_off_and_says_so() {
     linkperf_testsupport::stall::retry_when_stalled(|| {
-        let (_, held_ms, r) = stop_a_paced_client("2", 700, 300);
+        let (stop, r) = stop_a_paced_client("2", 700, 300);
         // Less up to three datagram gaps (the one it was waiting through, the two its
-        // catch-up sends on waking before it writes off the rest); more by up to 100 ms
+        // catch-up sends on waking before it writes off the rest); more by as long as
+        // the stop may have lasted beyond what this test saw of it, and by up to 100 ms
         // when a loaded machine runs it later still.
-        one_skip_of(&r, held_ms - 20.0, 3.0 * DATAGRAM_GAP_MS, 100.0);
+        let uncertain = stop.max_ms - stop.min_ms;
+        one_skip_of(
+            &r,
+            stop.min_ms - 20.0,
+            3.0 * DATAGRAM_GAP_MS,
+            uncertain + 100.0,
+        );
     });
 }
 
@@ -182,15 +229,21 @@ fn a_sender_the_host_stops_writes_the_time_off_and_says_so() {
 #[test]
 fn a_sender_stopped_past_its_end_writes_off_the_time_to_the_end() {
     linkperf_testsupport::stall::retry_when_stalled(|| {
-        let (stopped_unix_ms, _, r) = stop_a_paced_client("1.5", 700, 1500);
+        let (stop, r) = stop_a_paced_client("1.5", 700, 1500);
         let started_ms = u64_at(&r, "/summary/streams/0/sender/started_unix_ns") as f64 / 1e6;
         let end_ms = started_ms + 1500.0;
-        assert!(stopped_unix_ms < end_ms - 300.0, "stopped too late to test");
-        // Less up to one datagram gap (it may have sent the next one just before the
-        // stop) and 5 ms for the start's time stamp (taken when the stream's thread woke
-        // for the start, at nice -20: 1-2 ms late beside a build); more by 10 ms for the
-        // stop signal.
-        one_skip_of(&r, end_ms - stopped_unix_ms, DATAGRAM_GAP_MS + 5.0, 10.0);
+        assert!(
+            stop.confirmed_unix_ms < end_ms - 300.0,
+            "stopped too late to test"
+        );
+        // The stop began between the signal and its confirmation. Less up to one
+        // datagram gap (it may have sent the next one just before the stop), the time
+        // the stop took to be confirmed, and 5 ms for the start's time stamp (taken
+        // when the stream's thread woke for the start, at nice -20: 1-2 ms late beside
+        // a build); more by 10 ms for the stop signal.
+        let confirming = stop.confirmed_unix_ms - stop.sent_unix_ms;
+        let early = DATAGRAM_GAP_MS + 5.0 + confirming;
+        one_skip_of(&r, end_ms - stop.sent_unix_ms, early, 10.0);
         let seconds = f64_at(&r, "/summary/sent/seconds");
         assert!((seconds - 1.5).abs() < 0.005, "sent for {seconds} s");
     });
