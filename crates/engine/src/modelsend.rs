@@ -469,6 +469,7 @@ mod tests {
             length: 1460,
             payload: crate::stream::Payload::new(1460),
             rate_bps: None,
+            pacing_timer: None,
             byte_limit: None,
             start,
             end: Some(start + Duration::from_secs_f64(seconds)),

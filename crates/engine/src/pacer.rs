@@ -7,11 +7,14 @@
 //! goes; it never busy-waits, since a spinning sender costs a whole core.
 //!
 //! Every wake-up costs CPU (the timer interrupt, two context switches; in a
-//! virtual machine also exits to the hypervisor). When datagrams are due more
-//! often than that is worth, one wake-up sends a short train of them in one
-//! system call (GSO where the kernel has it), sized so the wake-ups come at
-//! most every [`WAKE_FACTOR`] timer latencies: the gaps stay even at the scale
-//! of tens of microseconds, never iperf3's 1 ms bursts.
+//! virtual machine also exits to the hypervisor): about as much as sending
+//! four datagrams. So one wake-up sends a short train in one system call (GSO
+//! where the kernel has it): by default at least [`MIN_TRAIN`] datagrams,
+//! none of them more than [`MAX_AHEAD`] ahead of its time, and never a wake-up
+//! more often than every [`WAKE_FACTOR`] timer latencies. `--pacing-timer`
+//! sets how far ahead a datagram may go instead (0: one per wake-up wherever
+//! the timer allows). The gaps stay even at the scale of a few hundred
+//! microseconds at most, never iperf3's 1 ms bursts.
 //!
 //! A sender the host did not run catches up at most 20 ms of its schedule, at twice
 //! its rate; the rest is written off and counted, so its result says how much it did
@@ -38,6 +41,15 @@ const INITIAL_WAKE_LATE: Duration = Duration::from_micros(20);
 /// 1 Gbit/s: 2 gave 50 % of a core and a 50 µs p99 gap, 4 gave 30 % and
 /// 85-110 µs, 8 gave 15 % and 230 µs, against 43-49 % for iperf3 (1 ms bursts).
 pub const WAKE_FACTOR: f64 = 4.0;
+/// Datagrams a wake-up sends at least, by default, where that keeps each of
+/// them within [`MAX_AHEAD`] of its time: a wake-up costs about the CPU of
+/// four sends on the 2-vCPU VM of bench/RESULTS.md (22-26 µs against 6-7 µs
+/// per datagram), so waking for each at 100 Mbit/s cost 2.3x iperf3's CPU.
+pub const MIN_TRAIN: f64 = 4.0;
+/// The furthest ahead of its time a datagram leaves in a default train: half
+/// iperf3's 1 ms pacing timer. Below about 23 Mbit/s of 1460-byte datagrams
+/// (gaps over 500 µs) every datagram has a wake-up of its own.
+pub const MAX_AHEAD: Duration = Duration::from_micros(500);
 /// Weight of a new lateness measurement (an exponential moving average).
 const LATE_GAIN: f64 = 1.0 / 16.0;
 /// The most a sleep ends before the time asked (and so the most a send on a
@@ -108,6 +120,9 @@ pub struct Pacer {
     sleeper: Sleeper,
     /// No send before this, so catching up stays within CATCH_UP times the rate.
     not_before: Option<Instant>,
+    /// How far ahead of its time a datagram may leave in a train (`None`: the
+    /// default rule, [`MIN_TRAIN`] within [`MAX_AHEAD`]).
+    ahead: Option<Duration>,
     /// Schedule time written off after falling more than MAX_BACKLOG behind: how
     /// often, how much in all, the longest.
     skips: u64,
@@ -125,10 +140,18 @@ impl Pacer {
             gaps: Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid histogram bounds"),
             sleeper: Sleeper::default(),
             not_before: None,
+            ahead: None,
             skips: 0,
             skipped: Duration::ZERO,
             longest_skip: Duration::ZERO,
         }
+    }
+
+    /// Lets a datagram leave up to `ahead` before its time in a train
+    /// (`--pacing-timer`); `None` keeps the default rule.
+    pub fn with_timer(mut self, ahead: Option<Duration>) -> Self {
+        self.ahead = ahead;
+        self
     }
 
     pub fn restart(&mut self, at: Instant) {
@@ -153,12 +176,20 @@ impl Pacer {
         self.wait_batch(bits, 1, deadline) > 0
     }
 
-    /// Datagrams of `bits` one wake-up carries: one if they are due further
-    /// apart than WAKE_FACTOR timer latencies, else as many as fit in that time.
+    /// Datagrams of `bits` one wake-up carries: those due within the time a
+    /// train may span (the last leaves at most that far ahead of its time),
+    /// and never so few that wake-ups come more often than WAKE_FACTOR timer
+    /// latencies. By default a train spans [`MIN_TRAIN`] gaps, at most
+    /// [`MAX_AHEAD`]; `--pacing-timer` sets the span.
     pub fn train(&self, bits: u64, max: usize) -> usize {
         let gap = bits.max(1) as f64 / self.rate_bps;
-        let every = WAKE_FACTOR * self.sleeper.wake_late;
-        ((every / gap).ceil() as usize).clamp(1, max.max(1))
+        let span = match self.ahead {
+            Some(ahead) => ahead.as_secs_f64(),
+            None => ((MIN_TRAIN - 1.0) * gap).min(MAX_AHEAD.as_secs_f64()),
+        };
+        let by_timer = (WAKE_FACTOR * self.sleeper.wake_late / gap).ceil();
+        let by_span = 1.0 + (span / gap + 1e-9).floor();
+        (by_timer.max(by_span) as usize).clamp(1, max.max(1))
     }
 
     /// Blocks until the next unit of `bits` is due, then returns how many to
@@ -296,6 +327,28 @@ fn sleep(d: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn trains_carry_four_datagrams_within_500_us_or_what_the_timer_allows() {
+        let bits = 1460 * 8;
+        let train =
+            |rate: u64, timer: Option<Duration>| Pacer::new(rate).with_timer(timer).train(bits, 64);
+        // Gaps of 116.8 us at 100 Mbit/s: four datagrams, the last 350 us early.
+        assert_eq!(train(100_000_000, None), 4);
+        // 233.6 us at 50 Mbit/s: 500 us holds two more gaps, not three.
+        assert_eq!(train(50_000_000, None), 3);
+        // 584 us at 20 Mbit/s: none may go 500 us early, each has its wake-up.
+        assert_eq!(train(20_000_000, None), 1);
+        // 11.68 us at 1 Gbit/s: the timer's floor (4 x the 20 us assumed) rules.
+        assert_eq!(train(1_000_000_000, None), 7);
+        // --pacing-timer 0: a wake-up per datagram where the timer allows.
+        assert_eq!(train(100_000_000, Some(Duration::ZERO)), 1);
+        assert_eq!(train(1_000_000_000, Some(Duration::ZERO)), 7);
+        // --pacing-timer 1ms at 100 Mbit/s: 8 more gaps fit (934 us), iperf3's bursts.
+        assert_eq!(train(100_000_000, Some(Duration::from_millis(1))), 9);
+        // Never beyond what one call may send.
+        assert_eq!(train(10_000_000_000, None), 64);
+    }
 
     #[test]
     fn a_stall_into_the_end_is_written_off_up_to_the_end() {

@@ -158,6 +158,7 @@ impl LocalSide {
                 length: self.config.length as usize,
                 payload: payload.clone(),
                 rate_bps: rate,
+                pacing_timer: self.config.pacing_timer(),
                 // The split is per direction: with --bidir the second set is numbered from P.
                 byte_limit: self
                     .config

@@ -182,6 +182,9 @@ pub struct StreamParams {
     /// What senders write (at least `length` bytes); empty for receivers.
     pub payload: Payload,
     pub rate_bps: Option<u64>,
+    /// How far ahead of its time a paced datagram may leave in a train
+    /// (`--pacing-timer`; `None`: the pacer's own choice).
+    pub pacing_timer: Option<Duration>,
     pub byte_limit: Option<u64>,
     pub start: Instant,
     pub end: Option<Instant>,
@@ -410,7 +413,7 @@ pub fn udp_send(
     p: StreamParams,
 ) {
     let len = p.length;
-    let mut pacer = p.rate_bps.map(Pacer::new);
+    let mut pacer = p.rate_bps.map(|r| Pacer::new(r).with_timer(p.pacing_timer));
     let limit_packets = p.byte_limit.map(|b| b.div_ceil(len as u64));
     let _ = sock.set_write_timeout(Some(POLL));
     let fill = &p.payload.0[..len];

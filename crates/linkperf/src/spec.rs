@@ -57,6 +57,9 @@ pub struct TestSpec {
     pub pacing_rate: Option<u64>,
     /// Target rate per stream, bits/s; UDP defaults to 1 Mbit/s, 0 is unlimited.
     pub bitrate: Option<u64>,
+    /// `--pacing-timer`: microseconds a paced UDP datagram may leave ahead of
+    /// its time in a train (`None`: the pacer's default, docs/traffic.md).
+    pub pacing_timer_us: Option<u32>,
     pub dont_fragment: bool,
     pub zerocopy: bool,
     /// `-m`: MPTCP data connections.
@@ -122,6 +125,7 @@ impl TestSpec {
             congestion: None,
             pacing_rate: None,
             bitrate: None,
+            pacing_timer_us: None,
             dont_fragment: false,
             zerocopy: false,
             mptcp: false,
@@ -168,6 +172,7 @@ impl TestSpec {
                 (None, true) => Some(1_000_000),
                 (None, false) => None,
             },
+            pacing_timer_us: self.pacing_timer_us,
             dont_fragment: self.dont_fragment,
             zerocopy: self.zerocopy,
             start_at_unix_ms: self.start_at,
@@ -247,6 +252,7 @@ impl TestSpec {
             }
             "bitrate" => self.bitrate = Some(rate(value)?),
             "pacing-rate" => self.pacing_rate = Some(rate(value)?),
+            "pacing-timer" => self.pacing_timer_us = Some(parse_pacing_timer(value)?),
             "congestion" => self.congestion = Some(value.to_string()),
             "time" => self.time = seconds(value)?,
             "omit" => self.omit = seconds(value)?,
@@ -378,6 +384,27 @@ fn parse_byte(t: &str) -> Option<u8> {
         t.parse::<u32>().ok()?
     };
     u8::try_from(v).ok()
+}
+
+/// `--pacing-timer`'s value in microseconds: a bare number is microseconds
+/// (iperf3's unit), or a duration with a unit (`250us`, `1ms`); 0 to 1 s.
+pub fn parse_pacing_timer(value: &str) -> Result<u32, String> {
+    let bad = || {
+        format!(
+            "'{value}' is not a pacing timer; accepted: 0 to 1000000 microseconds (e.g. 250), or a duration with a unit (250us, 1ms), at most 1 s"
+        )
+    };
+    let t = value.trim();
+    let us = if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        t.parse::<u64>().map_err(|_| bad())?
+    } else {
+        let d = linkperf_units::parse_duration(t).map_err(|_| bad())?;
+        u64::try_from(d.as_micros()).map_err(|_| bad())?
+    };
+    u32::try_from(us)
+        .ok()
+        .filter(|&us| us <= linkperf_proto::config::MAX_PACING_TIMER_US)
+        .ok_or_else(bad)
 }
 
 #[cfg(test)]

@@ -248,3 +248,57 @@ fn a_sender_stopped_past_its_end_writes_off_the_time_to_the_end() {
         assert!((seconds - 1.5).abs() < 0.005, "sent for {seconds} s");
     });
 }
+
+/// The gap between 1460-byte datagrams at 100 Mbit/s.
+const GAP_100M_US: f64 = 1460.0 * 8.0 / 100e6 * 1e6;
+
+/// At 100 Mbit/s the default pacer sends trains of four datagrams (a wake-up costs
+/// about four sends' CPU), the last at most 500 us early: three gaps in four are back
+/// to back and the median gap is one of them; `--pacing-timer 0` wakes for each, so
+/// the median gap is the schedule's 116.8 us. Both hold the rate. (The pacer records
+/// each send's time as it hands it to the kernel; the expectations are the rate's.)
+#[test]
+fn default_trains_hold_four_datagrams_and_a_zero_timer_sends_each_on_time() {
+    linkperf_testsupport::stall::retry_when_stalled(|| {
+        let server = Server::start();
+        let base = ["-u", "-b", "100M", "-t", "1"];
+        let trains = client_json(server.port, &base);
+        let each = client_json(server.port, &[&base[..], &["--pacing-timer", "0"]].concat());
+        assert!(trains["test"].get("pacing_timer_us").is_none());
+        assert_eq!(each["test"]["pacing_timer_us"], 0);
+        for r in [&trains, &each] {
+            assert_rate(r, "/summary/received/bits_per_second", 100e6, 0.02);
+        }
+        let gaps = |r: &Value| r["summary"]["streams"][0]["sender"]["send_gaps"].clone();
+        let (t, e) = (gaps(&trains), gaps(&each));
+        println!("default: {t}\n--pacing-timer 0: {e}");
+        // Trains of 4: 3/4 of the gaps back to back; a sender that fell behind
+        // catches up in trains of at most 8 (7/8).
+        let b2b = f64_at(&t, "/back_to_back_fraction");
+        assert!((0.70..=0.88).contains(&b2b), "{t}");
+        assert!(f64_at(&t, "/p50_us") < GAP_100M_US / 10.0, "{t}");
+        // One per wake-up: back to back only when catching up (pairs at most).
+        assert!(f64_at(&e, "/back_to_back_fraction") < 0.25, "{e}");
+        let p50 = f64_at(&e, "/p50_us");
+        assert!((p50 - GAP_100M_US).abs() < 0.2 * GAP_100M_US, "{e}");
+    });
+}
+
+#[test]
+fn a_pacing_timer_out_of_range_or_without_a_paced_udp_sender_is_refused() {
+    for (args, said) in [
+        (&["-u", "--pacing-timer", "2s"][..], "at most 1 s"),
+        (&["-u", "--pacing-timer", "fast"][..], "not a pacing timer"),
+        (&["--pacing-timer", "250"][..], "UDP (-u) only"),
+        (&["-u", "-b", "0", "--pacing-timer", "250"][..], "not paced"),
+    ] {
+        let all = [&["client", "127.0.0.1", "-p", "9"][..], args].concat();
+        let r = linkperf(&all);
+        let line = r.assert_one_line_failure(2);
+        assert!(
+            line.contains("--pacing-timer") || line.contains(said),
+            "{line}"
+        );
+        assert!(line.contains(said), "{args:?}: {line}");
+    }
+}

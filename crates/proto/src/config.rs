@@ -42,6 +42,8 @@ pub const MAX_STREAMS: u32 = 256;
 /// Shortest `--sample` period: tcp_info's times are in microseconds, but a
 /// sleeping thread wakes to within a fraction of a millisecond, no better.
 pub const MIN_SAMPLE_S: f64 = 0.001;
+/// Longest `--pacing-timer`: a train of a second's datagrams is no longer pacing.
+pub const MAX_PACING_TIMER_US: u32 = 1_000_000;
 /// Most time-series samples one test may take, all streams together. A
 /// remote end's samples travel in its result, one control frame of at most
 /// [`crate::codec::MAX_FRAME`] (4 MiB); a sender's sample is up to about 330 bytes of JSON.
@@ -72,6 +74,12 @@ pub struct TestConfig {
     pub pacing_rate: Option<u64>,
     /// Application-level target rate per stream in bits/s; `None` or 0 means unlimited.
     pub bitrate: Option<u64>,
+    /// `--pacing-timer`: microseconds a paced UDP sender may send a datagram
+    /// ahead of its time to put it in one wake-up's train with the one due
+    /// (0: a wake-up per datagram wherever the timer allows); `None` lets the
+    /// pacer choose. Absent from older peers' configs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pacing_timer_us: Option<u32>,
     pub dont_fragment: bool,
     pub zerocopy: bool,
     /// Wall-clock start (ms since the Unix epoch) agreed by a controller, for
@@ -158,6 +166,7 @@ impl Default for TestConfig {
             congestion: None,
             pacing_rate: None,
             bitrate: None,
+            pacing_timer_us: None,
             dont_fragment: false,
             zerocopy: false,
             start_at_unix_ms: None,
@@ -268,9 +277,8 @@ impl TestConfig {
                 }
             }
         }
-        if let Some(d) = &self.doctor {
-            d.validate()?;
-        }
+        self.doctor.as_ref().map_or(Ok(()), |d| d.validate())?;
+        self.check_pacing_timer()?;
         self.check_traffic()?;
         self.check_sample()?;
         self.check_protocol_options()
@@ -326,6 +334,26 @@ impl TestConfig {
                 self.duration_s,
                 self.total_streams()
             ));
+        }
+        Ok(())
+    }
+
+    /// `--pacing-timer` shapes a paced UDP sender's trains: at most a second,
+    /// and only where a sender is paced (UDP with a `-b` rate).
+    fn check_pacing_timer(&self) -> Result<(), String> {
+        let Some(us) = self.pacing_timer_us else {
+            return Ok(());
+        };
+        if us > MAX_PACING_TIMER_US {
+            return Err(format!(
+                "--pacing-timer must be at most 1 s (1000000 us), got {us} us"
+            ));
+        }
+        if self.protocol == Protocol::Udp && self.stream_rate().is_none() {
+            return Err(
+                "--pacing-timer shapes a paced sender's trains, and this test's senders are not paced (-b 0 or a traffic model); give -b a rate or drop --pacing-timer"
+                    .into(),
+            );
         }
         Ok(())
     }
@@ -393,7 +421,14 @@ impl TestConfig {
                 self.window_clamp.is_some(),
             ),
         ];
-        let udp_only = [("--dont-fragment", "DF bit", self.dont_fragment)];
+        let udp_only = [
+            ("--dont-fragment", "DF bit", self.dont_fragment),
+            (
+                "--pacing-timer",
+                "paced datagram trains",
+                self.pacing_timer_us.is_some(),
+            ),
+        ];
         let (others, ours, protocol, fix) = match self.protocol {
             Protocol::Udp => (&tcp_only[..], "TCP", "-u", "or -u"),
             Protocol::Tcp => (&udp_only[..], "UDP (-u)", "TCP", "or add -u"),
@@ -431,6 +466,12 @@ impl TestConfig {
     /// Per-stream application rate in bits/s, `None` for unlimited.
     pub fn stream_rate(&self) -> Option<u64> {
         self.bitrate.filter(|&r| r > 0)
+    }
+
+    /// `--pacing-timer` as a duration.
+    pub fn pacing_timer(&self) -> Option<std::time::Duration> {
+        self.pacing_timer_us
+            .map(|us| std::time::Duration::from_micros(u64::from(us)))
     }
 }
 

@@ -121,6 +121,8 @@ pub struct FlowOptions {
     pub nodelay: Option<bool>,
     pub mss: Option<u32>,
     pub pacing_rate: Option<toml::Value>,
+    /// `--pacing-timer`: microseconds, or a duration such as "250us".
+    pub pacing_timer: Option<toml::Value>,
     /// The `to` agent sends (iperf3 -R).
     pub reverse: Option<bool>,
     pub bidir: Option<bool>,

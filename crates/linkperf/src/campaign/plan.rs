@@ -141,6 +141,14 @@ pub(crate) fn flow_values(o: &FlowOptions) -> Result<Vec<(&'static str, String)>
         ("nodelay", flag(o.nodelay)),
         ("mss", count(o.mss)),
         ("pacing-rate", scalar(&o.pacing_rate, "pacing_rate", RATE)?),
+        (
+            "pacing-timer",
+            scalar(
+                &o.pacing_timer,
+                "pacing_timer",
+                "microseconds or a duration such as 250us",
+            )?,
+        ),
         ("dont-fragment", flag(o.dont_fragment)),
         ("zerocopy", flag(o.zerocopy)),
         ("clamp", scalar(&o.window_clamp, "window_clamp", SIZE)?),
@@ -575,7 +583,8 @@ address = "[fd00::3]:5400"
              reverse = true\nlength = \"1K\"\nparallel = 3\nwindow = \"64K\"\nsndbuf = \"8K\"\nnodelay = true\n\
              mss = 1000\npacing_rate = \"5M\"\ncongestion = \"reno\"\nzerocopy = true\n\
              window_clamp = \"32K\"\ndscp = \"EF\"\nsample = \"20ms\"\n\
-             [[phase.flow]]\nfrom = \"a2\"\nto = \"b\"\nudp = true\nbitrate = 2000000\ndont_fragment = true\n"
+             [[phase.flow]]\nfrom = \"a2\"\nto = \"b\"\nudp = true\nbitrate = 2000000\ndont_fragment = true\n\
+             pacing_timer = \"250us\"\n"
         );
         let c = build_text(&text).unwrap();
         let (tcp, udp) = (&c.phases[0].flows[0], &c.phases[0].flows[1]);
@@ -596,6 +605,7 @@ address = "[fd00::3]:5400"
             congestion: Some("reno".into()),
             pacing_rate: Some(5_000_000),
             bitrate: None,
+            pacing_timer_us: None,
             dont_fragment: false,
             zerocopy: true,
             start_at_unix_ms: None,
@@ -611,8 +621,8 @@ address = "[fd00::3]:5400"
         let u = udp.config();
         assert_eq!(u.protocol, linkperf_proto::Protocol::Udp);
         assert_eq!(
-            (u.bitrate, u.length, u.dont_fragment),
-            (Some(2_000_000), 1460, true)
+            (u.bitrate, u.length, u.dont_fragment, u.pacing_timer_us),
+            (Some(2_000_000), 1460, true, Some(250))
         );
         // A point varies a flow by the sweep's names.
         let point: Point = [("bidir", "on"), ("pacing-rate", "7M"), ("parallel", "2")]

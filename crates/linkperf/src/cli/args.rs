@@ -313,6 +313,12 @@ pub struct ClientArgs {
     /// Target rate per stream in bits/s (UDP default 1M; 0 = unlimited).
     #[arg(short = 'b', long = "bitrate", value_parser = rate)]
     pub bitrate: Option<u64>,
+    /// How far ahead of its time a paced datagram may leave, to go in one
+    /// wake-up's train with the one due: microseconds (iperf3's unit) or with
+    /// a unit (250us, 1ms); 0 wakes for each datagram where the timer allows.
+    /// Default: 4 datagrams a train, none over 500 us early (UDP only).
+    #[arg(long, value_name = "USECS", value_parser = linkperf::spec::parse_pacing_timer)]
+    pub pacing_timer: Option<u32>,
     /// Set the don't-fragment bit on UDP datagrams (UDP only).
     #[arg(long)]
     pub dont_fragment: bool,
@@ -527,6 +533,7 @@ impl ClientArgs {
         spec.mss = self.mss;
         spec.congestion = self.congestion.clone();
         spec.pacing_rate = self.pacing_rate;
+        spec.pacing_timer_us = self.pacing_timer;
         spec.bitrate = self.bitrate;
         spec.dont_fragment = self.dont_fragment;
         spec.zerocopy = self.zerocopy;

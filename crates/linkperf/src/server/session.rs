@@ -14,6 +14,10 @@ use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+// A session's channel carries a handful of events per test: the size of the
+// largest (a control message holding a test's configuration) costs nothing
+// worth boxing it for, and a box would only make every match deref it.
+#[allow(clippy::large_enum_variant)]
 pub(super) enum Event {
     Client(Incoming<ClientMessage>),
     Data(u32, TcpStream),

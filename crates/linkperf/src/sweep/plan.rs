@@ -65,6 +65,11 @@ const PARAMS: &[ParamDef] = &[
         kind: Kind::Rate,
     },
     ParamDef {
+        name: "pacing-timer",
+        aliases: &["pacing_timer"],
+        kind: Kind::Text,
+    },
+    ParamDef {
         name: "congestion",
         aliases: &["C"],
         kind: Kind::Text,
