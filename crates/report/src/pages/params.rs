@@ -46,6 +46,8 @@ pub(super) fn param_info(name: &str, udp: bool) -> (ParamKind, String) {
         "bytes" | "n" => (ParamKind::Bytes, "Bytes to send (-n)"),
         "bitrate" | "b" => (ParamKind::Rate, "Target rate per stream (-b)"),
         "pacing-rate" | "pacing_rate" => (ParamKind::Rate, "Pacing rate (--pacing-rate)"),
+        // Bare microseconds and durations with units mix: each value is its own category.
+        "pacing-timer" | "pacing_timer" => (ParamKind::Category, "Pacing timer (--pacing-timer)"),
         "parallel" | "P" => (ParamKind::Count, "Parallel streams (-P)"),
         "time" | "t" => (ParamKind::Seconds, "Test length (-t)"),
         "omit" | "O" => (ParamKind::Seconds, "Omitted warm-up (-O)"),

@@ -135,6 +135,7 @@ pub(super) fn config_keys(vary_name: &str) -> Vec<String> {
         "parallel" | "P" => &["parallel"],
         "bitrate" | "b" => &["bitrate"],
         "pacing-rate" | "pacing_rate" => &["pacing_rate"],
+        "pacing-timer" | "pacing_timer" => &["pacing_timer_us"],
         "congestion" | "C" => &["congestion"],
         "nodelay" | "no-delay" | "N" => &["nodelay", "no_delay"],
         "time" | "t" => &["time", "duration_s"],
