@@ -200,9 +200,18 @@ fn pacing_line(out: &mut String, g: &GapStats) {
     } else {
         String::new()
     };
+    // Each wake-up's train is one gap apart from the last and back to back inside.
+    let per_wake = (g.back_to_back_fraction < 1.0)
+        .then(|| {
+            format!(
+                " ({:.1} datagrams a wake-up)",
+                1.0 / (1.0 - g.back_to_back_fraction)
+            )
+        })
+        .unwrap_or_default();
     let _ = writeln!(
         out,
-        "  pacing    gap target {:.1} µs, median {:.1} µs, p99 {:.1} µs, back-to-back {:.1}%{skipped}",
+        "  pacing    gap target {:.1} µs, median {:.1} µs, p99 {:.1} µs, back-to-back {:.1}%{per_wake}{skipped}",
         g.target_us,
         g.p50_us,
         g.p99_us,
