@@ -43,8 +43,9 @@ const INITIAL_WAKE_LATE: Duration = Duration::from_micros(20);
 pub const WAKE_FACTOR: f64 = 4.0;
 /// Datagrams a wake-up sends at least, by default, where that keeps each of
 /// them within [`MAX_AHEAD`] of its time: a wake-up costs about the CPU of
-/// four sends on the 2-vCPU VM of bench/RESULTS.md (22-26 µs against 6-7 µs
-/// per datagram), so waking for each at 100 Mbit/s cost 2.3x iperf3's CPU.
+/// four sends on the 2-vCPU VM of bench/RESULTS.md (32 µs, against 7.2 µs for
+/// iperf3's `sendto` of 1460 bytes and 2.1 µs a datagram in a GSO train), so
+/// waking for each at 100 Mbit/s took 1.9x iperf3's CPU; trains of four, 1.0x.
 pub const MIN_TRAIN: f64 = 4.0;
 /// The furthest ahead of its time a datagram leaves in a default train: half
 /// iperf3's 1 ms pacing timer. Below about 23 Mbit/s of 1460-byte datagrams
