@@ -182,6 +182,9 @@ pub fn params_from_config(config: &TestConfig, udp_counters_64bit: bool) -> Para
         len: config.length,
         bandwidth: config.stream_rate().unwrap_or(0),
         fqrate: config.pacing_rate.unwrap_or(0),
+        // An iperf3 server's pacer takes the period of its timer: the span a
+        // train may cover is the nearest thing it knows.
+        pacing_timer: config.pacing_timer_us,
         congestion: config.congestion.clone(),
         udp_counters_64bit,
         dont_fragment: config.dont_fragment,

@@ -24,6 +24,10 @@ pub struct Params {
     pub len: u32,
     pub bandwidth: u64,
     pub fqrate: u64,
+    /// iperf3's pacing timer, microseconds (`None`: iperf3's 1000). Kept as a
+    /// client sends it; a linkperf server paces its own way whatever it says
+    /// (iperf3 sends its default when the user gave none, so it tells nothing).
+    pub pacing_timer: Option<u32>,
     pub burst: u32,
     pub tos: u32,
     pub flowlabel: u32,
@@ -85,8 +89,7 @@ impl Params {
                 "authtoken" => p.authtoken = text(value),
                 "server_affinity" => p.server_affinity = value.as_i64(),
                 "client_version" => p.client_version = text(value),
-                // Timer granularity of iperf3's own pacer: linkperf paces its own way.
-                "pacing_timer" => {}
+                "pacing_timer" => p.pacing_timer = Some(uint(value) as u32),
                 other => p.other.push(other.to_string()),
             }
         }
@@ -127,7 +130,10 @@ impl Params {
         if self.fqrate > 0 {
             m.insert("fqrate".into(), json!(self.fqrate));
         }
-        m.insert("pacing_timer".into(), json!(1000));
+        m.insert(
+            "pacing_timer".into(),
+            json!(self.pacing_timer.unwrap_or(1000)),
+        );
         if self.burst > 0 {
             m.insert("burst".into(), json!(self.burst));
         }
@@ -177,9 +183,16 @@ mod tests {
             (1 << 20, 262_144, 1400, 5, 16)
         );
         assert_eq!(p.bandwidth, 100_000_000);
+        assert_eq!(p.pacing_timer, Some(1000));
         assert!(p.other.is_empty());
         let back = Params::from_json(&p.to_json()).unwrap();
-        assert_eq!(back.len, 1400);
+        assert_eq!((back.len, back.pacing_timer), (1400, Some(1000)));
+        let asked = Params {
+            pacing_timer: Some(250),
+            ..Default::default()
+        };
+        assert_eq!(asked.to_json()["pacing_timer"], 250);
+        assert_eq!(Params::default().to_json()["pacing_timer"], 1000);
         assert!(back.udp && back.bidirectional && back.udp_counters_64bit);
         let unknown = Params::from_json(&json!({"tcp": true, "fancy": 1})).unwrap();
         assert_eq!(unknown.other, vec!["fancy".to_string()]);
