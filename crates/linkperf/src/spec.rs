@@ -58,7 +58,7 @@ pub struct TestSpec {
     /// Target rate per stream, bits/s; UDP defaults to 1 Mbit/s, 0 is unlimited.
     pub bitrate: Option<u64>,
     /// `--pacing-timer`: microseconds a paced UDP datagram may leave ahead of
-    /// its time in a train (`None`: the pacer's default, docs/traffic.md).
+    /// its time in a train (`None`: the pacer's default, README's client options).
     pub pacing_timer_us: Option<u32>,
     pub dont_fragment: bool,
     pub zerocopy: bool,
@@ -395,21 +395,44 @@ pub fn parse_pacing_timer(value: &str) -> Result<u32, String> {
         )
     };
     let t = value.trim();
-    let us = if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
-        t.parse::<u64>().map_err(|_| bad())?
+    // Any bare number is microseconds, a fraction too (never seconds, as elsewhere).
+    let bare = !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit() || b == b'.');
+    let us = if bare {
+        t.parse::<f64>().map_err(|_| bad())?
     } else {
-        let d = linkperf_units::parse_duration(t).map_err(|_| bad())?;
-        u64::try_from(d.as_micros()).map_err(|_| bad())?
+        linkperf_units::parse_duration(t)
+            .map_err(|_| bad())?
+            .as_secs_f64()
+            * 1e6
     };
-    u32::try_from(us)
-        .ok()
-        .filter(|&us| us <= linkperf_proto::config::MAX_PACING_TIMER_US)
-        .ok_or_else(bad)
+    let max = f64::from(linkperf_proto::config::MAX_PACING_TIMER_US);
+    if !(0.0..=max).contains(&us) {
+        return Err(bad());
+    }
+    Ok(us.round() as u32)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pacing_timer_is_microseconds_bare_or_a_duration_with_a_unit() {
+        for (text, us) in [
+            ("250", 250),
+            ("0", 0),
+            ("2.5", 3),
+            ("250us", 250),
+            ("1ms", 1000),
+        ] {
+            assert_eq!(parse_pacing_timer(text), Ok(us), "{text}");
+        }
+        assert_eq!(parse_pacing_timer("1s"), Ok(1_000_000));
+        for bad in ["2s", "1000001", "fast", "", "-5"] {
+            let e = parse_pacing_timer(bad).unwrap_err();
+            assert!(e.contains("0 to 1000000 microseconds"), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn defaults_follow_the_protocol() {
