@@ -201,14 +201,12 @@ fn pacing_line(out: &mut String, g: &GapStats) {
         String::new()
     };
     // Each wake-up's train is one gap apart from the last and back to back inside.
-    let per_wake = (g.back_to_back_fraction < 1.0)
-        .then(|| {
-            format!(
-                " ({:.1} datagrams a wake-up)",
-                1.0 / (1.0 - g.back_to_back_fraction)
-            )
-        })
-        .unwrap_or_default();
+    let per_wake = if g.back_to_back_fraction < 1.0 {
+        let n = 1.0 / (1.0 - g.back_to_back_fraction);
+        format!(" ({n:.1} datagrams a wake-up)")
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         out,
         "  pacing    gap target {:.1} µs, median {:.1} µs, p99 {:.1} µs, back-to-back {:.1}%{per_wake}{skipped}",
