@@ -394,19 +394,10 @@ pub fn parse_pacing_timer(value: &str) -> Result<u32, String> {
             "'{value}' is not a pacing timer; accepted: 0 to 1000000 microseconds (e.g. 250), or a duration with a unit (250us, 1ms), at most 1 s"
         )
     };
-    let t = value.trim();
-    // Any bare number is microseconds, a fraction too (never seconds, as elsewhere).
-    let bare = !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit() || b == b'.');
-    let us = if bare {
-        t.parse::<f64>().map_err(|_| bad())?
-    } else {
-        linkperf_units::parse_duration(t)
-            .map_err(|_| bad())?
-            .as_secs_f64()
-            * 1e6
-    };
-    let max = f64::from(linkperf_proto::config::MAX_PACING_TIMER_US);
-    if !(0.0..=max).contains(&us) {
+    let d = linkperf_units::parse_duration_bare_in(value, std::time::Duration::from_micros(1))
+        .map_err(|_| bad())?;
+    let us = d.as_secs_f64() * 1e6;
+    if us > f64::from(linkperf_proto::config::MAX_PACING_TIMER_US) {
         return Err(bad());
     }
     Ok(us.round() as u32)

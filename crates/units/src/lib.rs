@@ -199,6 +199,18 @@ pub fn parse_duration(input: &str) -> Result<Duration, UnitError> {
     Ok(Duration::from_secs_f64(seconds))
 }
 
+/// Parses a duration where a bare number counts in `bare` (iperf3 takes some
+/// options in milliseconds or microseconds): `3000` with `bare` 1 ms is 3 s;
+/// a number with a unit (`500ms`, `250us`) reads as [`parse_duration`] does.
+pub fn parse_duration_bare_in(input: &str, bare: Duration) -> Result<Duration, UnitError> {
+    let (value, suffix) = split_number(input, DURATION)?;
+    if !suffix.is_empty() {
+        return parse_duration(input);
+    }
+    Duration::try_from_secs_f64(value * bare.as_secs_f64())
+        .map_err(|_| UnitError::new(input, DURATION))
+}
+
 /// Parses a percentage, `1%` or `1` (a bare number is percent too), into a
 /// fraction in [0, 1].
 pub fn parse_percent(input: &str) -> Result<f64, UnitError> {
@@ -365,6 +377,26 @@ fn three_digits(value: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bare_duration_counts_in_the_unit_given() {
+        let ms = Duration::from_millis(1);
+        assert_eq!(
+            parse_duration_bare_in("3000", ms),
+            Ok(Duration::from_secs(3))
+        );
+        assert_eq!(
+            parse_duration_bare_in("2.5", ms),
+            Ok(Duration::from_micros(2500))
+        );
+        assert_eq!(
+            parse_duration_bare_in("500ms", ms),
+            Ok(Duration::from_millis(500))
+        );
+        assert_eq!(parse_duration_bare_in("3s", ms), Ok(Duration::from_secs(3)));
+        assert!(parse_duration_bare_in("fast", ms).is_err());
+        assert!(parse_duration_bare_in("-5", ms).is_err());
+    }
 
     #[test]
     fn rates_use_decimal_prefixes_in_any_case() {

@@ -441,14 +441,8 @@ fn connect_timeout(s: &str) -> Result<std::time::Duration, String> {
     let bad = || {
         format!("'{s}' is not a connect timeout; accepted: milliseconds above 0 (e.g. 3000), or a duration with a unit (500ms, 3s)")
     };
-    let t = s.trim();
-    let bare = !t.is_empty() && t.chars().all(|c| c.is_ascii_digit() || c == '.');
-    let duration = if bare {
-        let ms: f64 = t.parse().map_err(|_| bad())?;
-        std::time::Duration::try_from_secs_f64(ms / 1000.0).map_err(|_| bad())?
-    } else {
-        linkperf_units::parse_duration(t).map_err(|_| bad())?
-    };
+    let duration = linkperf_units::parse_duration_bare_in(s, std::time::Duration::from_millis(1))
+        .map_err(|_| bad())?;
     if duration.is_zero() || duration > std::time::Duration::from_secs(86_400) {
         return Err(bad());
     }

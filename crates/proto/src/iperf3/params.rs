@@ -89,7 +89,9 @@ impl Params {
                 "authtoken" => p.authtoken = text(value),
                 "server_affinity" => p.server_affinity = value.as_i64(),
                 "client_version" => p.client_version = text(value),
-                "pacing_timer" => p.pacing_timer = Some(uint(value) as u32),
+                "pacing_timer" => {
+                    p.pacing_timer = Some(u32::try_from(uint(value)).unwrap_or(u32::MAX))
+                }
                 other => p.other.push(other.to_string()),
             }
         }
