@@ -307,6 +307,14 @@ impl Sampler {
                 if done {
                     break;
                 }
+                // Woken past more than one boundary (a stopped or starved process):
+                // the interval just closed covers them all. Resume on the grid
+                // rather than close an empty sliver for each boundary missed.
+                let late = Instant::now();
+                if next <= late {
+                    let behind = late.duration_since(self.start).as_secs_f64();
+                    next = self.start + tick.mul_f64((behind / tick.as_secs_f64()).floor() + 1.0);
+                }
             }
             let wait = next
                 .min(next_rtt)

@@ -1,8 +1,10 @@
-//! TCP byte accounting: `-n` is exact end to end and across streams, and the
-//! per-stream results add up to the summary.
+//! TCP byte accounting: `-n` is exact end to end and across streams, the
+//! per-stream results add up to the summary, and the interval lines follow one
+//! another in time when one end is stopped.
 
 mod common;
 use common::*;
+use std::time::Duration;
 
 #[test]
 fn bytes_mode_is_exact() {
@@ -89,4 +91,68 @@ fn nodelay_with_small_writes_is_exact() {
     assert_eq!(r["test"]["length"], 1000);
     assert_eq!(u64_at(&r, "/summary/received/bytes"), 1_000_000);
     assert_eq!(u64_at(&r, "/summary/sent/bytes"), 1_000_000);
+}
+
+/// The span of one end's part of an interval line.
+fn part_span(line: &serde_json::Value, role: &str) -> (f64, f64) {
+    let part = &line["streams"][0][role];
+    (f64_at(part, "/start"), f64_at(part, "/end"))
+}
+
+/// A server the host stops for 1.15 s (across at least two 0.5 s boundaries) closes one
+/// long interval when it runs again. The client's lines still follow one another in
+/// time (each begins where the one before ended; each end's own intervals chain from
+/// line to line) and the server's long interval stands beside every client interval
+/// it covers, joined into one part, instead of beside the next one with every later
+/// line shifted by one and overlapping the one before.
+#[test]
+fn a_stopped_servers_late_interval_is_paired_with_the_intervals_it_covers() {
+    let server = Server::start();
+    let child = spawn_client(server.port, &["-b", "40M", "-i", "0.5", "-t", "4", "-J"]);
+    std::thread::sleep(Duration::from_millis(1300));
+    let pid = server.pid() as i32;
+    // SAFETY: signals to this test's own server process.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    wait_all_threads_stopped(pid);
+    std::thread::sleep(Duration::from_millis(1150));
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    let r = wait_child(child, CLIENT_WATCHDOG).report();
+    let lines = array_at(&r, "/intervals");
+    for l in lines {
+        let (s, e) = (part_span(l, "sender"), part_span(l, "receiver"));
+        eprintln!(
+            "  line {:.3}-{:.3} s: client {:.3}-{:.3}, server {:.3}-{:.3}",
+            f64_at(l, "/start"),
+            f64_at(l, "/end"),
+            s.0,
+            s.1,
+            e.0,
+            e.1
+        );
+    }
+    for pair in lines.windows(2) {
+        let (ended, began) = (f64_at(&pair[0], "/end"), f64_at(&pair[1], "/start"));
+        assert!(
+            (began - ended).abs() < 1e-3,
+            "a line ends at {ended}, the next begins at {began}"
+        );
+    }
+    // Each end's intervals are all there, once each, in order: its parts chain.
+    for role in ["sender", "receiver"] {
+        assert!(part_span(&lines[0], role).0 < 0.01, "{role} from the start");
+        for pair in lines.windows(2) {
+            let (ended, began) = (part_span(&pair[0], role).1, part_span(&pair[1], role).0);
+            assert!((began - ended).abs() < 1e-6, "{role}: {ended} then {began}");
+        }
+    }
+    let stopped = lines
+        .iter()
+        .find(|l| part_span(l, "receiver").1 - part_span(l, "receiver").0 >= 1.1)
+        .expect("the server's interval across the stop");
+    let (cs, ce) = part_span(stopped, "sender");
+    assert!(
+        ce - cs >= 1.0 - 1e-3,
+        "the client's part beside the stop spans {:.3} s, not the two boundaries or more it covers",
+        ce - cs
+    );
 }

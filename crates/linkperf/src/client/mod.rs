@@ -7,6 +7,7 @@
 
 mod connect;
 mod exchange;
+mod pairing;
 mod result;
 mod session;
 mod streams;

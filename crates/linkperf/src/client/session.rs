@@ -1,13 +1,14 @@
 //! Runs a started test to its end: the local streams' events and the
-//! server's messages on one channel, interval lines paired and passed on
-//! as both ends report them, Ctrl-C and a vanished server. Must not set the
+//! server's messages on one channel, interval lines paired (`pairing.rs`) and
+//! passed on as both ends report them, Ctrl-C and a vanished server. Must not set the
 //! test up or build the report.
 
 use super::exchange::Event;
+use super::pairing::IntervalPairing;
 use crate::control::{Control, Incoming};
-use crate::report::{self, IntervalReport};
+use crate::report::IntervalReport;
 use linkperf_engine::{LocalSide, SideEvent};
-use linkperf_proto::results::{SideResult, StreamInterval};
+use linkperf_proto::results::SideResult;
 use linkperf_proto::session::ClientSession;
 use linkperf_proto::{ClientMessage, ServerMessage, TestConfig};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,38 +25,6 @@ pub(super) struct Outcome {
     pub errors: Vec<String>,
 }
 
-/// Collects each end's interval lines and emits them paired, in order.
-#[derive(Default)]
-struct IntervalMerger {
-    local: Vec<Vec<StreamInterval>>,
-    remote: Vec<Vec<StreamInterval>>,
-    emitted: usize,
-    lines: Vec<IntervalReport>,
-}
-
-impl IntervalMerger {
-    fn drain(
-        &mut self,
-        config: &TestConfig,
-        all: bool,
-        on_interval: &mut dyn FnMut(&IntervalReport),
-    ) {
-        loop {
-            let k = self.emitted;
-            let (l, r) = (self.local.get(k), self.remote.get(k));
-            let ready = (l.is_some() && r.is_some()) || (all && (l.is_some() || r.is_some()));
-            if !ready {
-                return;
-            }
-            let line =
-                report::merge_interval(config, l.map(|v| v.as_slice()), r.map(|v| v.as_slice()));
-            on_interval(&line);
-            self.lines.push(line);
-            self.emitted += 1;
-        }
-    }
-}
-
 /// The state of a running test on the client.
 struct Session<'a> {
     control: &'a Control<ClientSession>,
@@ -63,7 +32,7 @@ struct Session<'a> {
     side: Option<LocalSide>,
     local: Option<SideResult>,
     remote: Option<SideResult>,
-    merger: IntervalMerger,
+    merger: IntervalPairing,
     interrupted: bool,
     errors: Vec<String>,
     lost: Option<String>,
@@ -85,7 +54,7 @@ pub(super) fn run(
         side: Some(side),
         local: None,
         remote: None,
-        merger: IntervalMerger::default(),
+        merger: IntervalPairing::default(),
         interrupted: false,
         errors: Vec::new(),
         lost: None,
@@ -133,7 +102,7 @@ impl Session<'_> {
     fn on_event(&mut self, event: Event, on_interval: &mut dyn FnMut(&IntervalReport)) {
         match event {
             Event::Side(SideEvent::Interval(v)) => {
-                self.merger.local.push(v);
+                self.merger.push_local(self.config, v);
                 self.merger.drain(self.config, false, on_interval);
             }
             Event::Side(SideEvent::SendersDone(packets)) => {
@@ -149,7 +118,7 @@ impl Session<'_> {
                 }
             }
             Event::Server(Incoming::Message(ServerMessage::Interval { streams })) => {
-                self.merger.remote.push(streams);
+                self.merger.push_remote(self.config, streams);
                 self.merger.drain(self.config, false, on_interval);
             }
             Event::Server(Incoming::Message(ServerMessage::SendersDone { packets })) => {

@@ -386,3 +386,24 @@ pub fn loopback_receiver(bytes: usize) -> std::net::UdpSocket {
     rx.bind(&any.into()).unwrap();
     rx.into()
 }
+
+/// Polls /proc until every thread of `pid` is in the stopped state (a group stop
+/// completes when the last thread takes the signal), for at most 2 s.
+pub fn wait_all_threads_stopped(pid: i32) {
+    let stopped = || {
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+        let mut all = true;
+        for t in tasks.flatten() {
+            let stat = std::fs::read_to_string(t.path().join("stat")).ok()?;
+            // The state follows the command's closing parenthesis.
+            let state = stat.rsplit_once(") ")?.1.chars().next()?;
+            all &= state == 'T' || state == 't';
+        }
+        Some(all).filter(|&a| a)
+    };
+    let found = poll(Duration::from_secs(2), Duration::from_micros(200), stopped);
+    assert!(
+        found.is_some(),
+        "process {pid} did not stop within 2 s of SIGSTOP"
+    );
+}
