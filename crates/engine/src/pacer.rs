@@ -482,7 +482,8 @@ mod tests {
         // At least the 80 ms; more only by what the machine added to the sleep.
         let skipped = g.skipped_ms - before.skipped_ms;
         assert!((79.0..200.0).contains(&skipped), "{skipped} ms written off");
-        assert!(g.longest_skip_ms >= skipped);
+        // `skipped` is a difference of two sums: equal to the one skip up to rounding.
+        assert!(g.longest_skip_ms >= skipped - 1e-6, "{g:?}");
         let warning = skip_warning([&g].into_iter(), 1.0).expect("8 % of a 1 s test");
         assert!(
             warning.contains("20 ms catch-up") && warning.contains("ms of sending time given up"),

@@ -102,8 +102,9 @@ fn part_span(line: &serde_json::Value, role: &str) -> (f64, f64) {
 /// A server the host stops for 1.15 s (across at least two 0.5 s boundaries) closes one
 /// long interval when it runs again. The client's lines still follow one another in
 /// time (each begins where the one before ended; each end's own intervals chain from
-/// line to line) and the server's long interval stands beside every client interval
-/// it covers, joined into one part, instead of beside the next one with every later
+/// line to line), the two ends' parts of a line end within half an interval of each
+/// other, and the server's long interval stands beside every client interval it
+/// overlaps, joined into one part, instead of beside the next one with every later
 /// line shifted by one and overlapping the one before.
 #[test]
 fn a_stopped_servers_late_interval_is_paired_with_the_intervals_it_covers() {
@@ -144,6 +145,14 @@ fn a_stopped_servers_late_interval_is_paired_with_the_intervals_it_covers() {
             let (ended, began) = (part_span(&pair[0], role).1, part_span(&pair[1], role).0);
             assert!((began - ended).abs() < 1e-6, "{role}: {ended} then {began}");
         }
+    }
+    // Each line's numbers are over nearly the same time at both ends.
+    for l in lines {
+        let (s, r) = (part_span(l, "sender"), part_span(l, "receiver"));
+        assert!(
+            (s.1 - r.1).abs() <= 0.25,
+            "parts end half an interval apart or more: {l}"
+        );
     }
     let stopped = lines
         .iter()

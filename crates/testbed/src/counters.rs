@@ -181,28 +181,38 @@ pub struct LinkCounters {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicBool;
+    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
     use std::sync::Arc;
 
+    /// The forwarder counts on until the observer has looked 100 times while it ran
+    /// (a loaded machine may not run the observer during the first 300,000 packets),
+    /// for at most 10 s.
     #[test]
     fn a_snapshot_never_shows_a_packet_out_before_it_came_in() {
         let c = Arc::new(DirectionCounters::default());
         let done = Arc::new(AtomicBool::new(false));
+        let seen = Arc::new(AtomicU64::new(0));
         let forwarder = {
-            let (c, done) = (c.clone(), done.clone());
+            let (c, done, seen) = (c.clone(), done.clone(), seen.clone());
             std::thread::spawn(move || {
-                for i in 0..300_000u64 {
+                let started = std::time::Instant::now();
+                let mut i = 0u64;
+                while i < 300_000
+                    || (seen.load(Relaxed) < 100
+                        && started.elapsed() < std::time::Duration::from_secs(10))
+                {
                     DirectionCounters::add(&c.packets_in, 1);
                     if i % 7 == 0 {
                         DirectionCounters::add(&c.dropped_queue, 1);
                     } else {
                         DirectionCounters::add(&c.packets_forwarded, 1);
                     }
+                    i += 1;
                 }
                 done.store(true, Release);
+                i
             })
         };
-        let mut snapshots = 0u64;
         while !done.load(Acquire) {
             let v = c.snapshot();
             let out = v.packets_forwarded + v.dropped_queue;
@@ -211,12 +221,13 @@ mod tests {
                 "{out} out of {} in: {v:?}",
                 v.packets_in
             );
-            snapshots += 1;
+            seen.fetch_add(1, Relaxed);
         }
-        forwarder.join().unwrap();
+        let packets = forwarder.join().unwrap();
         let v = c.snapshot();
-        assert_eq!(v.packets_in, 300_000);
-        assert_eq!(v.packets_forwarded + v.dropped_queue, 300_000);
-        assert!(snapshots > 0);
+        assert_eq!(v.packets_in, packets);
+        assert_eq!(v.packets_forwarded + v.dropped_queue, packets);
+        let seen = seen.load(Relaxed);
+        assert!(seen >= 100, "{seen} snapshots while the forwarder ran");
     }
 }

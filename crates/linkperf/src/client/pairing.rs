@@ -1,10 +1,12 @@
 //! Pairs the two ends' interval reports by time, not by count. Each report is
-//! keyed by the boundary of the test's interval grid that it closed, so when one
-//! end's sampler woke late past several boundaries (a stopped or starved
-//! process), its one long interval is set beside all of the other end's
-//! intervals it covers, joined into one line, instead of shifting every later
-//! line by one. Owns that pairing and the joining of consecutive intervals of
-//! one stream; must not measure, print or build the summary.
+//! keyed by the boundary of the test's interval grid that it closed, and a line
+//! closes at a boundary both ends closed within half an interval of each other:
+//! when one end's sampler woke late (a stopped or starved process), its long
+//! interval and the other end's intervals it overlaps are joined, end by end,
+//! until both ends meet again, so every number on a line is over nearly the
+//! same time, instead of every later line being shifted by one. Owns that
+//! pairing and the joining of consecutive intervals of one stream; must not
+//! measure, print or build the summary.
 
 use crate::report::{self, IntervalReport};
 use linkperf_proto::results::{Limited, Spread, StreamInterval, TcpStats, UdpStats};
@@ -14,7 +16,8 @@ use std::collections::VecDeque;
 /// One end's reports not yet paired, each with the grid boundary it closed.
 #[derive(Default)]
 struct End {
-    pending: VecDeque<(u64, Vec<StreamInterval>)>,
+    /// The boundary each report closed, when it ended, its streams.
+    pending: VecDeque<(u64, f64, Vec<StreamInterval>)>,
     last_key: Option<u64>,
 }
 
@@ -30,18 +33,26 @@ impl End {
         };
         let key = on_grid.max(self.last_key.map_or(1, |k| k + 1));
         self.last_key = Some(key);
-        self.pending.push_back((key, streams));
+        self.pending.push_back((key, end, streams));
     }
 
-    fn has(&self, key: u64) -> bool {
-        self.pending.iter().any(|(k, _)| *k == key)
+    /// When the report that closed boundary `key` ended.
+    fn ended(&self, key: u64) -> Option<f64> {
+        self.pending
+            .iter()
+            .find(|(k, ..)| *k == key)
+            .map(|(_, e, _)| *e)
+    }
+
+    fn front(&self) -> Option<u64> {
+        self.pending.front().map(|(k, ..)| *k)
     }
 
     /// Every pending report up to and including `key`, joined stream by stream.
     fn take_through(&mut self, key: u64) -> Option<Vec<StreamInterval>> {
         let mut joined: Option<Vec<StreamInterval>> = None;
-        while self.pending.front().is_some_and(|(k, _)| *k <= key) {
-            let (_, streams) = self.pending.pop_front()?;
+        while self.front().is_some_and(|k| k <= key) {
+            let (_, _, streams) = self.pending.pop_front()?;
             joined = Some(match joined {
                 None => streams,
                 Some(mut so_far) => {
@@ -64,6 +75,7 @@ impl End {
 pub(super) struct IntervalPairing {
     local: End,
     remote: End,
+    last_key: u64,
     last_end: Option<f64>,
     pub lines: Vec<IntervalReport>,
 }
@@ -85,22 +97,23 @@ impl IntervalPairing {
         all: bool,
         on_interval: &mut dyn FnMut(&IntervalReport),
     ) {
+        let tick = config.interval_s;
         loop {
-            let common = self
-                .local
-                .pending
-                .iter()
-                .map(|(k, _)| *k)
-                .find(|&k| self.remote.has(k));
+            let meets = |k: u64| {
+                let (l, r) = (self.local.ended(k)?, self.remote.ended(k)?);
+                // A line of more than 8 boundaries closes wherever both ends are.
+                ((l - r).abs() <= tick / 2.0 || k >= self.last_key + 8).then_some(k)
+            };
+            let common = self.local.pending.iter().find_map(|(k, ..)| meets(*k));
             let next = common.or_else(|| {
-                let front = |e: &End| e.pending.front().map(|(k, _)| *k);
-                all.then(|| match (front(&self.local), front(&self.remote)) {
+                all.then(|| match (self.local.front(), self.remote.front()) {
                     (Some(a), Some(b)) => Some(a.min(b)),
                     (a, b) => a.or(b),
                 })
                 .flatten()
             });
             let Some(key) = next else { return };
+            self.last_key = key;
             let (l, r) = (self.local.take_through(key), self.remote.take_through(key));
             let mut line = report::merge_interval(config, l.as_deref(), r.as_deref());
             // A line begins where the one before it ended: after a late end's long
@@ -301,21 +314,46 @@ mod tests {
             p.push_local(&c, iv(Role::Sender, s, e, 100));
         }
         p.push_remote(&c, iv(Role::Receiver, 0.0, 0.5, 100));
-        // Stopped from 0.6 s to 1.65 s: it closed one interval over three boundaries.
-        p.push_remote(&c, iv(Role::Receiver, 0.5, 1.65, 230));
-        p.push_remote(&c, iv(Role::Receiver, 1.65, 2.0, 70));
+        // Stopped from 0.6 s to 1.85 s: it closed one interval over three boundaries,
+        // 0.35 s after the client's at 1.5 s (more than half an interval); both ends
+        // meet again at 2.0 s.
+        p.push_remote(&c, iv(Role::Receiver, 0.5, 1.85, 230));
+        p.push_remote(&c, iv(Role::Receiver, 1.85, 2.0, 70));
         let got = lines(&mut p, false);
-        assert_eq!(
-            got,
-            vec![
-                (0.0, 0.5, 100, 100),
-                (0.5, 1.65, 200, 230),
-                (1.65, 2.0, 100, 70)
-            ]
-        );
-        let joined = p.lines[1].streams[0].sender.as_ref().unwrap();
-        assert_eq!((joined.start, joined.end, joined.bytes), (0.5, 1.5, 200));
-        assert!((joined.bits_per_second - 200.0 * 8.0).abs() < 1e-9);
+        assert_eq!(got, vec![(0.0, 0.5, 100, 100), (0.5, 2.0, 300, 300)]);
+        let stream = &p.lines[1].streams[0];
+        let (sent, got) = (stream.sender.as_ref(), stream.receiver.as_ref());
+        let (sent, got) = (sent.unwrap(), got.unwrap());
+        assert_eq!((sent.start, sent.end, sent.bytes), (0.5, 2.0, 300));
+        assert_eq!((got.start, got.end, got.bytes), (0.5, 2.0, 300));
+        assert!((sent.bits_per_second - 200.0 * 8.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn ends_within_half_an_interval_close_a_line() {
+        let (c, mut p) = (config(), IntervalPairing::default());
+        for (s, e) in [(0.0, 0.5), (0.5, 1.0), (1.0, 1.5)] {
+            p.push_local(&c, iv(Role::Sender, s, e, 100));
+        }
+        // Stopped across the 0.5 s boundary, it woke 0.2 s after the next one.
+        p.push_remote(&c, iv(Role::Receiver, 0.0, 1.2, 250));
+        p.push_remote(&c, iv(Role::Receiver, 1.2, 1.5, 50));
+        let want = vec![(0.0, 1.2, 200, 250), (1.2, 1.5, 100, 50)];
+        assert_eq!(lines(&mut p, false), want);
+    }
+
+    #[test]
+    fn ends_that_never_meet_still_close_a_line_every_8_boundaries() {
+        let (c, mut p) = (config(), IntervalPairing::default());
+        for k in 0..10 {
+            let (s, e) = (k as f64 * 0.5, k as f64 * 0.5 + 0.5);
+            p.push_local(&c, iv(Role::Sender, s, e, 100));
+            // Every wake-up 0.3 s late.
+            p.push_remote(&c, iv(Role::Receiver, s + 0.3, e + 0.3, 100));
+        }
+        let got = lines(&mut p, false);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!((got[0].2, got[0].3), (800, 800));
     }
 
     #[test]
