@@ -202,7 +202,7 @@ mod tests {
                         && started.elapsed() < std::time::Duration::from_secs(10))
                 {
                     DirectionCounters::add(&c.packets_in, 1);
-                    if i % 7 == 0 {
+                    if i.is_multiple_of(7) {
                         DirectionCounters::add(&c.dropped_queue, 1);
                     } else {
                         DirectionCounters::add(&c.packets_forwarded, 1);
