@@ -105,12 +105,11 @@ impl IntervalPairing {
                 ((l - r).abs() <= tick / 2.0 || k >= self.last_key + 8).then_some(k)
             };
             let common = self.local.pending.iter().find_map(|(k, ..)| meets(*k));
+            // Over: the ends that never met again share a line to the last boundary
+            // both closed; then what one end alone reported.
             let next = common.or_else(|| {
-                all.then(|| match (self.local.front(), self.remote.front()) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                })
-                .flatten()
+                all.then(|| self.last_shared().or_else(|| self.first()))
+                    .flatten()
             });
             let Some(key) = next else { return };
             self.last_key = key;
@@ -124,6 +123,20 @@ impl IntervalPairing {
             self.last_end = Some(line.end);
             on_interval(&line);
             self.lines.push(line);
+        }
+    }
+
+    /// The last boundary both ends have closed and not yet paired.
+    fn last_shared(&self) -> Option<u64> {
+        let keys = self.local.pending.iter().map(|(k, ..)| *k);
+        keys.filter(|&k| self.remote.ended(k).is_some()).max()
+    }
+
+    /// The first boundary either end closed and is not yet paired.
+    fn first(&self) -> Option<u64> {
+        match (self.local.front(), self.remote.front()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
     }
 }
@@ -368,6 +381,17 @@ mod tests {
         assert_eq!(lines(&mut p, false).len(), 2);
         assert_eq!(lines(&mut p, false), vec![]);
         assert_eq!(lines(&mut p, true), vec![(1.0, 1.2, 0, 5)]);
+    }
+
+    #[test]
+    fn ends_apart_at_the_end_share_the_last_line() {
+        let (c, mut p) = (config(), IntervalPairing::default());
+        p.push_local(&c, iv(Role::Sender, 0.0, 0.5, 100));
+        p.push_local(&c, iv(Role::Sender, 0.5, 1.0, 100));
+        // The receiver woke 0.3 s late for its last interval.
+        p.push_remote(&c, iv(Role::Receiver, 0.0, 1.3, 200));
+        assert_eq!(lines(&mut p, false), vec![]);
+        assert_eq!(lines(&mut p, true), vec![(0.0, 1.3, 200, 200)]);
     }
 
     #[test]
