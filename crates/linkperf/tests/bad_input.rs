@@ -49,7 +49,8 @@ fn unknown_host() {
 
 #[test]
 fn connection_refused() {
-    let port = free_port();
+    let refusing = refusing_port();
+    let port = refusing.port;
     let run = client(port, &["-t", "1"]);
     let line = run.assert_one_line_failure(1);
     assert!(
@@ -133,8 +134,8 @@ fn rates_and_sizes_as_engineers_write_them() {
         &["-w", "64kb"],
         &["-w", "64KiB"],
     ] {
-        let port = free_port();
-        let run = client(port, args);
+        let refusing = refusing_port();
+        let run = client(refusing.port, args);
         let line = run.assert_one_line_failure(1);
         assert!(line.contains("refused"), "{args:?}: {line}");
     }
@@ -175,7 +176,8 @@ fn tcp_only_options_are_refused_with_udp() {
 fn udp_keeps_kernel_pacing() {
     // SO_MAX_PACING_RATE paces UDP through fq: accepted with -u, so the run
     // goes as far as connecting (nothing listens: exit 1).
-    let run = client(free_port(), &["-u", "--pacing-rate", "10M"]);
+    let refusing = refusing_port();
+    let run = client(refusing.port, &["-u", "--pacing-rate", "10M"]);
     let line = run.assert_one_line_failure(1);
     assert!(line.contains("refused"), "{line}");
 }

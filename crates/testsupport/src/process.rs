@@ -16,6 +16,39 @@ pub fn free_port() -> u16 {
     l.local_addr().unwrap().port()
 }
 
+/// A loopback TCP port held by a socket that never listens: a connection to it is refused
+/// for as long as this lives. A port from [`free_port`] is only free, and a client that
+/// connects to it may be given that same port as its own and connect to itself (TCP's
+/// simultaneous open): a loaded run once saw such a client's "greeting" reset.
+pub struct RefusingPort {
+    _socket: std::os::fd::OwnedFd,
+    pub port: u16,
+}
+
+pub fn refusing_port() -> RefusingPort {
+    use std::os::fd::FromRawFd;
+    let size = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: a new socket this function owns, bound and queried with a sockaddr_in of
+    // the size given.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+        let socket = std::os::fd::OwnedFd::from_raw_fd(fd);
+        let mut addr: libc::sockaddr_in = std::mem::zeroed();
+        addr.sin_family = libc::AF_INET as libc::sa_family_t;
+        addr.sin_addr.s_addr = u32::from(std::net::Ipv4Addr::LOCALHOST).to_be();
+        let at = &mut addr as *mut libc::sockaddr_in as *mut libc::sockaddr;
+        let bound = libc::bind(fd, at, size);
+        assert_eq!(bound, 0, "bind: {}", std::io::Error::last_os_error());
+        let mut len = size;
+        assert_eq!(libc::getsockname(fd, at, &mut len), 0);
+        RefusingPort {
+            _socket: socket,
+            port: u16::from_be(addr.sin_port),
+        }
+    }
+}
+
 /// Calls `f` until it returns something or `limit` has passed (then None).
 pub fn poll<T>(limit: Duration, step: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
     let deadline = Instant::now() + limit;

@@ -15,7 +15,8 @@ pub mod sweep;
 pub use linkperf_testsupport::bed::CliBed;
 pub use linkperf_testsupport::json::{array_at, f64_at, u64_at};
 pub use linkperf_testsupport::process::{
-    free_port, output_ok, poll, send_signal, spawn_piped, wait_child, KillOnDrop, Run,
+    free_port, output_ok, poll, refusing_port, send_signal, spawn_piped, wait_child, KillOnDrop,
+    Run,
 };
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read};
