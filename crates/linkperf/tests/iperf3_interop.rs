@@ -353,9 +353,11 @@ fn server_side_sockets(bed: Option<&Bed>, port: u16) -> Vec<SsSocket> {
 }
 
 /// Runs `iperf3 -c HOST -p PORT ARGS -J` (inside testbed host `a` when `bed`
-/// is given) and, one second in, reads the server's data socket (the one that
-/// received most) with `ss`; returns the bits per second the server received
-/// and that socket.
+/// is given) and, once the server's data socket has received 64 KiB, reads it
+/// with `ss` (the control connection carries a few hundred bytes); returns the
+/// bits per second the server received and that socket. The data connection
+/// comes after the client's start-up and the control exchange, which a loaded
+/// host stretched past one second.
 fn run_watching_server_socket(bed: Option<&Bed>, port: u16, args: &[&str]) -> (f64, SsSocket) {
     let port_text = port.to_string();
     let host = bed.map_or("127.0.0.1", |_| BED_SERVER);
@@ -363,12 +365,23 @@ fn run_watching_server_socket(bed: Option<&Bed>, port: u16, args: &[&str]) -> (f
         Some(b) => b.exec("a", IPERF3),
         None => Command::new(IPERF3),
     };
-    let child = spawn_piped(cmd.args(["-c", host, "-p", &port_text, "-J"]).args(args));
-    std::thread::sleep(Duration::from_secs(1));
-    let data = server_side_sockets(bed, port)
-        .into_iter()
-        .max_by_key(|s| s.bytes_received)
-        .expect("no socket on the server's port");
+    let mut child = spawn_piped(cmd.args(["-c", host, "-p", &port_text, "-J"]).args(args));
+    let began = Instant::now();
+    let data = loop {
+        let most = server_side_sockets(bed, port)
+            .into_iter()
+            .max_by_key(|s| s.bytes_received);
+        if let Some(s) = most.filter(|s| s.bytes_received >= 64 * 1024) {
+            break s;
+        }
+        let exited = child.try_wait().ok().flatten().is_some();
+        assert!(
+            !exited && began.elapsed() < Duration::from_secs(10),
+            "no data socket on the server's port {port} after {:.1} s (client exited: {exited})",
+            began.elapsed().as_secs_f64()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
     let run = wait_child(child, CLIENT_WATCHDOG);
     assert_eq!(run.code(), Some(0), "{}{}", run.stdout, run.stderr);
     let rate = f64_at(&run.json(), "/end/sum_received/bits_per_second");
