@@ -366,22 +366,19 @@ fn run_watching_server_socket(bed: Option<&Bed>, port: u16, args: &[&str]) -> (f
         None => Command::new(IPERF3),
     };
     let mut child = spawn_piped(cmd.args(["-c", host, "-p", &port_text, "-J"]).args(args));
-    let began = Instant::now();
-    let data = loop {
-        let most = server_side_sockets(bed, port)
+    // Some(None): the client ended before any socket received that much.
+    let data = poll(Duration::from_secs(10), Duration::from_millis(50), || {
+        let data = server_side_sockets(bed, port)
             .into_iter()
+            .filter(|s| s.bytes_received >= 64 * 1024)
             .max_by_key(|s| s.bytes_received);
-        if let Some(s) = most.filter(|s| s.bytes_received >= 64 * 1024) {
-            break s;
-        }
         let exited = child.try_wait().ok().flatten().is_some();
-        assert!(
-            !exited && began.elapsed() < Duration::from_secs(10),
-            "no data socket on the server's port {port} after {:.1} s (client exited: {exited})",
-            began.elapsed().as_secs_f64()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+        (data.is_some() || exited).then_some(data)
+    })
+    .flatten()
+    .unwrap_or_else(|| {
+        panic!("no socket on the server's port {port} received 64 KiB within 10 s, or before the client ended")
+    });
     let run = wait_child(child, CLIENT_WATCHDOG);
     assert_eq!(run.code(), Some(0), "{}{}", run.stdout, run.stderr);
     let rate = f64_at(&run.json(), "/end/sum_received/bits_per_second");
