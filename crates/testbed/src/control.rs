@@ -7,7 +7,7 @@ use crate::mailbox::{Mailbox, Update};
 use crate::netns::ip_batch;
 use crate::params::DirectionParams;
 use crate::schedule::{LinkChange, Schedule, ScheduleState};
-use crate::state::{unix_ms, Plan};
+use crate::state::{unix_ms, unix_ns, Plan};
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -48,6 +48,11 @@ pub struct Response {
     /// Packets dropped because a queue shrank below its content.
     #[serde(default)]
     pub dropped_resize: u64,
+    /// For a schedule: its time zero, CLOCK_REALTIME ns (the clock packet stamps use), read
+    /// when the emulator started it. A client's own clock around the request is off by as
+    /// much as the answer took to reach it.
+    #[serde(default)]
+    pub started_ns: u64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -194,7 +199,8 @@ impl Control {
     }
 
     /// Replaces the running schedule (if any) with `schedule`, starting now.
-    pub fn start_schedule(self: &Arc<Self>, schedule: Schedule) {
+    /// Starts `schedule` now; returns its time zero, CLOCK_REALTIME ns.
+    pub fn start_schedule(self: &Arc<Self>, schedule: Schedule) -> u64 {
         self.stop_schedule();
         let cancel = Arc::new(AtomicBool::new(false));
         let state = Arc::new(Mutex::new(ScheduleState {
@@ -214,12 +220,14 @@ impl Control {
         let control = self.clone();
         // The schedule starts now, not when its thread first runs.
         let start = Instant::now();
+        let started_ns = unix_ns();
         let spawned = std::thread::Builder::new()
             .name("schedule".into())
             .spawn(move || run_schedule(&control, &schedule, start, &cancel, &state));
         if let Err(e) = spawned {
             eprintln!("cannot start the schedule thread: {e}");
         }
+        started_ns
     }
 
     pub fn stop_schedule(&self) {
@@ -316,11 +324,12 @@ fn handle(control: &Arc<Control>, snapshot: &dyn Fn(), stream: UnixStream) {
     if reader.read_line(&mut line).is_err() {
         return;
     }
+    let mut started_ns = 0;
     let response = match serde_json::from_str::<Request>(&line) {
         Err(e) => Err(format!("bad request: {e}")),
         Ok(Request::Set { changes }) => control.apply(&changes),
         Ok(Request::Schedule { schedule }) => {
-            control.start_schedule(schedule);
+            started_ns = control.start_schedule(schedule);
             Ok((0, 0))
         }
         Ok(Request::StopSchedule) => {
@@ -337,6 +346,7 @@ fn handle(control: &Arc<Control>, snapshot: &dyn Fn(), stream: UnixStream) {
             ok: true,
             took_ns,
             dropped_resize,
+            started_ns,
             ..Default::default()
         },
         Err(e) => Response {

@@ -274,9 +274,14 @@ pub struct DirectionState {
 }
 
 pub fn unix_ms() -> u64 {
+    unix_ns() / 1_000_000
+}
+
+/// CLOCK_REALTIME in ns since the epoch: the clock the kernel stamps packets with.
+pub fn unix_ns() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
+        .map(|d| d.as_nanos() as u64)
         .unwrap_or(0)
 }
 

@@ -184,11 +184,13 @@ impl Testbed {
     }
 
     /// Starts `schedule` now, replacing a running one.
-    pub fn start_schedule(&self, schedule: &Schedule) -> Result<(), TestbedError> {
+    /// Starts `schedule` in the emulator; returns its time zero (CLOCK_REALTIME ns, as the
+    /// emulator read it), which the schedule's `at` times count from.
+    pub fn start_schedule(&self, schedule: &Schedule) -> Result<u64, TestbedError> {
         self.control(&Request::Schedule {
             schedule: schedule.clone(),
         })
-        .map(|_| ())
+        .map(|r| r.started_ns)
     }
 
     pub fn stop_schedule(&self) -> Result<(), TestbedError> {

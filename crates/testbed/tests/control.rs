@@ -398,8 +398,17 @@ fn a_schedule_steps_and_repeats() {
     let schedule = schedule_from_file(&file, tb.topology()).unwrap();
     let before = tb.link_status().unwrap();
     let asked = realtime_ns();
-    tb.start_schedule(&schedule).unwrap();
-    let started = (asked + realtime_ns()) / 2;
+    let started = tb.start_schedule(&schedule).unwrap();
+    let answered = realtime_ns();
+    // The schedule's time zero is the emulator's own, read when it started the schedule.
+    // The middle of the request is not: under load the request's way in and its answer's
+    // way back differ by milliseconds (with four busy loops beside: started 1.99 ms into a
+    // request of 2.14 ms), and a datagram sent within that error of a step sees the other
+    // delay, 10 ms early or late.
+    assert!(
+        (asked..=answered).contains(&started),
+        "the emulator's schedule start {started} lies outside the request ({asked} to {answered})"
+    );
     // A timed datagram every 3 ms for 1.9 s, one way from a to b.
     send_timed(&ns(&tb, "a"), to, 64, 633, Duration::from_millis(3));
     let got = sink.join().unwrap();
@@ -418,29 +427,37 @@ fn a_schedule_steps_and_repeats() {
     // Each datagram takes the delay in force when it reaches the link; those sent within
     // 2 ms of a step may see either. Send and receive times are the kernel's side of the
     // sockets (the receive time is the kernel's stamp), so what is left is the sender's
-    // own stack and the emulator's timing. Error = one-way delay - the delay in force,
+    // own stack and the emulator's timing. Each datagram sent away from a step gives
+    // (ms since the schedule started, one-way delay - the delay in force, in ms), grouped
     // per 300 ms step window.
+    let points: Vec<(f64, f64)> = got
+        .iter()
+        .map(|d| (d.sent_ns as f64 - started as f64, d))
+        .filter(|(t, _)| (2e6..=298e6).contains(&t.rem_euclid(300e6)))
+        .map(|(t, d)| (t / 1e6, d.one_way_ms() - delay_at(t)))
+        .collect();
     let mut windows: std::collections::BTreeMap<u64, Vec<f64>> = Default::default();
-    for d in &got {
-        let t = d.sent_ns as f64 - started as f64;
-        if (2e6..=298e6).contains(&t.rem_euclid(300e6)) {
-            let error = d.one_way_ms() - delay_at(t);
-            windows.entry((t / 300e6) as u64).or_default().push(error);
-        }
+    for &(t, error) in &points {
+        windows.entry((t / 300.0) as u64).or_default().push(error);
     }
-    let mut errors: Vec<f64> = windows.values().flatten().copied().collect();
-    errors.sort_by(f64::total_cmp);
-    let checked = errors.len();
-    let earliest = errors.first().copied().unwrap_or(0.0);
-    let late = errors.iter().filter(|&&e| e > 1.0).count() as u64;
+    let (earliest_at, earliest) = points
+        .iter()
+        .copied()
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .unwrap_or((0.0, 0.0));
+    let checked = points.len();
+    let late = points.iter().filter(|p| p.1 > 1.0).count() as u64;
     let medians: Vec<f64> = windows.values().map(|w| percentile(w, 0.5)).collect();
     let status = tb.link_status().unwrap();
     let doc = linkperf_testbed::cli::status_document(&[Testbed::attach("lpt12-sched").unwrap()]);
     let schedule = &doc["testbeds"][0]["schedule"];
     println!(
-        "  {} datagrams, {checked} away from steps: one-way - schedule: earliest {earliest:.3} ms, \
-         median per step {medians:.3?} ms, {late} over 1 ms late (emulator: {late_releases} \
-         releases > 100 us late); status: step {}, pass {}, steps at most {} us late",
+        "  schedule started {:.3} ms into a request of {:.3} ms; {} datagrams, {checked} away \
+         from steps: one-way - schedule: earliest {earliest:.3} ms, median per step \
+         {medians:.3?} ms, {late} over 1 ms late (emulator: {late_releases} releases > 100 us \
+         late); status: step {}, pass {}, steps at most {} us late",
+        (started - asked) as f64 / 1e6,
+        (answered - asked) as f64 / 1e6,
         got.len(),
         schedule["step"],
         schedule["pass"],
@@ -454,7 +471,8 @@ fn a_schedule_steps_and_repeats() {
     // early by a millisecond.
     assert!(
         earliest > -1.0,
-        "a datagram arrived {earliest} ms before the delay in force"
+        "a datagram sent {earliest_at:.3} ms into the schedule arrived {earliest:.3} ms before \
+         the delay in force"
     );
     // One that saw 15 where 5 were in force would be 10 ms late; a late release (the
     // emulator or the sender short of CPU on a loaded machine) may delay a few, but the

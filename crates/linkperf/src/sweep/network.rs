@@ -231,6 +231,7 @@ impl Session {
     pub fn start_schedule(&self, schedule: &Schedule) -> Result<(), String> {
         self.testbed
             .start_schedule(schedule)
+            .map(|_| ())
             .map_err(|e| format!("cannot start the link schedule: {e}"))
     }
 
