@@ -48,11 +48,12 @@ pub struct Response {
     /// Packets dropped because a queue shrank below its content.
     #[serde(default)]
     pub dropped_resize: u64,
-    /// For a schedule: its time zero, CLOCK_REALTIME ns (the clock packet stamps use), read
-    /// when the emulator started it. A client's own clock around the request is off by as
-    /// much as the answer took to reach it.
+    /// When the emulator read the request, CLOCK_REALTIME ns (the clock the kernel stamps
+    /// packets with): a schedule's time zero; a change is in force on every link by
+    /// `received_ns + took_ns`. A client's own clock around the request is off by as much
+    /// as the request took to arrive.
     #[serde(default)]
-    pub started_ns: u64,
+    pub received_ns: u64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -199,8 +200,8 @@ impl Control {
     }
 
     /// Replaces the running schedule (if any) with `schedule`, starting now.
-    /// Starts `schedule` now; returns its time zero, CLOCK_REALTIME ns.
-    pub fn start_schedule(self: &Arc<Self>, schedule: Schedule) -> u64 {
+    /// Starts `schedule` with its time zero at `start`.
+    pub fn start_schedule(self: &Arc<Self>, schedule: Schedule, start: Instant) {
         self.stop_schedule();
         let cancel = Arc::new(AtomicBool::new(false));
         let state = Arc::new(Mutex::new(ScheduleState {
@@ -218,16 +219,13 @@ impl Control {
             state: state.clone(),
         });
         let control = self.clone();
-        // The schedule starts now, not when its thread first runs.
-        let start = Instant::now();
-        let started_ns = unix_ns();
+        // The schedule starts at `start`, not when its thread first runs.
         let spawned = std::thread::Builder::new()
             .name("schedule".into())
             .spawn(move || run_schedule(&control, &schedule, start, &cancel, &state));
         if let Err(e) = spawned {
             eprintln!("cannot start the schedule thread: {e}");
         }
-        started_ns
     }
 
     pub fn stop_schedule(&self) {
@@ -324,12 +322,13 @@ fn handle(control: &Arc<Control>, snapshot: &dyn Fn(), stream: UnixStream) {
     if reader.read_line(&mut line).is_err() {
         return;
     }
-    let mut started_ns = 0;
+    let received = Instant::now();
+    let received_ns = unix_ns();
     let response = match serde_json::from_str::<Request>(&line) {
         Err(e) => Err(format!("bad request: {e}")),
         Ok(Request::Set { changes }) => control.apply(&changes),
         Ok(Request::Schedule { schedule }) => {
-            started_ns = control.start_schedule(schedule);
+            control.start_schedule(schedule, received);
             Ok((0, 0))
         }
         Ok(Request::StopSchedule) => {
@@ -346,11 +345,12 @@ fn handle(control: &Arc<Control>, snapshot: &dyn Fn(), stream: UnixStream) {
             ok: true,
             took_ns,
             dropped_resize,
-            started_ns,
+            received_ns,
             ..Default::default()
         },
         Err(e) => Response {
             error: Some(e),
+            received_ns,
             ..Default::default()
         },
     };

@@ -326,7 +326,7 @@ fn serve(state_dir: &Path) -> Result<i32, TestbedError> {
     })
     .map_err(|e| TestbedError::runtime(format!("cannot open the control socket: {e}")))?;
     if let Some(schedule) = plan.topology.schedule.clone() {
-        control.start_schedule(schedule);
+        control.start_schedule(schedule, Instant::now());
     }
     write_atomic(&state_dir.join(READY_FILE), b"ready\n")?;
     log(format!("forwarding {links} link(s)"));

@@ -31,6 +31,8 @@ const EMULATOR_START_TIMEOUT: Duration = Duration::from_secs(30);
 /// What `Testbed::set` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SetOutcome {
+    /// When the emulator received the change, CLOCK_REALTIME ns.
+    pub received_ns: u64,
     /// From the emulator receiving the change to the last forwarding thread applying it.
     pub took_ns: u64,
     /// Queued packets dropped because a queue shrank below its content.
@@ -178,19 +180,19 @@ impl Testbed {
             changes: changes.to_vec(),
         })?;
         Ok(SetOutcome {
+            received_ns: r.received_ns,
             took_ns: r.took_ns,
             dropped_resize: r.dropped_resize,
         })
     }
 
-    /// Starts `schedule` now, replacing a running one.
-    /// Starts `schedule` in the emulator; returns its time zero (CLOCK_REALTIME ns, as the
-    /// emulator read it), which the schedule's `at` times count from.
+    /// Starts `schedule` now, replacing a running one; returns its time zero, which its
+    /// `at` times count from (CLOCK_REALTIME ns: when the emulator received it).
     pub fn start_schedule(&self, schedule: &Schedule) -> Result<u64, TestbedError> {
         self.control(&Request::Schedule {
             schedule: schedule.clone(),
         })
-        .map(|r| r.started_ns)
+        .map(|r| r.received_ns)
     }
 
     pub fn stop_schedule(&self) -> Result<(), TestbedError> {

@@ -161,21 +161,32 @@ fn set_changes_the_delay_within_a_millisecond_and_loses_nothing() {
     let sent = sender.join().unwrap();
     let got = sink.join().unwrap();
     let tx = udp_wire_ms(1000, 20e6);
+    // The emulator's own moments (CLOCK_REALTIME, as the packet stamps), not this side's
+    // clock around the request: the request may take milliseconds to arrive on a loaded
+    // machine.
+    let received = outcome.received_ns;
+    let in_force = received + outcome.took_ns;
+    assert!(
+        (asked..=answered).contains(&received),
+        "the emulator received the change at {received}, outside the request ({asked} to {answered})"
+    );
     let after: Vec<f64> = got
         .iter()
-        .filter(|t| t.sent_ns > asked + 1_000_000)
+        .filter(|t| t.sent_ns > in_force)
         .map(Timed::one_way_ms)
         .collect();
     let before: Vec<f64> = got
         .iter()
-        .filter(|t| t.sent_ns + 1_000_000 < asked)
+        .filter(|t| t.sent_ns + 1_000_000 < received)
         .map(Timed::one_way_ms)
         .collect();
     println!(
-        "  sent {sent}, received {}; set answered in {:.0} us, applied {:.0} us after the emulator got it; \
-         one-way before p50 {:.3} ms (min {:.3}), after p50 {:.3} ms (p1 {:.3}, max {:.3}); 2 ms + transmission = {:.3}",
+        "  sent {sent}, received {}; set answered in {:.0} us, received {:.0} us into the request, \
+         applied {:.0} us after that; one-way before p50 {:.3} ms (min {:.3}), after p50 {:.3} ms \
+         (p1 {:.3}, max {:.3}); 2 ms + transmission = {:.3}",
         got.len(),
         (answered - asked) as f64 / 1e3,
+        (received - asked) as f64 / 1e3,
         outcome.took_ns as f64 / 1e3,
         percentile(&before, 0.5),
         percentile(&before, 0.0),
@@ -186,16 +197,17 @@ fn set_changes_the_delay_within_a_millisecond_and_loses_nothing() {
     );
     assert_eq!(got.len() as u64, sent, "a delay change must lose nothing");
     assert_eq!(tb.emulator_pid(), pid, "the emulator was not restarted");
-    // Every datagram sent over 1 ms after the request had the new delay: the old one would
-    // hold it at least 20 ms (the emulator never releases early), while the new delay plus
+    // Every datagram sent after the change was in force had the new delay (sent later, it
+    // reached the emulator later): the old one would hold it at least 20 ms (the emulator
+    // never releases early), while the new delay plus
     // what a loaded host adds (the receive time is the kernel's, so the sink's wake-up is
     // not in it; a sender that stalled resumes at its rate, so it builds no queue at the
-    // 20 Mbit/s serialiser) stays below that. Those sent before had the old delay, unless still
-    // queued for the serialiser at the change: those get the new delay after their wait,
-    // as documented.
+    // 20 Mbit/s serialiser) stays below that. Those sent 1 ms before the emulator received
+    // the change had the old delay, unless still queued for the serialiser at the change:
+    // those get the new delay after their wait, as documented.
     assert!(
         percentile(&after, 1.0) < 20.0 - 0.02,
-        "a datagram sent > 1 ms after set had the old delay"
+        "a datagram sent after the change was in force had the old delay"
     );
     // The emulator removes its own latency, so only the spec's 20 µs may go below.
     assert!(percentile(&after, 0.01) >= 2.0 + tx - 0.02);
@@ -400,9 +412,9 @@ fn a_schedule_steps_and_repeats() {
     let asked = realtime_ns();
     let started = tb.start_schedule(&schedule).unwrap();
     let answered = realtime_ns();
-    // The schedule's time zero is the emulator's own, read when it started the schedule.
-    // The middle of the request is not: under load the request's way in and its answer's
-    // way back differ by milliseconds (with four busy loops beside: started 1.99 ms into a
+    // The schedule's time zero is the emulator's own: when it received the schedule. The
+    // middle of the request is not: under load the request's way in and its answer's way
+    // back differ by milliseconds (with four busy loops beside: received 1.99 ms into a
     // request of 2.14 ms), and a datagram sent within that error of a step sees the other
     // delay, 10 ms early or late.
     assert!(
@@ -452,7 +464,7 @@ fn a_schedule_steps_and_repeats() {
     let doc = linkperf_testbed::cli::status_document(&[Testbed::attach("lpt12-sched").unwrap()]);
     let schedule = &doc["testbeds"][0]["schedule"];
     println!(
-        "  schedule started {:.3} ms into a request of {:.3} ms; {} datagrams, {checked} away \
+        "  schedule received {:.3} ms into a request of {:.3} ms; {} datagrams, {checked} away \
          from steps: one-way - schedule: earliest {earliest:.3} ms, median per step \
          {medians:.3?} ms, {late} over 1 ms late (emulator: {late_releases} releases > 100 us \
          late); status: step {}, pass {}, steps at most {} us late",
