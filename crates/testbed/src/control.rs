@@ -199,8 +199,7 @@ impl Control {
         Ok(())
     }
 
-    /// Replaces the running schedule (if any) with `schedule`, starting now.
-    /// Starts `schedule` with its time zero at `start`.
+    /// Replaces the running schedule (if any) with `schedule`, its time zero at `start`.
     pub fn start_schedule(self: &Arc<Self>, schedule: Schedule, start: Instant) {
         self.stop_schedule();
         let cancel = Arc::new(AtomicBool::new(false));

@@ -199,12 +199,12 @@ fn set_changes_the_delay_within_a_millisecond_and_loses_nothing() {
     assert_eq!(tb.emulator_pid(), pid, "the emulator was not restarted");
     // Every datagram sent after the change was in force had the new delay (sent later, it
     // reached the emulator later): the old one would hold it at least 20 ms (the emulator
-    // never releases early), while the new delay plus
-    // what a loaded host adds (the receive time is the kernel's, so the sink's wake-up is
-    // not in it; a sender that stalled resumes at its rate, so it builds no queue at the
-    // 20 Mbit/s serialiser) stays below that. Those sent 1 ms before the emulator received
-    // the change had the old delay, unless still queued for the serialiser at the change:
-    // those get the new delay after their wait, as documented.
+    // never releases early), while the new delay plus what a loaded host adds (the receive
+    // time is the kernel's, so the sink's wake-up is not in it; a sender that stalled
+    // resumes at its rate, so it builds no queue at the 20 Mbit/s serialiser) stays below
+    // that. Those sent 1 ms before the emulator received the change had the old delay,
+    // unless still queued for the serialiser at the change: those get the new delay after
+    // their wait, as documented.
     assert!(
         percentile(&after, 1.0) < 20.0 - 0.02,
         "a datagram sent after the change was in force had the old delay"
