@@ -200,18 +200,8 @@ fn the_servers_host_is_examined_beside_this_one() {
 /// test goes on.
 #[test]
 fn a_server_that_does_not_answer_is_not_reported() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut iperf3 = std::process::Command::new("iperf3")
-        .args(["-s", "-1", "-p", &port.to_string()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("iperf3 is installed");
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    // Started listening (iperf3 -s binds before it answers), so the client is not refused.
+    let (mut iperf3, port) = common::iperf3_server_with(&["-1"]);
     let run = common::linkperf(&[
         "client",
         "127.0.0.1",

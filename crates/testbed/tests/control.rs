@@ -397,6 +397,55 @@ fn bad_input_is_one_line_exit_2_and_changes_nothing() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// How a schedule test's datagrams kept to `a_schedule_steps_and_repeats`'s file: 5 ms for
+/// the first 300 ms of every 600, 15 ms for the rest.
+struct ScheduleErrors {
+    checked: usize,
+    earliest_at: f64,
+    earliest: f64,
+    late: u64,
+    medians: Vec<f64>,
+}
+
+fn schedule_errors(got: &[Timed], started: u64) -> ScheduleErrors {
+    // The delay in force at time t (ns since the schedule started), as the file says.
+    let delay_at = |t: f64| {
+        if t.rem_euclid(600e6) < 300e6 {
+            5.0
+        } else {
+            15.0
+        }
+    };
+    // Each datagram takes the delay in force when it reaches the link; those sent within
+    // 2 ms of a step may see either. Send and receive times are the kernel's side of the
+    // sockets (the receive time is the kernel's stamp), so what is left is the sender's
+    // own stack and the emulator's timing. Each datagram sent away from a step gives
+    // (ms since the schedule started, one-way delay - the delay in force, in ms), grouped
+    // per 300 ms step window.
+    let points: Vec<(f64, f64)> = got
+        .iter()
+        .map(|d| (d.sent_ns as f64 - started as f64, d))
+        .filter(|(t, _)| (2e6..=298e6).contains(&t.rem_euclid(300e6)))
+        .map(|(t, d)| (t / 1e6, d.one_way_ms() - delay_at(t)))
+        .collect();
+    let mut windows: std::collections::BTreeMap<u64, Vec<f64>> = Default::default();
+    for &(t, error) in &points {
+        windows.entry((t / 300.0) as u64).or_default().push(error);
+    }
+    let (earliest_at, earliest) = points
+        .iter()
+        .copied()
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .unwrap_or((0.0, 0.0));
+    ScheduleErrors {
+        checked: points.len(),
+        earliest_at,
+        earliest,
+        late: points.iter().filter(|p| p.1 > 1.0).count() as u64,
+        medians: windows.values().map(|w| percentile(w, 0.5)).collect(),
+    }
+}
+
 fn a_schedule_steps_and_repeats() {
     let tb = Guard::up("lpt12-sched", &pair("name = \"wan\"\ndelay = \"5ms\""));
     let dir = temp_dir("sched");
@@ -428,38 +477,13 @@ fn a_schedule_steps_and_repeats() {
         .since(&before[0])
         .timing
         .late_over_100us;
-    // The delay in force at time t (ns since the schedule started), as the file says.
-    let delay_at = |t: f64| {
-        if t.rem_euclid(600e6) < 300e6 {
-            5.0
-        } else {
-            15.0
-        }
-    };
-    // Each datagram takes the delay in force when it reaches the link; those sent within
-    // 2 ms of a step may see either. Send and receive times are the kernel's side of the
-    // sockets (the receive time is the kernel's stamp), so what is left is the sender's
-    // own stack and the emulator's timing. Each datagram sent away from a step gives
-    // (ms since the schedule started, one-way delay - the delay in force, in ms), grouped
-    // per 300 ms step window.
-    let points: Vec<(f64, f64)> = got
-        .iter()
-        .map(|d| (d.sent_ns as f64 - started as f64, d))
-        .filter(|(t, _)| (2e6..=298e6).contains(&t.rem_euclid(300e6)))
-        .map(|(t, d)| (t / 1e6, d.one_way_ms() - delay_at(t)))
-        .collect();
-    let mut windows: std::collections::BTreeMap<u64, Vec<f64>> = Default::default();
-    for &(t, error) in &points {
-        windows.entry((t / 300.0) as u64).or_default().push(error);
-    }
-    let (earliest_at, earliest) = points
-        .iter()
-        .copied()
-        .min_by(|a, b| a.1.total_cmp(&b.1))
-        .unwrap_or((0.0, 0.0));
-    let checked = points.len();
-    let late = points.iter().filter(|p| p.1 > 1.0).count() as u64;
-    let medians: Vec<f64> = windows.values().map(|w| percentile(w, 0.5)).collect();
+    let ScheduleErrors {
+        checked,
+        earliest_at,
+        earliest,
+        late,
+        medians,
+    } = schedule_errors(&got, started);
     let status = tb.link_status().unwrap();
     let doc = linkperf_testbed::cli::status_document(&[Testbed::attach("lpt12-sched").unwrap()]);
     let schedule = &doc["testbeds"][0]["schedule"];
