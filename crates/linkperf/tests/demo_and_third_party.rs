@@ -21,6 +21,14 @@ fn demo_runs_a_tcp_and_a_udp_test() {
     assert!(tcp_part.contains("retransmits"), "{tcp_part}");
     assert!(udp_part.contains("summary, client to server"), "{udp_part}");
     assert!(udp_part.contains("datagrams"), "{udp_part}");
+    if linkperf_testsupport::is_root() {
+        // Both WAN runs reached the testbed's server (the demo waits until it listens).
+        let wan = &out[out.find("== Emulated WAN").expect("WAN section")..];
+        for title in ["-- window-limited: -w 64K", "-- well tuned: -w 2M"] {
+            let at = wan.find(title).unwrap_or_else(|| panic!("{title}: {wan}"));
+            assert!(wan[at..].contains("summary, client to server"), "{wan}");
+        }
+    }
 }
 
 /// Runs `linkperf client --from RELAY 127.0.0.1 -p TARGET ARGS... -J`.

@@ -125,26 +125,29 @@ fn emulated_wan() -> bool {
         .map(|ip| ip.to_string())
         .unwrap_or_else(|| "10.231.0.2".into());
     let mut server = testbed.command("b", &exe);
-    server
-        .args(["server", "-q"])
-        .stdout(std::process::Stdio::null());
+    server.arg("server").stdout(std::process::Stdio::piped());
     let mut ok = false;
     if let Ok(mut server) = server.spawn() {
-        std::thread::sleep(std::time::Duration::from_millis(300));
-        ok = true;
-        for (title, window) in [
-            ("window-limited: -w 64K", "64K"),
-            ("well tuned: -w 2M", "2M"),
-        ] {
-            if signals::INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) {
-                break;
+        ok = wait_listening(&mut server);
+        if !ok {
+            eprintln!(
+                "linkperf: the demo's server in the testbed did not start listening within 10 s"
+            );
+        } else {
+            for (title, window) in [
+                ("window-limited: -w 64K", "64K"),
+                ("well tuned: -w 2M", "2M"),
+            ] {
+                if signals::INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                say!("\n-- {title}");
+                let status = testbed
+                    .command("a", &exe)
+                    .args(["client", &server_ip, "-t", "4", "-i", "1", "-w", window])
+                    .status();
+                ok &= status.map(|s| s.success()).unwrap_or(false);
             }
-            say!("\n-- {title}");
-            let status = testbed
-                .command("a", &exe)
-                .args(["client", &server_ip, "-t", "4", "-i", "1", "-w", window])
-                .status();
-            ok &= status.map(|s| s.success()).unwrap_or(false);
         }
         let _ = server.kill();
         let _ = server.wait();
@@ -153,4 +156,23 @@ fn emulated_wan() -> bool {
         eprintln!("linkperf: removing the demo testbed: {e}");
     }
     ok
+}
+
+/// Waits (10 s at most) for the server's first line, "linkperf server listening on ...", so
+/// that no client connects before it listens (a fixed pause is too short on a loaded
+/// machine), then drains the rest of its output on a thread so it never blocks on the pipe.
+fn wait_listening(server: &mut std::process::Child) -> bool {
+    use std::io::BufRead;
+    let Some(out) = server.stdout.take() else {
+        return false;
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut lines = std::io::BufReader::new(out).lines();
+        let first = lines.next().and_then(|l| l.ok());
+        let _ = tx.send(first.is_some_and(|l| l.starts_with("linkperf server listening")));
+        for _ in lines {}
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(10))
+        .unwrap_or(false)
 }
