@@ -8,6 +8,7 @@
 mod common;
 
 use common::{client, poll, Server};
+use std::io::Read;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -207,12 +208,19 @@ fn forceflush_lines_reach_the_logfile_while_the_test_runs() {
         (seen_while_running.is_some() || !running).then_some(())
     });
     let status = child.0.wait().unwrap();
+    let mut said = String::new();
+    if let Some(mut out) = child.0.stdout.take() {
+        let _ = out.read_to_string(&mut said);
+    }
+    if let Some(mut err) = child.0.stderr.take() {
+        let _ = err.read_to_string(&mut said);
+    }
     let _ = std::fs::remove_file(&log);
     assert_eq!(
         seen_while_running,
         Some(true),
         "the first interval line must reach the logfile while the test runs (None: never; \
-         client {status}); the file:\n{text}"
+         client {status}, its output: {said:?}); the file:\n{text}"
     );
 }
 
