@@ -24,9 +24,13 @@ fn demo_runs_a_tcp_and_a_udp_test() {
     if linkperf_testsupport::is_root() {
         // Both WAN runs reached the testbed's server (the demo waits until it listens).
         let wan = &out[out.find("== Emulated WAN").expect("WAN section")..];
-        for title in ["-- window-limited: -w 64K", "-- well tuned: -w 2M"] {
-            let at = wan.find(title).unwrap_or_else(|| panic!("{title}: {wan}"));
-            assert!(wan[at..].contains("summary, client to server"), "{wan}");
+        let limited = wan
+            .find("-- window-limited: -w 64K")
+            .expect("window-limited run");
+        let tuned = wan.find("-- well tuned: -w 2M").expect("well-tuned run");
+        assert!(limited < tuned, "{wan}");
+        for run in [&wan[limited..tuned], &wan[tuned..]] {
+            assert!(run.contains("summary, client to server"), "{run}");
         }
     }
 }

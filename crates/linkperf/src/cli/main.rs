@@ -49,6 +49,9 @@ use clap::{CommandFactory, FromArgMatches};
 use linkperf::{server, signals};
 use std::process::ExitCode;
 
+/// How `linkperf server` says it is ready, its first line (what `demo` waits for).
+const SERVER_LISTENING: &str = "linkperf server listening on";
+
 fn main() -> ExitCode {
     let cli = match parse() {
         Ok(c) => c,
@@ -212,7 +215,7 @@ fn run_server(args: args::ServerArgs) -> ExitCode {
         }
     };
     if !args.quiet {
-        say!("linkperf server listening on {}", s.local_addr());
+        say!("{SERVER_LISTENING} {}", s.local_addr());
         if let Some(pin) = pin {
             say!("TLS on control connections; certificate SHA-256 pin: {pin}");
         }
