@@ -158,7 +158,7 @@ fn emulated_wan() -> bool {
     ok
 }
 
-/// Waits (10 s at most) for the server's first line, [`crate::SERVER_LISTENING`], so
+/// Waits (10 s at most) for the server's first line, [`linkperf::server::LISTENING`], so
 /// that no client connects before it listens (a fixed pause is too short on a loaded
 /// machine), then drains the rest of its output on a thread so it never blocks on the pipe.
 fn wait_listening(server: &mut std::process::Child) -> bool {
@@ -170,7 +170,7 @@ fn wait_listening(server: &mut std::process::Child) -> bool {
     std::thread::spawn(move || {
         let mut lines = std::io::BufReader::new(out).lines();
         let first = lines.next().and_then(|l| l.ok());
-        let _ = tx.send(first.is_some_and(|l| l.starts_with(crate::SERVER_LISTENING)));
+        let _ = tx.send(first.is_some_and(|l| l.starts_with(linkperf::server::LISTENING)));
         for _ in lines {}
     });
     rx.recv_timeout(std::time::Duration::from_secs(10))

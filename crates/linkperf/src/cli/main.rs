@@ -49,9 +49,6 @@ use clap::{CommandFactory, FromArgMatches};
 use linkperf::{server, signals};
 use std::process::ExitCode;
 
-/// How `linkperf server` says it is ready, its first line (what `demo` waits for).
-const SERVER_LISTENING: &str = "linkperf server listening on";
-
 fn main() -> ExitCode {
     let cli = match parse() {
         Ok(c) => c,
@@ -215,7 +212,7 @@ fn run_server(args: args::ServerArgs) -> ExitCode {
         }
     };
     if !args.quiet {
-        say!("{SERVER_LISTENING} {}", s.local_addr());
+        say!("{} {}", server::LISTENING, s.local_addr());
         if let Some(pin) = pin {
             say!("TLS on control connections; certificate SHA-256 pin: {pin}");
         }
