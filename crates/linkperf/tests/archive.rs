@@ -268,8 +268,8 @@ fn run_campaign(dir: &Path, db: &str, rate: &str) -> Value {
 }
 
 /// Runs the fan-out campaign into `db` (made by `db_for(attempt)`) and checks that the
-/// archive lists it with `key` at `want` bit/s within the pacing's and the interval
-/// edges' 5 %. The rate is a measurement of paced senders, so a failed attempt runs
+/// archive lists it with each of `keys` at `want` bit/s, within the pacing's and the
+/// interval edges' 5 %. The rate is a measurement of paced senders, so a failed attempt runs
 /// again when a probe saw the machine stall during it (a sender the host did not run
 /// catches up only 20 ms of its schedule); its message shows what each flow carried.
 /// Returns the archive, the campaign's document and its `results list` entry.
