@@ -390,12 +390,17 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// The largest receive buffer TCP autotuning may grow (tcp_rmem[2]).
+fn tcp_rmem_max() -> u64 {
+    read_proc("/proc/sys/net/ipv4/tcp_rmem")
+        .and_then(|t| t.split_whitespace().nth(2)?.parse().ok())
+        .expect("tcp_rmem")
+}
+
 /// The receive window scale Linux offers with default buffers: enough to
 /// express the largest buffer autotuning may reach (tcp_rmem[2], rmem_max).
 fn default_rcv_wscale() -> u32 {
-    let tcp_rmem_max: u64 = read_proc("/proc/sys/net/ipv4/tcp_rmem")
-        .and_then(|t| t.split_whitespace().nth(2)?.parse().ok())
-        .expect("tcp_rmem");
+    let tcp_rmem_max = tcp_rmem_max();
     let rmem_max: u64 = read_proc("/proc/sys/net/core/rmem_max")
         .and_then(|t| t.trim().parse().ok())
         .expect("rmem_max");
@@ -545,6 +550,19 @@ fn against_iperf3(args: &[&str]) -> (Value, Value) {
     (ours.report(), theirs.json())
 }
 
+/// linkperf waits for its data to be acknowledged before TEST_END, so all it `sent`
+/// reached the iperf3 server's kernel. That server stops reading at TEST_END, so what its
+/// one thread had not read by then is not in `their_rx` (a loaded run: 10.2 MB of 575):
+/// none on a quiet machine, and never more than its receive buffer, which autotuning
+/// grows to tcp_rmem[2] at most.
+fn assert_unread_at_most_a_buffer(sent: u64, their_rx: u64) {
+    let buffer = tcp_rmem_max();
+    assert!(
+        sent >= their_rx && sent - their_rx <= buffer,
+        "linkperf sent {sent}, iperf3 received {their_rx}; its buffer holds {buffer}"
+    );
+}
+
 #[test]
 fn linkperf_client_against_iperf3_tcp() {
     let Some(_turn) = have_iperf3() else {
@@ -554,8 +572,7 @@ fn linkperf_client_against_iperf3_tcp() {
     // What the iperf3 server received is what linkperf reports as received.
     let their_rx = u64_at(&s, "/end/sum_received/bytes");
     assert_eq!(u64_at(&r, "/summary/received/bytes"), their_rx);
-    // linkperf waited for its data to be acknowledged before TEST_END: all of it arrived.
-    assert_eq!(u64_at(&r, "/summary/sent/bytes"), their_rx);
+    assert_unread_at_most_a_buffer(u64_at(&r, "/summary/sent/bytes"), their_rx);
     assert!(within(
         f64_at(&r, "/summary/received/bits_per_second"),
         f64_at(&s, "/end/sum_received/bits_per_second"),
@@ -585,8 +602,11 @@ fn linkperf_client_against_iperf3_reverse_and_bytes() {
     );
     let (r, s) = against_iperf3(&["-n", "20M"]);
     assert_eq!(u64_at(&r, "/summary/sent/bytes"), 20 << 20);
-    assert_eq!(u64_at(&s, "/end/sum_received/bytes"), 20 << 20);
-    assert_eq!(u64_at(&r, "/summary/received/bytes"), 20 << 20);
+    // Not a byte more reached the server; what it counted is what linkperf reports (it
+    // may count less: see assert_unread_at_most_a_buffer, whose bound exceeds 20 MiB).
+    let their_rx = u64_at(&s, "/end/sum_received/bytes");
+    assert!(their_rx <= 20 << 20, "iperf3 received {their_rx}");
+    assert_eq!(u64_at(&r, "/summary/received/bytes"), their_rx);
 }
 
 #[test]
