@@ -636,19 +636,30 @@ fn linkperf_client_against_iperf3_udp() {
     let Some(_turn) = have_iperf3() else {
         return;
     };
-    let (r, s) = against_iperf3(&["-u", "-b", "20M", "-l", "1400", "-t", "1"]);
-    assert_eq!(
-        u64_at(&r, "/summary/received/bytes"),
-        u64_at(&s, "/end/sum_received/bytes")
-    );
-    assert_within(&r, "/summary/sent/bits_per_second", 20e6, 0.05);
-    assert_within(&s, "/end/sum_received/bits_per_second", 20e6, 0.05);
-    let (r, s) = against_iperf3(&["-u", "-b", "20M", "-l", "1400", "-t", "1", "-R"]);
-    assert_eq!(
-        u64_at(&r, "/summary/sent/packets"),
-        u64_at(&s, "/end/streams/0/udp/packets")
-    );
-    assert_within(&r, "/summary/received/bits_per_second", 20e6, 0.05);
+    // 3 s a direction and a run again after a measured stall, as in
+    // iperf3_client_udp_both_ways: a loaded soak run of 1 s sent 14.8 of 20 Mbit/s.
+    // A failure shows the pacer's own account of what it could not send (its warnings).
+    linkperf_testsupport::stall::retry_when_stalled(|| {
+        let udp = ["-u", "-b", "20M", "-l", "1400", "-t", "3"];
+        let (r, s) = against_iperf3(&udp);
+        assert_eq!(
+            u64_at(&r, "/summary/received/bytes"),
+            u64_at(&s, "/end/sum_received/bytes")
+        );
+        let said = &r["warnings"];
+        assert!(
+            within(f64_at(&r, "/summary/sent/bits_per_second"), 20e6, 0.05),
+            "sent {} bit/s of 20e6; linkperf's warnings: {said}",
+            f64_at(&r, "/summary/sent/bits_per_second")
+        );
+        assert_within(&s, "/end/sum_received/bits_per_second", 20e6, 0.05);
+        let (r, s) = against_iperf3(&[&udp[..], &["-R"]].concat());
+        assert_eq!(
+            u64_at(&r, "/summary/sent/packets"),
+            u64_at(&s, "/end/streams/0/udp/packets")
+        );
+        assert_within(&r, "/summary/received/bits_per_second", 20e6, 0.05);
+    })
 }
 
 #[test]
