@@ -637,7 +637,7 @@ fn linkperf_client_against_iperf3_udp() {
         return;
     };
     // 3 s a direction and a run again after a measured stall, as in
-    // iperf3_client_udp_both_ways: a loaded soak run of 1 s sent 14.8 of 20 Mbit/s.
+    // iperf3_client_udp_both_ways: the 1 s test beside three builds sent 14.8 of 20 Mbit/s.
     // A failure shows the pacer's own account of what it could not send (its warnings).
     linkperf_testsupport::stall::retry_when_stalled(|| {
         let udp = ["-u", "-b", "20M", "-l", "1400", "-t", "3"];
