@@ -1,5 +1,7 @@
 //! `linkperf demo`: the embedded default. A server on loopback inside this
-//! process, a short TCP test and a short UDP test against it.
+//! process, a short TCP test and a short UDP test against it; as root, then two
+//! TCP runs over an emulated WAN testbed, against a server this process runs
+//! inside the testbed's server host.
 
 use linkperf::{client, report, server, signals, text};
 use linkperf_proto::{Protocol, TestConfig};
@@ -124,55 +126,47 @@ fn emulated_wan() -> bool {
         .ipv4("b")
         .map(|ip| ip.to_string())
         .unwrap_or_else(|| "10.231.0.2".into());
-    let mut server = testbed.command("b", &exe);
-    server.arg("server").stdout(std::process::Stdio::piped());
-    let mut ok = false;
-    if let Ok(mut server) = server.spawn() {
-        ok = wait_listening(&mut server);
-        if !ok {
-            eprintln!(
-                "linkperf: the demo's server in the testbed did not start listening within 10 s"
-            );
-        } else {
-            for (title, window) in [
-                ("window-limited: -w 64K", "64K"),
-                ("well tuned: -w 2M", "2M"),
-            ] {
-                if signals::INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) {
-                    break;
-                }
-                say!("\n-- {title}");
-                let status = testbed
-                    .command("a", &exe)
-                    .args(["client", &server_ip, "-t", "4", "-i", "1", "-w", window])
-                    .status();
-                ok &= status.map(|s| s.success()).unwrap_or(false);
-            }
+    // The server runs in this process, bound inside host b's namespace, as a sweep's does;
+    // it is listening when start_server returns.
+    let started = testbed
+        .netns("b")
+        .ok_or_else(|| "the demo testbed has no host b".to_string())
+        .and_then(|netns| {
+            let options = server::ServerOptions {
+                verbose: false,
+                ..Default::default()
+            };
+            linkperf::sweep::network::start_server(&netns, options)
+        });
+    let ok = match started {
+        Ok(()) => wan_runs(&testbed, &exe, &server_ip),
+        Err(e) => {
+            eprintln!("linkperf: demo testbed: {e}");
+            false
         }
-        let _ = server.kill();
-        let _ = server.wait();
-    }
+    };
     if let Err(e) = linkperf_testbed::down(&name) {
         eprintln!("linkperf: removing the demo testbed: {e}");
     }
     ok
 }
 
-/// Waits (10 s at most) for the server's first line, [`linkperf::server::LISTENING`], so
-/// that no client connects before it listens (a fixed pause is too short on a loaded
-/// machine), then drains the rest of its output on a thread so it never blocks on the pipe.
-fn wait_listening(server: &mut std::process::Child) -> bool {
-    use std::io::BufRead;
-    let Some(out) = server.stdout.take() else {
-        return false;
-    };
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut lines = std::io::BufReader::new(out).lines();
-        let first = lines.next().and_then(|l| l.ok());
-        let _ = tx.send(first.is_some_and(|l| l.starts_with(linkperf::server::LISTENING)));
-        for _ in lines {}
-    });
-    rx.recv_timeout(std::time::Duration::from_secs(10))
-        .unwrap_or(false)
+/// The window-limited and the well-tuned client run from host a; true when both succeed.
+fn wan_runs(testbed: &linkperf_testbed::Testbed, exe: &str, server_ip: &str) -> bool {
+    let mut ok = true;
+    for (title, window) in [
+        ("window-limited: -w 64K", "64K"),
+        ("well tuned: -w 2M", "2M"),
+    ] {
+        if signals::INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) {
+            break;
+        }
+        say!("\n-- {title}");
+        let status = testbed
+            .command("a", exe)
+            .args(["client", server_ip, "-t", "4", "-i", "1", "-w", window])
+            .status();
+        ok &= status.map(|s| s.success()).unwrap_or(false);
+    }
+    ok
 }

@@ -212,7 +212,7 @@ fn run_server(args: args::ServerArgs) -> ExitCode {
         }
     };
     if !args.quiet {
-        say!("{} {}", server::LISTENING, s.local_addr());
+        say!("linkperf server listening on {}", s.local_addr());
         if let Some(pin) = pin {
             say!("TLS on control connections; certificate SHA-256 pin: {pin}");
         }

@@ -27,10 +27,6 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// How `linkperf server` says it is ready, the start of its first line
-/// (what `linkperf demo` waits for before it starts a client).
-pub const LISTENING: &str = "linkperf server listening on";
-
 /// The largest control frame before the client's hello: a hello is a few
 /// dozen bytes, and a stranger must not make the server buffer megabytes.
 const FIRST_FRAME_LIMIT: usize = 4 * 1024;

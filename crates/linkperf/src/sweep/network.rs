@@ -284,7 +284,7 @@ impl Session {
 /// A linkperf server in namespace `netns`, on its own thread for the rest of
 /// the process (its connections' threads inherit the namespace). A server
 /// already listening on its port there is used as it is.
-pub(crate) fn start_server(netns: &str, options: ServerOptions) -> Result<(), String> {
+pub fn start_server(netns: &str, options: ServerOptions) -> Result<(), String> {
     let port = options.port;
     let listening = in_namespace(netns, || {
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
