@@ -517,10 +517,18 @@ fn a_killed_client_leaves_the_server_serving() {
     }
 }
 
-/// On an emulated link with 5 ms each way, the median RTT is 10 ms within
-/// 2 % + 0.1 ms. Needs root (namespaces); skipped otherwise.
+/// On an emulated link with 5 ms each way, rr measures what an application sees there:
+/// its median RTT is that of the test's own ping-pong (64-byte requests and answers
+/// through the same path, timed from the write to the read, in rounds taken in turn with
+/// rr's) within 2 % + 0.1 ms of 2·D; and the link's delay itself shows in the fastest
+/// transactions, which no wake-up can make faster: rr's fastest RTT is 2·D and its fastest
+/// forward one-way delay D, each no more than 20 µs early (the emulator's bound) and
+/// within 2 % + 0.1 ms of it. (The median of either is 2·D only on CPUs that wake at
+/// once: CI measured both ends 0.5 ms over 10 ms on a VM that lost 250 ms of each attempt
+/// to its hypervisor.) Needs root (namespaces); skipped otherwise.
 #[test]
 fn emulated_link_rtt_matches_the_configured_delay() {
+    const D_MS: f64 = 5.0;
     linkperf_testsupport::stall::retry_when_stalled(|| {
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 || !std::path::Path::new("/dev/net/tun").exists() {
@@ -533,27 +541,64 @@ fn emulated_link_rtt_matches_the_configured_delay() {
         let mut bed = CliBed::up(bin(), &std::env::temp_dir(), &name, &topology);
         let mut server = bed.exec("b", bin());
         bed.serve("b", server.arg("server"), linkperf_proto::DEFAULT_PORT);
-        let mut result = None;
-        for proto in [&[][..], &["-u"][..]] {
-            let mut args = vec!["rr", "10.78.0.2", "-n", "200", "-J"];
-            args.extend_from_slice(proto);
-            let run = linkperf_in(&bed, "a", &args);
-            assert_eq!(run.code(), Some(0), "{}\n{}", run.stdout, run.stderr);
-            let v = run.json();
-            assert_valid_rr(&v);
-            let p50 = f64_at(&v, "/summary/rtt_ms/p50");
-            assert!(
-                (p50 - 10.0).abs() <= 0.02 * 10.0 + 0.1,
-                "{proto:?}: p50 RTT {p50} ms on a 2 x 5 ms link"
+        let echo = pingpong::Echo::start(&bed.netns("b"), "10.78.0.2".parse().unwrap());
+        let tolerance = 0.02 * 2.0 * D_MS + 0.1;
+        for udp in [false, true] {
+            let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+            let (mut fastest, mut forward) = (f64::MAX, f64::MAX);
+            let mut warnings = Vec::new();
+            for _ in 0..4 {
+                ours.extend(pingpong::rtts(&bed.netns("a"), echo.addr, udp, 50));
+                let mut args = vec!["rr", "10.78.0.2", "-n", "50", "-J"];
+                if udp {
+                    args.push("-u");
+                }
+                let run = linkperf_in(&bed, "a", &args);
+                assert_eq!(run.code(), Some(0), "{}\n{}", run.stdout, run.stderr);
+                let v = run.json();
+                assert_valid_rr(&v);
+                // Namespaces share the kernel's clock: one-way delays are measured.
+                assert_eq!(v["start"]["clock"], "shared");
+                forward = forward.min(f64_at(&v, "/summary/one_way_ms/forward_ms/min"));
+                fastest = fastest.min(f64_at(&v, "/summary/rtt_ms/min"));
+                theirs.extend(histogram_samples(&v));
+                warnings.extend(v["warnings"].as_array().cloned().unwrap_or_default());
+            }
+            let (p50, reference_p50) = (median(&theirs), median(&ours));
+            let seen = format!(
+                "udp {udp}: rr p50 {p50:.3} ms, fastest {fastest:.3} ms, fastest forward \
+                 {forward:.3} ms; the test's ping-pong p50 {reference_p50:.3} ms, fastest {:.3} \
+                 ms; rr's warnings {warnings:?}",
+                ours.iter().copied().fold(f64::MAX, f64::min)
             );
-            // Namespaces share the kernel's clock: one-way delay is 5 ms each way.
-            assert_eq!(v["start"]["clock"], "shared");
-            let fwd = f64_at(&v, "/summary/one_way_ms/forward_ms/p50");
-            assert!((fwd - 5.0).abs() <= 0.1 + 0.02 * 5.0, "forward {fwd}");
-            result = Some(v);
+            println!("{seen}");
+            assert_eq!(theirs.len(), 200, "{seen}");
+            assert!((p50 - reference_p50).abs() <= tolerance, "{seen}");
+            assert!(
+                (-0.02..=tolerance).contains(&(fastest - 2.0 * D_MS)),
+                "{seen}"
+            );
+            assert!((-0.02..=tolerance).contains(&(forward - D_MS)), "{seen}");
         }
-        assert!(result.is_some());
     });
+}
+
+/// Every transaction of an rr document, one value (ms) per count of its histogram's buckets.
+fn histogram_samples(v: &Value) -> Vec<f64> {
+    let buckets = v["histogram"].as_array().expect("histogram");
+    buckets
+        .iter()
+        .flat_map(|b| {
+            let n = b["count"].as_u64().expect("count") as usize;
+            std::iter::repeat_n(b["rtt_ms"].as_f64().expect("rtt_ms"), n)
+        })
+        .collect()
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
 }
 
 /// Seed 000's first ping over a switched circuit: through a link that holds the first

@@ -8,6 +8,7 @@
 
 pub mod campaign;
 pub mod hostile;
+pub mod pingpong;
 pub mod seeds;
 pub mod served;
 pub mod sweep;
