@@ -12,8 +12,10 @@
 //! frame it accepted is lost all the same).
 //!
 //! Cells of a frame enter the queue one input cell time apart from the frame's arrival (the
-//! fastest line into the switch the direction starts at; at once when it starts at a host or
-//! a router, whose frames are whole when handed over). Like the scheduler's serialiser the
+//! fastest line into the switch the direction starts at, no faster than that line's peak
+//! cell rate where it has one: a paced VC's cells arrive spaced by it, even when the
+//! emulator released the frames late and together; at once when the direction starts at
+//! a host or a router, whose frames are whole when handed over). Like the scheduler's serialiser the
 //! switch is lazy: [`CellSwitch::advance`] runs the cell events up to the caller's clock and
 //! hands back every frame it finished with.
 
@@ -118,6 +120,8 @@ struct Frame<T> {
     queued: u32,
     sent: u32,
     first_cell_ns: f64,
+    /// Time between its arriving cells (the input line's when the frame was offered).
+    input_gap_ns: f64,
     refused: bool,
     lost: bool,
     discarding: bool,
@@ -211,7 +215,8 @@ impl<T> CellSwitch<T> {
         };
         let cells = cells_of_tap_frame(frame_bytes).max(1);
         let first = self.input_free.max(now_ns as f64);
-        self.input_free = first + cells as f64 * self.config.input_cell_ns;
+        let gap = self.config.input_cell_ns;
+        self.input_free = first + cells as f64 * gap;
         self.vcs[index].frames.push_back(Frame {
             item,
             bytes: frame_bytes as u64,
@@ -221,6 +226,7 @@ impl<T> CellSwitch<T> {
             queued: 0,
             sent: 0,
             first_cell_ns: first,
+            input_gap_ns: gap,
             refused: false,
             lost: false,
             discarding: false,
@@ -239,7 +245,7 @@ impl<T> CellSwitch<T> {
         };
         let vc = &self.vcs[v];
         let f = &vc.frames[vc.arriving];
-        f.first_cell_ns + f.arrived as f64 * self.config.input_cell_ns
+        f.first_cell_ns + f.arrived as f64 * f.input_gap_ns
     }
 
     /// When the line sends the next cell, if nothing else arrives.
@@ -384,7 +390,7 @@ impl<T> CellSwitch<T> {
             .iter()
             .filter_map(|vc| {
                 let f = vc.frames.front()?;
-                let arrived = f.first_cell_ns + (f.cells - 1) as f64 * self.config.input_cell_ns;
+                let arrived = f.first_cell_ns + (f.cells - 1) as f64 * f.input_gap_ns;
                 let sent = match f.queued {
                     0 => 0.0,
                     q => {

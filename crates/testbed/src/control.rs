@@ -150,15 +150,21 @@ impl Control {
         self.set_device_mtus(&old_mtus, &mtus, |old, new| new < old)?;
         let (done, acks) = mpsc::channel();
         let mut posted = 0;
+        let topology = &self.plan.topology;
+        let after = |d: usize| new_params[d].clone().unwrap_or_else(|| self.params(d));
         for (index, params) in new_params.iter().enumerate() {
             let mtu_changed = mtus[index / 2] != old_mtus[index / 2];
-            if params.is_none() && !mtu_changed {
+            // A direction out of a switch takes its cells at the pace of the links into it.
+            let input = topology.input_cell_ns(index / 2, index % 2, after);
+            let input_changed =
+                input != topology.input_cell_ns(index / 2, index % 2, |d| self.params(d));
+            if params.is_none() && !mtu_changed && !input_changed {
                 continue;
             }
-            let params = params.clone().unwrap_or_else(|| self.params(index));
             self.mailboxes[index].post(Update {
-                params,
+                params: after(index),
                 mtu: mtus[index / 2],
+                cell_input_ns: input,
                 done: done.clone(),
             });
             posted += 1;

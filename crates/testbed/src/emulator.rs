@@ -5,7 +5,6 @@
 //! every 100 ms and whenever the control socket asks for a snapshot; and, while it runs with
 //! `cpu_idle = "poll"`, the PM QoS request that keeps idle CPUs polling.
 
-use crate::atm::CELL_BITS;
 use crate::circuit::Circuit;
 use crate::control::{self, Control};
 use crate::counters::{DirectionCounters, LinkCounters};
@@ -23,7 +22,7 @@ use crate::state::{
 };
 use crate::tap::open_tap;
 use crate::timing::{DirectionTiming, RecentTiming, TimingSnapshot};
-use crate::topology::{CpuIdle, Topology};
+use crate::topology::CpuIdle;
 use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
@@ -187,7 +186,7 @@ fn start_forwarders(
                 name: format!("link{index}-{name}"),
             };
             let (params, mtu) = (params.clone(), link.mtu);
-            let cell_input_ns = input_cell_ns(&plan.topology, index, from);
+            let cell_input_ns = plan.topology.configured_input_cell_ns(index, from);
             let (thread_counters, thread_timing) = (counters.clone(), timing.clone());
             let circuit = circuit.clone();
             let router = routers.get(link.ends[to].as_str()).cloned();
@@ -222,38 +221,6 @@ fn start_forwarders(
         }
     }
     Ok(started)
-}
-
-/// Input cell time of a direction starting at a switch: one cell at the fastest rate of the
-/// other links' directions into that switch (0 when the direction starts at a host or a
-/// router, or an input is unlimited).
-fn input_cell_ns(topology: &Topology, link: usize, from: usize) -> f64 {
-    let node = &topology.links[link].ends[from];
-    if !topology.switches.iter().any(|s| &s.name == node) {
-        return 0.0;
-    }
-    let mut fastest = 0;
-    for (i, l) in topology.links.iter().enumerate() {
-        if i == link {
-            continue;
-        }
-        let rate = if &l.ends[1] == node {
-            l.a_to_b.rate_bps
-        } else if &l.ends[0] == node {
-            l.b_to_a.rate_bps
-        } else {
-            continue;
-        };
-        if rate == 0 {
-            return 0.0;
-        }
-        fastest = fastest.max(rate);
-    }
-    if fastest == 0 {
-        0.0
-    } else {
-        CELL_BITS as f64 * 1e9 / fastest as f64
-    }
 }
 
 fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<(), TestbedError> {

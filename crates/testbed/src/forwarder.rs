@@ -469,6 +469,7 @@ impl Forwarder {
     fn apply_updates(&mut self) {
         for update in self.mailbox.take() {
             let at_ns = self.now();
+            self.scheduler.set_cell_input(update.cell_input_ns);
             let dropped_resize = self.scheduler.set_params(at_ns, update.params, update.mtu);
             let _ = update.done.send(Applied {
                 at_ns,

@@ -12,6 +12,9 @@ use std::sync::{mpsc, Mutex};
 pub struct Update {
     pub params: DirectionParams,
     pub mtu: u32,
+    /// Time between cells arriving at the direction's cell switch (it follows the links
+    /// into the switch: see `Topology::input_cell_ns`).
+    pub cell_input_ns: f64,
     pub done: mpsc::Sender<Applied>,
 }
 

@@ -155,6 +155,20 @@ impl DirectionParams {
         })
     }
 
+    /// Least time (ns) between two cells of one VC leaving this direction: the line's cell
+    /// time, or the peak cell rate's gap where that is longer (0: no rate limit).
+    pub fn vc_cell_gap_ns(&self) -> f64 {
+        if self.rate_bps == 0 {
+            return 0.0;
+        }
+        let line = CELL_BITS as f64 * 1e9 / self.rate_bps as f64;
+        if self.pcr > 0 {
+            line.max(1e9 / self.pcr as f64)
+        } else {
+            line
+        }
+    }
+
     /// The line's cell rate, cells per second (0: unlimited).
     pub fn cell_rate(&self) -> f64 {
         self.rate_bps as f64 / CELL_BITS as f64

@@ -192,6 +192,11 @@ impl<T> Scheduler<T> {
         self
     }
 
+    /// Cells arriving at the cell switch from the next parameter change on come `ns` apart.
+    pub fn set_cell_input(&mut self, ns: f64) {
+        self.cell_input_ns = ns;
+    }
+
     /// Starts, changes or stops cell-level switching after a parameter change; what a
     /// stopped switch held is dropped (returned, counted in `dropped_resize` by the caller).
     fn reconfigure_cells(&mut self, now_ns: u64) -> u64 {

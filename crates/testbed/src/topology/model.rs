@@ -1,6 +1,7 @@
 //! The resolved topology: hosts, switches, routers and links with every value
 //! checked, and the limits names and MTUs must keep. Plain data; reading
-//! and checking files is `parse`'s.
+//! and checking files is `parse`'s. What follows from the data alone is here too: the
+//! directions' parameters by index and the pace at which cells enter a switch.
 
 pub use crate::nic::SendCost;
 use crate::params::DirectionParams;
@@ -166,6 +167,59 @@ impl Topology {
     pub fn router(&self, name: &str) -> Option<&Router> {
         self.routers.iter().find(|r| r.name == name)
     }
+
+    /// The configured parameters of direction `d` (link d / 2; a_to_b when d is even).
+    pub fn direction(&self, d: usize) -> &DirectionParams {
+        let link = &self.links[d / 2];
+        if d.is_multiple_of(2) {
+            &link.a_to_b
+        } else {
+            &link.b_to_a
+        }
+    }
+
+    /// [`Self::input_cell_ns`] with every direction's configured parameters.
+    pub fn configured_input_cell_ns(&self, link: usize, from: usize) -> f64 {
+        self.input_cell_ns(link, from, |d| self.direction(d).clone())
+    }
+
+    /// Input cell time (ns) of the direction of link `link` that starts at its end `from`,
+    /// when that end is a switch: the least time between two cells of one VC on the other
+    /// links' directions into the switch, with the parameters `params(direction)` gives
+    /// (direction = link * 2, + 1 for b_to_a). 0 when the direction starts at a host or a
+    /// router, or an input is unlimited.
+    pub fn input_cell_ns(
+        &self,
+        link: usize,
+        from: usize,
+        params: impl Fn(usize) -> DirectionParams,
+    ) -> f64 {
+        let node = &self.links[link].ends[from];
+        if !self.is_switch(node) {
+            return 0.0;
+        }
+        let mut fastest = f64::INFINITY;
+        for (i, l) in self.links.iter().enumerate() {
+            let direction = if i == link {
+                continue;
+            } else if &l.ends[1] == node {
+                i * 2
+            } else if &l.ends[0] == node {
+                i * 2 + 1
+            } else {
+                continue;
+            };
+            match params(direction).vc_cell_gap_ns() {
+                0.0 => return 0.0,
+                gap => fastest = fastest.min(gap),
+            }
+        }
+        if fastest.is_finite() {
+            fastest
+        } else {
+            0.0
+        }
+    }
 }
 
 impl Link {
@@ -193,4 +247,42 @@ pub fn validate_name(name: &str) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Topology;
+
+    /// Seed 004's switch: an OC-3c line from host a into switch s, a 100 Mbit/s line on to b.
+    const SWITCHED: &str = "name = \"t\"\n[[host]]\nname = \"a\"\naddress = \"10.0.0.1/24\"\n\
+        [[host]]\nname = \"b\"\naddress = \"10.0.0.2/24\"\n[[switch]]\nname = \"s\"\n\
+        [[link]]\nends = [\"a\", \"s\"]\nrate = \"149.76M\"\nframing = \"atm-aal5\"\n\
+        [[link]]\nends = [\"s\", \"b\"]\nrate = \"100M\"\nframing = \"atm-aal5\"\ncells = 256\n";
+
+    #[test]
+    fn cells_enter_a_switch_at_the_upstream_line_or_its_peak_cell_rate() {
+        let t = Topology::from_toml_str("t", SWITCHED).unwrap();
+        // Into the 100M line: one 424-bit cell at 149.76 Mbit/s.
+        let line = 424.0 * 1e9 / 149.76e6;
+        assert!((t.configured_input_cell_ns(1, 0) - line).abs() < 1e-6);
+        // Out of host a (whole frames) and towards a from the switch (b's 100M line).
+        assert_eq!(t.configured_input_cell_ns(0, 0), 0.0);
+        assert!((t.configured_input_cell_ns(0, 1) - 424.0 * 1e9 / 100e6).abs() < 1e-6);
+        // The OC-3c VC paced at 224,057 cells/s: its cells come 1 / PCR apart.
+        let paced = |d: usize| {
+            let mut p = t.direction(d).clone();
+            if d == 0 {
+                p.pcr = 224_057;
+            }
+            p
+        };
+        assert!((t.input_cell_ns(1, 0, paced) - 1e9 / 224_057.0).abs() < 1e-6);
+        // A PCR above the line's cell rate leaves the line's cell time.
+        let fast = |d: usize| {
+            let mut p = t.direction(d).clone();
+            p.pcr = 400_000;
+            p
+        };
+        assert!((t.input_cell_ns(1, 0, fast) - line).abs() < 1e-6);
+    }
 }
