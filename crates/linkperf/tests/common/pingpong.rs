@@ -4,7 +4,6 @@
 //! 64 bytes; a client in another host times each exchange from just before its write to
 //! just after its read, as an application would.
 
-use linkperf_testbed::netns::enter_netns;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -66,13 +65,7 @@ impl Drop for Echo {
 
 /// Runs `f` on a thread inside network namespace `netns`: sockets it creates belong there.
 fn in_netns<T: Send + 'static>(netns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let netns = netns.to_string();
-    thread::spawn(move || {
-        enter_netns(&netns).expect("enter the namespace");
-        f()
-    })
-    .join()
-    .expect("namespace thread")
+    linkperf_testbed::netns::in_netns(netns, move || Ok(f())).expect("enter the namespace")
 }
 
 /// Answers one connection at a time until told to stop (checked between connections
