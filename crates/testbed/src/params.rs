@@ -139,18 +139,14 @@ impl DirectionParams {
         }
         let limit = if self.cells > 0 { self.cells } else { u64::MAX };
         Some(CellConfig {
-            cell_ns: CELL_BITS as f64 * 1e9 / self.rate_bps as f64,
+            cell_ns: self.line_cell_ns(),
             limit,
             discard: self.discard,
             epd_threshold: match self.epd_threshold {
                 0 => default_epd_threshold(limit, max_frame_bytes),
                 t => t,
             },
-            pcr_gap_ns: if self.pcr > 0 {
-                1e9 / self.pcr as f64
-            } else {
-                0.0
-            },
+            pcr_gap_ns: self.pcr_gap_ns(),
             input_cell_ns,
         })
     }
@@ -161,11 +157,20 @@ impl DirectionParams {
         if self.rate_bps == 0 {
             return 0.0;
         }
-        let line = CELL_BITS as f64 * 1e9 / self.rate_bps as f64;
+        self.line_cell_ns().max(self.pcr_gap_ns())
+    }
+
+    /// One cell's time on the line (ns); needs a rate.
+    fn line_cell_ns(&self) -> f64 {
+        CELL_BITS as f64 * 1e9 / self.rate_bps as f64
+    }
+
+    /// The peak cell rate's least gap between a VC's cells (ns; 0: no peak cell rate).
+    fn pcr_gap_ns(&self) -> f64 {
         if self.pcr > 0 {
-            line.max(1e9 / self.pcr as f64)
+            1e9 / self.pcr as f64
         } else {
-            line
+            0.0
         }
     }
 

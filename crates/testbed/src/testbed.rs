@@ -101,11 +101,7 @@ impl Testbed {
         let ns = self
             .netns(host)
             .unwrap_or_else(|| format!("lp-{}-unknown-host-{host}", self.name()));
-        let ip = ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"]
-            .into_iter()
-            .find(|p| Path::new(p).exists())
-            .unwrap_or("ip");
-        let mut cmd = Command::new(ip);
+        let mut cmd = Command::new(crate::netns::ip_program());
         cmd.args(["netns", "exec", &ns, program]);
         // A linkperf test run this way puts the links' timing into its result.
         cmd.env("LINKPERF_TESTBED", self.name())
