@@ -42,7 +42,8 @@ pub struct LossRecovery {
     /// Sender's clock: the first sample that saw the new retransmissions.
     pub t: f64,
     pub retransmits: u64,
-    /// Acknowledged rate over the window before the loss, bits/s.
+    /// Acknowledged rate before the loss, bits/s: the median of the window
+    /// rates ending in the second before it.
     pub before_bps: f64,
     /// From the loss to the end of the first window, wholly after it, that
     /// averaged 90 % of `before_bps` and after which every window ending
@@ -200,7 +201,7 @@ fn losses(s: &StreamSeries, window: f64) -> Vec<LossRecovery> {
         if t < busy_until {
             continue;
         }
-        let before_bps = acked.iter().rev().find(|a| a.0 < t).map_or(0.0, |a| a.1);
+        let before_bps = rate_before(&acked, t, busy_until);
         let recovered = recovery_end(&acked, &steps, t, window, 0.9 * before_bps);
         busy_until = recovered.unwrap_or(f64::INFINITY);
         out.push(LossRecovery {
@@ -212,6 +213,26 @@ fn losses(s: &StreamSeries, window: f64) -> Vec<LossRecovery> {
         });
     }
     out
+}
+
+/// How far back from a loss its rate before is taken (see [`rate_before`]).
+const BEFORE_SPAN_S: f64 = 1.0;
+
+/// The rate before a loss at `t`: the median of the window rates ending in the
+/// second before it (after `since`, the previous event's recovery), so that one
+/// window a stalled host or a burst moved does not set the level the recovery is
+/// measured against; the last window before `t` when none ends in that span.
+fn rate_before(acked: &[(f64, f64)], t: f64, since: f64) -> f64 {
+    let from = (t - BEFORE_SPAN_S).max(since);
+    let mut rates: Vec<f64> = (acked.iter())
+        .filter(|a| a.0 < t && a.0 >= from)
+        .map(|a| a.1)
+        .collect();
+    if rates.is_empty() {
+        return acked.iter().rev().find(|a| a.0 < t).map_or(0.0, |a| a.1);
+    }
+    rates.sort_by(f64::total_cmp);
+    rates[rates.len() / 2]
 }
 
 /// The end of the first window wholly after the loss at `t` whose mean is
@@ -476,6 +497,32 @@ mod tests {
         // 72 Mbit/s is reached at t = 1.8 s, as a 100 ms mean at about 1.85 s.
         let r = l.recovery_s.unwrap();
         assert!((r - 0.85).abs() <= 0.02, "{r}");
+    }
+
+    #[test]
+    fn a_stall_just_before_the_loss_does_not_set_the_rate_before() {
+        // 80 Mbit/s acknowledged, but nothing from 1.93 to 1.99 s (the host
+        // stalled); the loss step and the backlog's ACKs at 2 s. The last 100 ms
+        // window before the loss averages 24 Mbit/s; 93 of the second's 100
+        // windows average 80.
+        let rate = |t: f64| match t {
+            t if t > 1.925 && t < 1.995 => 0.0,
+            t if t > 1.995 && t < 2.005 => 8.0 * 80e6,
+            _ => 80e6,
+        };
+        let mut tx = series(3.0, rate);
+        for s in &mut tx {
+            s.acked_bytes = Some(s.bytes);
+            s.retransmits = Some(if s.t > 1.995 { 2 } else { 0 });
+        }
+        let stream = [StreamSeries {
+            id: 1,
+            sender: &tx,
+            receiver: &[],
+        }];
+        let d = analyse(&stream, 0.01, None).unwrap();
+        let l = &d.losses[0];
+        assert!((l.before_bps - 80e6).abs() < 1e5, "{l:?}");
     }
 
     #[test]

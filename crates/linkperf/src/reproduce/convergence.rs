@@ -69,6 +69,12 @@ pub struct Injected {
     pub second_before_mbps: Option<f64>,
     pub second_after_mbps: Option<f64>,
     pub recovery_1s_s: Option<f64>,
+    /// The sender's mean smoothed RTT over the second before the loss and from
+    /// the loss to the end of its recovery, ms: the round trip a window-limited
+    /// rate and a Reno recovery follow (longer than the path's own when a host
+    /// stalls). None where the samples carry no RTT (ns-3's).
+    pub before_srtt_ms: Option<f64>,
+    pub recovery_srtt_ms: Option<f64>,
 }
 
 /// Acknowledged Mbit/s of the first stream's sender over (from, to] (a
@@ -83,6 +89,18 @@ fn acked_mbps(samples: &[Value], from: f64, to: f64) -> Option<f64> {
         .filter_map(|s| s["acked_bytes"].as_f64())
         .sum();
     Some(bytes * 8.0 / (to - from) / 1e6)
+}
+
+/// The mean `srtt_ms` of the first stream's sender samples in (from, to].
+fn mean_srtt_ms(doc: &Value, from: f64, to: f64) -> Option<f64> {
+    let samples = doc
+        .pointer("/summary/streams/0/sender/samples")?
+        .as_array()?;
+    let rtts: Vec<f64> = (samples.iter())
+        .filter(|s| s["t"].as_f64().is_some_and(|x| x > from && x <= to))
+        .filter_map(|s| s["srtt_ms"].as_f64())
+        .collect();
+    (!rtts.is_empty()).then(|| rtts.iter().sum::<f64>() / rtts.len() as f64)
 }
 
 /// The one-second view of a loss at `t` (see [`Injected`]).
@@ -125,13 +143,16 @@ pub fn injected(doc: &Value, at_s: f64) -> Option<Injected> {
         .min_by(|(a, _), (b, _)| (a - at_s).abs().total_cmp(&(b - at_s).abs()))
         .map(|(t, l)| {
             let (second_before_mbps, second_after_mbps, recovery_1s_s) = by_seconds(doc, t);
+            let recovery_s = l["recovery_s"].as_f64();
             Injected {
                 loss_t_s: t,
                 before_mbps: l["before_bps"].as_f64().unwrap_or(0.0) / 1e6,
-                recovery_s: l["recovery_s"].as_f64(),
+                recovery_s,
                 second_before_mbps,
                 second_after_mbps,
                 recovery_1s_s,
+                before_srtt_ms: mean_srtt_ms(doc, t - 1.0, t),
+                recovery_srtt_ms: recovery_s.and_then(|r| mean_srtt_ms(doc, t, t + r)),
             }
         })
 }
