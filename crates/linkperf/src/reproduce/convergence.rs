@@ -72,7 +72,7 @@ pub struct Injected {
     /// The sender's mean smoothed RTT over the second before the loss and from
     /// the loss to the end of its recovery, ms: the round trip a window-limited
     /// rate and a Reno recovery follow (longer than the path's own when a host
-    /// stalls). None where the samples carry no RTT (ns-3's).
+    /// stalls). None where the samples carry no RTT.
     pub before_srtt_ms: Option<f64>,
     pub recovery_srtt_ms: Option<f64>,
 }
