@@ -444,6 +444,27 @@ mod tests {
             .collect()
     }
 
+    /// Stream `id`'s sender alone for 3 s at `rate(t)`, all of it acknowledged,
+    /// its retransmit count stepping from 0 to `retransmits` after `loss_after` s.
+    fn sender_with_loss(
+        id: u32,
+        rate: impl Fn(f64) -> f64,
+        loss_after: f64,
+        retransmits: u64,
+    ) -> Dynamics {
+        let mut tx = series(3.0, rate);
+        for s in &mut tx {
+            s.acked_bytes = Some(s.bytes);
+            s.retransmits = Some(if s.t > loss_after { retransmits } else { 0 });
+        }
+        let stream = [StreamSeries {
+            id,
+            sender: &tx,
+            receiver: &[],
+        }];
+        analyse(&stream, 0.01, None).unwrap()
+    }
+
     #[test]
     fn a_linear_ramp_reaches_90_percent_at_90_percent_of_its_length() {
         // 0 to 100 Mbit/s over 1 s, then flat for 1 s.
@@ -475,21 +496,7 @@ mod tests {
                 (40e6 + 40e6 * (t - 1.0)).min(80e6)
             }
         };
-        let mut tx = series(3.0, rate);
-        for s in &mut tx {
-            s.acked_bytes = Some(s.bytes);
-            s.retransmits = Some(if s.t > 1.0 + 1e-9 { 7 } else { 0 });
-        }
-        let d = analyse(
-            &[StreamSeries {
-                id: 3,
-                sender: &tx,
-                receiver: &[],
-            }],
-            0.01,
-            None,
-        )
-        .unwrap();
+        let d = sender_with_loss(3, rate, 1.0 + 1e-9, 7);
         assert_eq!(d.losses.len(), 1, "{d:?}");
         let l = &d.losses[0];
         assert_eq!((l.stream, l.retransmits), (3, 7));
@@ -510,17 +517,7 @@ mod tests {
             t if t > 1.995 && t < 2.005 => 8.0 * 80e6,
             _ => 80e6,
         };
-        let mut tx = series(3.0, rate);
-        for s in &mut tx {
-            s.acked_bytes = Some(s.bytes);
-            s.retransmits = Some(if s.t > 1.995 { 2 } else { 0 });
-        }
-        let stream = [StreamSeries {
-            id: 1,
-            sender: &tx,
-            receiver: &[],
-        }];
-        let d = analyse(&stream, 0.01, None).unwrap();
+        let d = sender_with_loss(1, rate, 1.995, 2);
         let l = &d.losses[0];
         assert!((l.before_bps - 80e6).abs() < 1e5, "{l:?}");
     }
@@ -537,17 +534,7 @@ mod tests {
             t if t <= 1.04 + 1e-9 => 3.0 * 3.0 * 80e6,
             t => (40e6 + 40e6 * (t - 1.05)).min(80e6),
         };
-        let mut tx = series(3.0, rate);
-        for s in &mut tx {
-            s.acked_bytes = Some(s.bytes);
-            s.retransmits = Some(if s.t > 0.995 { 4 } else { 0 });
-        }
-        let stream = [StreamSeries {
-            id: 1,
-            sender: &tx,
-            receiver: &[],
-        }];
-        let d = analyse(&stream, 0.01, None).unwrap();
+        let d = sender_with_loss(1, rate, 0.995, 4);
         assert_eq!(d.losses.len(), 1, "{d:?}");
         // The first window after the loss (to 1.10 s) averages above 72
         // Mbit/s by the jump; the windows after it do not. 72 Mbit/s again

@@ -261,6 +261,7 @@ fn check_measured_recovery(doc: &Value, (ns3_reno, ns3_cubic): (f64, f64)) {
             .trim_start_matches("congestion=");
         let what = format!("measured {cc}");
         let loss = &r["loss"];
+        assert!(loss.is_object(), "{what}: no loss event seen: {r}");
         let before_rtt = seen_rtt_s(loss, "before_srtt_ms", &what);
         let recovery_rtt = seen_rtt_s(loss, "recovery_srtt_ms", &what);
         let seen = (LOSS_AT - 0.5, LOSS_AT + 0.04 + 2.5 * RTT + PERIOD);

@@ -77,40 +77,40 @@ pub struct Injected {
     pub recovery_srtt_ms: Option<f64>,
 }
 
+/// The first stream's sender samples.
+fn sender_samples(doc: &Value) -> Option<&[Value]> {
+    doc.pointer("/summary/streams/0/sender/samples")?
+        .as_array()
+        .map(Vec::as_slice)
+}
+
+/// The samples taken in (from, to].
+fn in_span(samples: &[Value], from: f64, to: f64) -> impl Iterator<Item = &Value> {
+    (samples.iter()).filter(move |s| s["t"].as_f64().is_some_and(|x| x > from && x <= to))
+}
+
 /// Acknowledged Mbit/s of the first stream's sender over (from, to] (a
 /// sample holds what was acknowledged since the one before).
 fn acked_mbps(samples: &[Value], from: f64, to: f64) -> Option<f64> {
-    let t = |s: &Value| s["t"].as_f64();
-    if samples.last().and_then(t)? < to {
+    if samples.last().and_then(|s| s["t"].as_f64())? < to {
         return None;
     }
-    let bytes: f64 = (samples.iter())
-        .filter(|s| t(s).is_some_and(|x| x > from && x <= to))
+    let bytes: f64 = in_span(samples, from, to)
         .filter_map(|s| s["acked_bytes"].as_f64())
         .sum();
     Some(bytes * 8.0 / (to - from) / 1e6)
 }
 
-/// The mean `srtt_ms` of the first stream's sender samples in (from, to].
-fn mean_srtt_ms(doc: &Value, from: f64, to: f64) -> Option<f64> {
-    let samples = doc
-        .pointer("/summary/streams/0/sender/samples")?
-        .as_array()?;
-    let rtts: Vec<f64> = (samples.iter())
-        .filter(|s| s["t"].as_f64().is_some_and(|x| x > from && x <= to))
+/// The mean `srtt_ms` of the samples in (from, to].
+fn mean_srtt_ms(samples: &[Value], from: f64, to: f64) -> Option<f64> {
+    let rtts: Vec<f64> = in_span(samples, from, to)
         .filter_map(|s| s["srtt_ms"].as_f64())
         .collect();
     (!rtts.is_empty()).then(|| rtts.iter().sum::<f64>() / rtts.len() as f64)
 }
 
 /// The one-second view of a loss at `t` (see [`Injected`]).
-fn by_seconds(doc: &Value, t: f64) -> (Option<f64>, Option<f64>, Option<f64>) {
-    let Some(samples) = doc
-        .pointer("/summary/streams/0/sender/samples")
-        .and_then(Value::as_array)
-    else {
-        return (None, None, None);
-    };
+fn by_seconds(samples: &[Value], t: f64) -> (Option<f64>, Option<f64>, Option<f64>) {
     let before = acked_mbps(samples, t - 1.0, t);
     let after = acked_mbps(samples, t, t + 1.0);
     let back = before.and_then(|b| {
@@ -142,7 +142,8 @@ pub fn injected(doc: &Value, at_s: f64) -> Option<Injected> {
         .filter(|(t, _)| *t >= at_s - 0.5 && *t <= at_s + 1.0)
         .min_by(|(a, _), (b, _)| (a - at_s).abs().total_cmp(&(b - at_s).abs()))
         .map(|(t, l)| {
-            let (second_before_mbps, second_after_mbps, recovery_1s_s) = by_seconds(doc, t);
+            let samples = sender_samples(doc).unwrap_or_default();
+            let (second_before_mbps, second_after_mbps, recovery_1s_s) = by_seconds(samples, t);
             let recovery_s = l["recovery_s"].as_f64();
             Injected {
                 loss_t_s: t,
@@ -151,8 +152,8 @@ pub fn injected(doc: &Value, at_s: f64) -> Option<Injected> {
                 second_before_mbps,
                 second_after_mbps,
                 recovery_1s_s,
-                before_srtt_ms: mean_srtt_ms(doc, t - 1.0, t),
-                recovery_srtt_ms: recovery_s.and_then(|r| mean_srtt_ms(doc, t, t + r)),
+                before_srtt_ms: mean_srtt_ms(samples, t - 1.0, t),
+                recovery_srtt_ms: recovery_s.and_then(|r| mean_srtt_ms(samples, t, t + r)),
             }
         })
 }
@@ -497,14 +498,15 @@ mod tests {
             })
             .collect();
         let doc = json!({ "summary": { "streams": [ { "sender": { "samples": samples } } ] } });
-        let (before, after, back) = by_seconds(&doc, 5.0);
+        let samples = sender_samples(&doc).unwrap();
+        let (before, after, back) = by_seconds(samples, 5.0);
         assert!((before.unwrap() - 100.0).abs() < 1e-6);
         assert!((after.unwrap() - 50.0).abs() < 1e-6);
         assert_eq!(back, Some(3.0));
         // Never back before the samples end.
-        let (_, _, back) = by_seconds(&doc, 2.0);
+        let (_, _, back) = by_seconds(samples, 2.0);
         assert_eq!(back, Some(1.0));
-        assert_eq!(by_seconds(&doc, 9.5).2, None);
+        assert_eq!(by_seconds(samples, 9.5).2, None);
     }
 
     #[test]
