@@ -231,18 +231,59 @@ fn a_sender_stopped_past_its_end_writes_off_the_time_to_the_end() {
 /// The gap between 1460-byte datagrams at 100 Mbit/s.
 const GAP_100M_US: f64 = 1460.0 * 8.0 / 100e6 * 1e6;
 
+/// How late this machine's high-resolution timer wakes a thread of a paced sender's
+/// priority (nice 0, 1 ns timer slack) while it runs: a thread that sleeps 500 us at a
+/// time until stopped, and returns the 90th percentile of its wake-ups' lateness. The
+/// pacer measures the same lateness for itself, smoothed, and wakes no more often than
+/// every four of them. Measured on the idle 2-vCPU VM (2026-12-03), a 500 us sleep wakes
+/// later than one of a 100 Mbit/s gap (p50 56 against 43 us), so the bound below errs
+/// wide; a thread waking every gap beside the pacer took enough CPU to raise the pacer's
+/// own back-to-back fraction (0.52-0.59 against 0.42-0.47).
+struct TimerLateness {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<Duration>,
+}
+
+impl TimerLateness {
+    fn start() -> TimerLateness {
+        use std::sync::atomic::Ordering;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            linkperf_engine::sockopt::tighten_timer_slack();
+            let mut late = Vec::new();
+            while !flag.load(Ordering::Relaxed) {
+                let asked = std::time::Instant::now() + Duration::from_micros(500);
+                std::thread::sleep(Duration::from_micros(500));
+                late.push(std::time::Instant::now().saturating_duration_since(asked));
+            }
+            late.sort();
+            late.get(late.len() * 9 / 10).copied().unwrap_or_default()
+        });
+        TimerLateness { stop, thread }
+    }
+
+    fn finish(self) -> Duration {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.join().expect("the timer lateness thread")
+    }
+}
+
 /// At 100 Mbit/s the default pacer sends trains of four datagrams (a wake-up costs
 /// about four sends' CPU), the last at most 500 us early: three gaps in four are back
-/// to back and the median gap is one of them; `--pacing-timer 0` wakes for each, two
-/// when it fell behind. Both hold the rate. (The pacer records each send's time as it
-/// hands it to the kernel; the expectations are the rate's and the schedule's.)
+/// to back and the median gap is one of them; `--pacing-timer 0` wakes for each where
+/// the timer allows, two when it fell behind. Both hold the rate. (The pacer records
+/// each send's time as it hands it to the kernel; the expectations are the rate's, the
+/// schedule's and the timer's, measured beside the test.)
 #[test]
 fn default_trains_hold_four_datagrams_and_a_zero_timer_sends_each_on_time() {
     linkperf_testsupport::stall::retry_when_stalled(|| {
         let server = Server::start();
         let base = ["-u", "-b", "100M", "-t", "1"];
         let trains = client_json(server.port, &base);
+        let timer = TimerLateness::start();
         let each = client_json(server.port, &[&base[..], &["--pacing-timer", "0"]].concat());
+        let late_us = timer.finish().as_secs_f64() * 1e6;
         assert!(trains["test"].get("pacing_timer_us").is_none());
         assert_eq!(each["test"]["pacing_timer_us"], 0);
         for r in [&trains, &each] {
@@ -250,16 +291,25 @@ fn default_trains_hold_four_datagrams_and_a_zero_timer_sends_each_on_time() {
         }
         let gaps = |r: &Value| r["summary"]["streams"][0]["sender"]["send_gaps"].clone();
         let (t, e) = (gaps(&trains), gaps(&each));
-        println!("default: {t}\n--pacing-timer 0: {e}");
+        println!("default: {t}\n--pacing-timer 0: {e}, timer late {late_us:.1} us (p90)");
         // Trains of 4: 3/4 of the gaps back to back; a sender that fell behind
         // catches up in trains of at most 8 (7/8).
         let b2b = f64_at(&t, "/back_to_back_fraction");
         assert!((0.70..=0.88).contains(&b2b), "{t}");
         assert!(f64_at(&t, "/p50_us") < GAP_100M_US / 10.0, "{t}");
-        // One per wake-up, two when catching up: at most half back to back (while the
-        // timer is late by less than a quarter gap, 29 us; a loaded run measured 0.40,
-        // a quiet one 0.04).
-        assert!(f64_at(&e, "/back_to_back_fraction") <= 0.5, "{e}");
+        // A wake-up at most every four timer latencies: one datagram per wake-up while
+        // the timer is late by less than a quarter gap (29 us), k = ceil(4 x late / gap)
+        // when later, and up to twice that when catching up, so at most 1 - 1/2k of the
+        // gaps back to back: half on a timer that allows one each (a loaded run measured
+        // 0.40, a quiet one 0.04). A fresh clone's run under heavy steal measured
+        // 0.55-0.59 against a fixed half, in all five attempts.
+        let k = (4.0 * late_us / GAP_100M_US).ceil().max(1.0);
+        let bound = 1.0 - 1.0 / (2.0 * k);
+        let each_b2b = f64_at(&e, "/back_to_back_fraction");
+        assert!(
+            each_b2b <= bound,
+            "{each_b2b} back to back, over {bound:.2} (trains of {k}): {e}"
+        );
     });
 }
 
