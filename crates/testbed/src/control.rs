@@ -54,6 +54,11 @@ pub struct Response {
     /// as the request took to arrive.
     #[serde(default)]
     pub received_ns: u64,
+    /// The same moment on CLOCK_MONOTONIC, the clock a schedule's steps are timed on. The
+    /// two clocks part when the wall clock is set (a VM's host may step it), so a client
+    /// placing packets in a schedule stamps them on this one.
+    #[serde(default)]
+    pub received_mono_ns: u64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -329,6 +334,7 @@ fn handle(control: &Arc<Control>, snapshot: &dyn Fn(), stream: UnixStream) {
     }
     let received = Instant::now();
     let received_ns = unix_ns();
+    let received_mono_ns = crate::probe::clock_ns(libc::CLOCK_MONOTONIC);
     let response = match serde_json::from_str::<Request>(&line) {
         Err(e) => Err(format!("bad request: {e}")),
         Ok(Request::Set { changes }) => control.apply(&changes),
@@ -351,11 +357,13 @@ fn handle(control: &Arc<Control>, snapshot: &dyn Fn(), stream: UnixStream) {
             took_ns,
             dropped_resize,
             received_ns,
+            received_mono_ns,
             ..Default::default()
         },
         Err(e) => Response {
             error: Some(e),
             received_ns,
+            received_mono_ns,
             ..Default::default()
         },
     };

@@ -28,11 +28,23 @@ const KERNEL_TXQUEUE: u32 = 5000;
 /// removes its devices, the likely wait.
 const EMULATOR_START_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// When a schedule started: the emulator's moment of receiving it, on both clocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScheduleStart {
+    /// CLOCK_REALTIME ns, the clock of the kernel's packet timestamps.
+    pub realtime_ns: u64,
+    /// CLOCK_MONOTONIC ns, the clock the steps are timed on (unmoved when the wall clock
+    /// is set).
+    pub monotonic_ns: u64,
+}
+
 /// What `Testbed::set` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SetOutcome {
     /// When the emulator received the change, CLOCK_REALTIME ns.
     pub received_ns: u64,
+    /// The same moment, CLOCK_MONOTONIC ns (unmoved when the wall clock is set).
+    pub received_mono_ns: u64,
     /// From the emulator receiving the change to the last forwarding thread applying it.
     pub took_ns: u64,
     /// Queued packets dropped because a queue shrank below its content.
@@ -177,18 +189,22 @@ impl Testbed {
         })?;
         Ok(SetOutcome {
             received_ns: r.received_ns,
+            received_mono_ns: r.received_mono_ns,
             took_ns: r.took_ns,
             dropped_resize: r.dropped_resize,
         })
     }
 
     /// Starts `schedule` now, replacing a running one; returns its time zero, which its
-    /// `at` times count from (CLOCK_REALTIME ns: when the emulator received it).
-    pub fn start_schedule(&self, schedule: &Schedule) -> Result<u64, TestbedError> {
+    /// `at` times count from: when the emulator received it.
+    pub fn start_schedule(&self, schedule: &Schedule) -> Result<ScheduleStart, TestbedError> {
         self.control(&Request::Schedule {
             schedule: schedule.clone(),
         })
-        .map(|r| r.received_ns)
+        .map(|r| ScheduleStart {
+            realtime_ns: r.received_ns,
+            monotonic_ns: r.received_mono_ns,
+        })
     }
 
     pub fn stop_schedule(&self) -> Result<(), TestbedError> {

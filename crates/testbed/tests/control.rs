@@ -155,16 +155,16 @@ fn set_changes_the_delay_within_a_millisecond_and_loses_nothing() {
         send_timed(&a, to, 1000, 3000, Duration::from_micros(500))
     });
     std::thread::sleep(Duration::from_millis(700));
-    let asked = realtime_ns();
+    let asked = mono_ns();
     let outcome = tb.set(&[delay_change(0, [true, true], 2.0)]).unwrap();
-    let answered = realtime_ns();
+    let answered = mono_ns();
     let sent = sender.join().unwrap();
     let got = sink.join().unwrap();
     let tx = udp_wire_ms(1000, 20e6);
-    // The emulator's own moments (CLOCK_REALTIME, as the packet stamps), not this side's
-    // clock around the request: the request may take milliseconds to arrive on a loaded
-    // machine.
-    let received = outcome.received_ns;
+    // The emulator's own moments (CLOCK_MONOTONIC, as the datagrams' times), not this
+    // side's clock around the request: the request may take milliseconds to arrive on a
+    // loaded machine.
+    let received = outcome.received_mono_ns;
     let in_force = received + outcome.took_ns;
     assert!(
         (asked..=answered).contains(&received),
@@ -405,9 +405,11 @@ struct ScheduleErrors {
     earliest: f64,
     late: u64,
     medians: Vec<f64>,
+    /// (ms since the start, error in ms) of every datagram more than 1 ms off the schedule.
+    off: Vec<(f64, f64)>,
 }
 
-fn schedule_errors(got: &[Timed], started: u64) -> ScheduleErrors {
+fn schedule_errors(got: &[Timed], started_mono: u64) -> ScheduleErrors {
     // The delay in force at time t (ns since the schedule started), as the file says.
     let delay_at = |t: f64| {
         if t.rem_euclid(600e6) < 300e6 {
@@ -419,12 +421,13 @@ fn schedule_errors(got: &[Timed], started: u64) -> ScheduleErrors {
     // Each datagram takes the delay in force when it reaches the link; those sent within
     // 2 ms of a step may see either. Send and receive times are the kernel's side of the
     // sockets (the receive time is the kernel's stamp), so what is left is the sender's
-    // own stack and the emulator's timing. Each datagram sent away from a step gives
-    // (ms since the schedule started, one-way delay - the delay in force, in ms), grouped
-    // per 300 ms step window.
+    // own stack and the emulator's timing. Where a datagram falls in the schedule is
+    // reckoned on the emulator's clock (CLOCK_MONOTONIC): the wall clock may be set while
+    // the test runs. Each datagram sent away from a step gives (ms since the schedule
+    // started, one-way delay - the delay in force, in ms), grouped per 300 ms step window.
     let points: Vec<(f64, f64)> = got
         .iter()
-        .map(|d| (d.sent_ns as f64 - started as f64, d))
+        .map(|d| (d.sent_ns as f64 - started_mono as f64, d))
         .filter(|(t, _)| (2e6..=298e6).contains(&t.rem_euclid(300e6)))
         .map(|(t, d)| (t / 1e6, d.one_way_ms() - delay_at(t)))
         .collect();
@@ -443,6 +446,7 @@ fn schedule_errors(got: &[Timed], started: u64) -> ScheduleErrors {
         earliest,
         late: points.iter().filter(|p| p.1 > 1.0).count() as u64,
         medians: windows.values().map(|w| percentile(w, 0.5)).collect(),
+        off: points.iter().copied().filter(|p| p.1.abs() > 1.0).collect(),
     }
 }
 
@@ -458,9 +462,10 @@ fn a_schedule_steps_and_repeats() {
     let (to, sink) = timed_sink_in_b(&tb, 7121, Duration::from_millis(300));
     let schedule = schedule_from_file(&file, tb.topology()).unwrap();
     let before = tb.link_status().unwrap();
-    let asked = realtime_ns();
-    let started = tb.start_schedule(&schedule).unwrap();
-    let answered = realtime_ns();
+    let wall_before = realtime_ns() as i64 - mono_ns() as i64;
+    let asked = mono_ns();
+    let started = tb.start_schedule(&schedule).unwrap().monotonic_ns;
+    let answered = mono_ns();
     // The schedule's time zero is the emulator's own: when it received the schedule. The
     // middle of the request is not: under load the request's way in and its answer's way
     // back differ by milliseconds (with four busy loops beside: received 1.99 ms into a
@@ -473,6 +478,9 @@ fn a_schedule_steps_and_repeats() {
     // A timed datagram every 3 ms for 1.9 s, one way from a to b.
     send_timed(&ns(&tb, "a"), to, 64, 633, Duration::from_millis(3));
     let got = sink.join().unwrap();
+    // One-way delays are on the wall clock (the kernel's receive stamps); one set during
+    // the run moves the delays of what was in flight then.
+    let wall_moved = realtime_ns() as i64 - mono_ns() as i64 - wall_before;
     let late_releases = tb.link_status().unwrap()[0]
         .since(&before[0])
         .timing
@@ -483,6 +491,7 @@ fn a_schedule_steps_and_repeats() {
         earliest,
         late,
         medians,
+        off,
     } = schedule_errors(&got, started);
     let status = tb.link_status().unwrap();
     let doc = linkperf_testbed::cli::status_document(&[Testbed::attach("lpt12-sched").unwrap()]);
@@ -491,13 +500,15 @@ fn a_schedule_steps_and_repeats() {
         "  schedule received {:.3} ms into a request of {:.3} ms; {} datagrams, {checked} away \
          from steps: one-way - schedule: earliest {earliest:.3} ms, median per step \
          {medians:.3?} ms, {late} over 1 ms late (emulator: {late_releases} releases > 100 us \
-         late); status: step {}, pass {}, steps at most {} us late",
+         late, at (ms, off by ms) {off:.2?}); status: step {}, pass {}, steps at most {} us late; \
+         the wall clock moved {:.3} ms against the monotonic",
         (started - asked) as f64 / 1e6,
         (answered - asked) as f64 / 1e6,
         got.len(),
         schedule["step"],
         schedule["pass"],
-        schedule["worst_late_us"]
+        schedule["worst_late_us"],
+        wall_moved as f64 / 1e6
     );
     // 633 sent, about 2 % of them within 2 ms of a step.
     assert!(checked > 550, "{checked}");
@@ -508,7 +519,7 @@ fn a_schedule_steps_and_repeats() {
     assert!(
         earliest > -1.0,
         "a datagram sent {earliest_at:.3} ms into the schedule arrived {earliest:.3} ms before \
-         the delay in force"
+         the delay in force; (sent at ms, off by ms) of all more than 1 ms off: {off:.2?}"
     );
     // One that saw 15 where 5 were in force would be 10 ms late; a late release (the
     // emulator or the sender short of CPU on a loaded machine) may delay a few, but the

@@ -480,7 +480,7 @@ pub fn udp_rtts_interleaved(
                 sock
             })
             .collect();
-        let mut payload = vec![0u8; size.max(16)];
+        let mut payload = vec![0u8; size.max(Timed::MIN_LEN)];
         let mut buf = vec![0u8; 65536];
         let mut rtts = vec![Vec::new(); socks.len()];
         let mut lcg = 0x2545_f491_4f6c_dd1du64;
@@ -556,8 +556,11 @@ fn clock_ns(clock: libc::clockid_t) -> u64 {
 }
 
 /// One datagram of a timed stream: sequence number, when the sender handed it to the
-/// kernel and when the receiving kernel stamped it, both CLOCK_REALTIME (one clock for
-/// every namespace): neither end's wake-up is in the difference.
+/// kernel and when the receiving kernel stamped it, both CLOCK_MONOTONIC (one clock for
+/// every namespace, and the emulator's): neither end's wake-up is in the difference. The
+/// kernel stamps on the wall clock, which a VM's host may set while a test runs; the sink
+/// moves each stamp to the monotonic clock as it reads it, so only a setting within that
+/// read's microseconds could blur one.
 #[derive(Debug, Clone, Copy)]
 pub struct Timed {
     pub seq: u64,
@@ -574,16 +577,17 @@ impl Timed {
 impl Datagram for Timed {
     const MIN_LEN: usize = 16;
     fn parse(d: &[u8], _: Instant, kernel_rx_ns: u64) -> Timed {
+        let wall_ahead = realtime_ns().saturating_sub(mono_ns());
         Timed {
-            received_ns: kernel_rx_ns,
+            received_ns: kernel_rx_ns.saturating_sub(wall_ahead),
             seq: u64::from_be_bytes(d[..8].try_into().unwrap()),
             sent_ns: u64::from_be_bytes(d[8..16].try_into().unwrap()),
         }
     }
 }
 
-/// Sends `count` datagrams of `size` bytes carrying their sequence number and send time,
-/// one every `gap`. Returns how many were sent.
+/// Sends `count` datagrams of `size` bytes carrying their sequence number and send time
+/// (CLOCK_MONOTONIC), one every `gap`. Returns how many were sent.
 ///
 /// A datagram never leaves sooner than `gap` after the one before: a sender that was
 /// descheduled (a loaded or stalled machine) resumes at its rate instead of catching up
@@ -604,7 +608,7 @@ pub fn send_timed(ns: &str, to: SocketAddr, size: usize, count: u64, gap: Durati
             }
             due = due.max(now) + gap;
             payload[..8].copy_from_slice(&i.to_be_bytes());
-            payload[8..16].copy_from_slice(&realtime_ns().to_be_bytes());
+            payload[8..16].copy_from_slice(&mono_ns().to_be_bytes());
             if sock.send(&payload).is_ok() {
                 sent += 1;
             }
