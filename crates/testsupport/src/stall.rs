@@ -13,6 +13,12 @@
 //! build the stalls of about 100 ms come with as much steal time, so the line that
 //! reports a stall also says whether the hypervisor accounted for it.
 //!
+//! The probes also watch the wall clock against the monotonic one: they tick together
+//! unless someone sets the wall clock (a VM's host may step it to keep the date right),
+//! and a test that lines kernel packet stamps (wall clock) up with moments on the other
+//! clock then sees milliseconds that no packet spent. A setting of at least [`STALL`]
+//! during a failed attempt counts as a disturbance like a stall, and is described.
+//!
 //! While probes run, each stall is also kept with its wall-clock time
 //! ([`stalls_between`]), so a test can leave out what it measured across one
 //! (an RTT sample taken while the CPUs were gone is the stall's, not the path's).
@@ -80,6 +86,34 @@ pub struct CpuStall {
     pub worst_at_s: f64,
     /// The CPU's steal time while the probe ran (10 ms ticks), when readable.
     pub steal_ms: Option<u64>,
+    /// Times the wall clock was set while the probe ran (moved at least
+    /// [`WALL_STEP_NS`] against the monotonic clock between two looks), and the
+    /// largest such move, ns (signed).
+    pub wall_sets: u32,
+    pub wall_largest_ns: i64,
+}
+
+/// A move of the wall clock against the monotonic one between two probe looks (1 ms
+/// apart) this large is a setting: the two clocks read one after the other differ by
+/// well under a microsecond from one look to the next.
+pub const WALL_STEP_NS: i64 = 100_000;
+
+/// The wall clock's lead over the monotonic one, ns.
+fn wall_lead_ns() -> i64 {
+    let wall = realtime_ns() as i64;
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime fills the timespec we pass.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    wall - (ts.tv_sec * 1_000_000_000 + ts.tv_nsec)
+}
+
+/// The move between two readings of [`wall_lead_ns`] when it is a setting.
+fn wall_set(before: i64, after: i64) -> Option<i64> {
+    let moved = after - before;
+    (moved.abs() >= WALL_STEP_NS).then_some(moved)
 }
 
 /// The hypervisor's steal time so far, summed over the CPUs, in ms (0 where
@@ -147,7 +181,10 @@ fn probe(cpu: usize, stop: Arc<AtomicBool>) -> CpuStall {
         stalls: 0,
         worst_at_s: 0.0,
         steal_ms: None,
+        wall_sets: 0,
+        wall_largest_ns: 0,
     };
+    let mut lead = wall_lead_ns();
     while !stop.load(Ordering::Relaxed) {
         let asked = Instant::now() + TICK;
         std::thread::sleep(TICK);
@@ -164,6 +201,14 @@ fn probe(cpu: usize, stop: Arc<AtomicBool>) -> CpuStall {
             seen.worst = late;
             seen.worst_at_s = (asked - start).as_secs_f64();
         }
+        let now_lead = wall_lead_ns();
+        if let Some(moved) = wall_set(lead, now_lead) {
+            seen.wall_sets += 1;
+            if moved.abs() > seen.wall_largest_ns.abs() {
+                seen.wall_largest_ns = moved;
+            }
+        }
+        lead = now_lead;
     }
     seen
 }
@@ -207,9 +252,11 @@ impl Probe {
     }
 }
 
-/// True when some CPU was stalled for at least [`STALL`].
+/// True when some CPU was stalled for at least [`STALL`], or the wall clock was set by
+/// as much.
 pub fn stalled(seen: &[CpuStall]) -> bool {
-    seen.iter().any(|c| c.worst >= STALL)
+    seen.iter()
+        .any(|c| c.worst >= STALL || c.wall_largest_ns.unsigned_abs() >= STALL.as_nanos() as u64)
 }
 
 /// One line: each CPU's worst wake-up and how many were stalls.
@@ -230,8 +277,21 @@ pub fn describe(seen: &[CpuStall]) -> String {
                 STALL.as_millis()
             )
         })
+        .chain(describe_wall(seen))
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+/// "the wall clock was set 2 times, by up to +3.9 ms", from the probe that saw most.
+fn describe_wall(seen: &[CpuStall]) -> Option<String> {
+    let c = seen.iter().max_by_key(|c| c.wall_sets)?;
+    (c.wall_sets > 0).then(|| {
+        format!(
+            "the wall clock was set {} times, by up to {:+.1} ms",
+            c.wall_sets,
+            c.wall_largest_ns as f64 / 1e6
+        )
+    })
 }
 
 /// The retry log: `$LINKPERF_RETRY_LOG`, else beside the skip log.
@@ -389,6 +449,55 @@ mod tests {
         );
     }
 
+    /// Moves the wall clock by `by_ns` (root only; else false).
+    fn set_wall_clock_by(by_ns: i64) -> bool {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: reading and setting the clock with a timespec we own.
+        unsafe {
+            libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts);
+            let ns = ts.tv_sec * 1_000_000_000 + ts.tv_nsec + by_ns;
+            ts.tv_sec = (ns / 1_000_000_000) as libc::time_t;
+            ts.tv_nsec = (ns % 1_000_000_000) as _;
+            libc::clock_settime(libc::CLOCK_REALTIME, &ts) == 0
+        }
+    }
+
+    #[test]
+    fn a_wall_clock_set_by_3_ms_is_seen_and_described() {
+        if !crate::is_root() {
+            crate::skip("setting the wall clock needs CAP_SYS_TIME (root)");
+            return;
+        }
+        let probe = Probe::start();
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(set_wall_clock_by(3_000_000));
+        std::thread::sleep(Duration::from_millis(20));
+        // Set back at once: the wall clock ends where it would have been, to the
+        // microsecond the two settings' reads took.
+        assert!(set_wall_clock_by(-3_000_000));
+        std::thread::sleep(Duration::from_millis(20));
+        let seen = probe.finish();
+        let line = describe(&seen);
+        println!("{line}");
+        // Each probe saw both settings, the largest 3 ms give or take the microseconds
+        // between its two clock reads.
+        for c in &seen {
+            assert_eq!(c.wall_sets, 2, "{line}");
+            assert!(
+                (c.wall_largest_ns.abs() - 3_000_000).abs() < 50_000,
+                "{line}"
+            );
+        }
+        assert!(stalled(&seen), "{line}");
+        assert!(
+            line.contains("the wall clock was set 2 times, by up to"),
+            "{line}"
+        );
+    }
+
     #[test]
     fn only_a_wake_up_2_ms_late_or_later_is_a_stall() {
         let calm = CpuStall {
@@ -397,8 +506,21 @@ mod tests {
             stalls: 0,
             worst_at_s: 0.1,
             steal_ms: Some(0),
+            wall_sets: 0,
+            wall_largest_ns: 0,
         };
         assert!(!stalled(&[calm, calm]));
+        let set_a_little = CpuStall {
+            wall_sets: 1,
+            wall_largest_ns: -(WALL_STEP_NS * 2),
+            ..calm
+        };
+        assert!(!stalled(&[calm, set_a_little]));
+        let set = CpuStall {
+            wall_largest_ns: -(STALL.as_nanos() as i64),
+            ..set_a_little
+        };
+        assert!(stalled(&[set, calm]));
         let stall = CpuStall {
             worst: STALL,
             ..calm
