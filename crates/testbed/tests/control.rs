@@ -478,8 +478,8 @@ fn a_schedule_steps_and_repeats() {
     // A timed datagram every 3 ms for 1.9 s, one way from a to b.
     send_timed(&ns(&tb, "a"), to, 64, 633, Duration::from_millis(3));
     let got = sink.join().unwrap();
-    // One-way delays are on the wall clock (the kernel's receive stamps); one set during
-    // the run moves the delays of what was in flight then.
+    // The kernel's receive stamps are on the wall clock, each moved to the monotonic one as
+    // the sink read it; how far the wall clock moved meanwhile is printed (a setting).
     let wall_moved = realtime_ns() as i64 - mono_ns() as i64 - wall_before;
     let late_releases = tb.link_status().unwrap()[0]
         .since(&before[0])

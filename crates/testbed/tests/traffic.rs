@@ -480,7 +480,7 @@ pub fn udp_rtts_interleaved(
                 sock
             })
             .collect();
-        let mut payload = vec![0u8; size.max(Timed::MIN_LEN)];
+        let mut payload = vec![0u8; size.max(16)];
         let mut buf = vec![0u8; 65536];
         let mut rtts = vec![Vec::new(); socks.len()];
         let mut lcg = 0x2545_f491_4f6c_dd1du64;
