@@ -482,14 +482,11 @@ mod tests {
         let seen = probe.finish();
         let line = describe(&seen);
         println!("{line}");
-        // Each probe saw both settings, the largest 3 ms give or take the microseconds
-        // between its two clock reads.
+        // Each probe saw both settings (and any the host made meanwhile), the largest
+        // 3 ms at least, less the microseconds between its two clock reads.
         for c in &seen {
-            assert_eq!(c.wall_sets, 2, "{line}");
-            assert!(
-                (c.wall_largest_ns.abs() - 3_000_000).abs() < 50_000,
-                "{line}"
-            );
+            assert!(c.wall_sets >= 2, "{line}");
+            assert!(c.wall_largest_ns.abs() > 2_950_000, "{line}");
         }
         assert!(stalled(&seen), "{line}");
         assert!(
