@@ -462,7 +462,7 @@ fn a_schedule_steps_and_repeats() {
     let (to, sink) = timed_sink_in_b(&tb, 7121, Duration::from_millis(300));
     let schedule = schedule_from_file(&file, tb.topology()).unwrap();
     let before = tb.link_status().unwrap();
-    let wall_before = realtime_ns() as i64 - mono_ns() as i64;
+    let wall_before = wall_lead_ns();
     let asked = mono_ns();
     let started = tb.start_schedule(&schedule).unwrap().monotonic_ns;
     let answered = mono_ns();
@@ -480,7 +480,7 @@ fn a_schedule_steps_and_repeats() {
     let got = sink.join().unwrap();
     // The kernel's receive stamps are on the wall clock, each moved to the monotonic one as
     // the sink read it; how far the wall clock moved meanwhile is printed (a setting).
-    let wall_moved = realtime_ns() as i64 - mono_ns() as i64 - wall_before;
+    let wall_moved = wall_lead_ns() - wall_before;
     let late_releases = tb.link_status().unwrap()[0]
         .since(&before[0])
         .timing

@@ -98,16 +98,23 @@ pub struct CpuStall {
 /// well under a microsecond from one look to the next.
 pub const WALL_STEP_NS: i64 = 100_000;
 
-/// The wall clock's lead over the monotonic one, ns.
-fn wall_lead_ns() -> i64 {
-    let wall = realtime_ns() as i64;
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
+/// The wall clock's lead over the monotonic one, ns: the wall clock read between two
+/// monotonic reads; None when those are more than 20 µs apart (the probe was preempted
+/// between them, and would take the preemption for a setting).
+fn wall_lead_ns() -> Option<i64> {
+    let mono = || {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime fills the timespec we pass.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+        ts.tv_sec * 1_000_000_000 + ts.tv_nsec
     };
-    // SAFETY: clock_gettime fills the timespec we pass.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    wall - (ts.tv_sec * 1_000_000_000 + ts.tv_nsec)
+    let before = mono();
+    let wall = realtime_ns() as i64;
+    let after = mono();
+    (after - before < 20_000).then(|| wall - (before + (after - before) / 2))
 }
 
 /// The move between two readings of [`wall_lead_ns`] when it is a setting.
@@ -184,7 +191,7 @@ fn probe(cpu: usize, stop: Arc<AtomicBool>) -> CpuStall {
         wall_sets: 0,
         wall_largest_ns: 0,
     };
-    let mut lead = wall_lead_ns();
+    let mut lead = None;
     while !stop.load(Ordering::Relaxed) {
         let asked = Instant::now() + TICK;
         std::thread::sleep(TICK);
@@ -201,14 +208,16 @@ fn probe(cpu: usize, stop: Arc<AtomicBool>) -> CpuStall {
             seen.worst = late;
             seen.worst_at_s = (asked - start).as_secs_f64();
         }
-        let now_lead = wall_lead_ns();
-        if let Some(moved) = wall_set(lead, now_lead) {
+        let Some(now_lead) = wall_lead_ns() else {
+            continue;
+        };
+        if let Some(moved) = lead.and_then(|before| wall_set(before, now_lead)) {
             seen.wall_sets += 1;
             if moved.abs() > seen.wall_largest_ns.abs() {
                 seen.wall_largest_ns = moved;
             }
         }
-        lead = now_lead;
+        lead = Some(now_lead);
     }
     seen
 }
