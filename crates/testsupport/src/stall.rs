@@ -458,20 +458,27 @@ mod tests {
         );
     }
 
-    /// Moves the wall clock by `by_ns` (root only; else false).
-    fn set_wall_clock_by(by_ns: i64) -> bool {
+    /// Sets the wall clock `lead_ns` ahead of the monotonic clock (root only; else false).
+    fn set_wall_lead(lead_ns: i64) -> bool {
         let mut ts = libc::timespec {
             tv_sec: 0,
             tv_nsec: 0,
         };
-        // SAFETY: reading and setting the clock with a timespec we own.
+        // SAFETY: reading and setting clocks with a timespec we own.
         unsafe {
-            libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts);
-            let ns = ts.tv_sec * 1_000_000_000 + ts.tv_nsec + by_ns;
+            libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts);
+            let ns = ts.tv_sec * 1_000_000_000 + ts.tv_nsec + lead_ns;
             ts.tv_sec = (ns / 1_000_000_000) as libc::time_t;
             ts.tv_nsec = (ns % 1_000_000_000) as _;
             libc::clock_settime(libc::CLOCK_REALTIME, &ts) == 0
         }
+    }
+
+    /// The wall clock's lead, from a look whose monotonic reads were close.
+    fn steady_wall_lead() -> i64 {
+        (0..1000)
+            .find_map(|_| wall_lead_ns())
+            .expect("two monotonic reads within 20 us")
     }
 
     #[test]
@@ -480,13 +487,14 @@ mod tests {
             crate::skip("setting the wall clock needs CAP_SYS_TIME (root)");
             return;
         }
+        let lead = steady_wall_lead();
         let probe = Probe::start();
         std::thread::sleep(Duration::from_millis(20));
-        assert!(set_wall_clock_by(3_000_000));
+        assert!(set_wall_lead(lead + 3_000_000));
         std::thread::sleep(Duration::from_millis(20));
-        // Set back at once: the wall clock ends where it would have been, to the
-        // microsecond the two settings' reads took.
-        assert!(set_wall_clock_by(-3_000_000));
+        // Set back to where it would have been, from the monotonic clock: to the
+        // microsecond between the read and the setting.
+        assert!(set_wall_lead(lead));
         std::thread::sleep(Duration::from_millis(20));
         let seen = probe.finish();
         let line = describe(&seen);
