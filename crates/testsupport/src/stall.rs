@@ -94,8 +94,8 @@ pub struct CpuStall {
 }
 
 /// A move of the wall clock against the monotonic one between two probe looks (1 ms
-/// apart) this large is a setting: the two clocks read one after the other differ by
-/// well under a microsecond from one look to the next.
+/// apart) this large is a setting: each look's reading is good to 10 µs (half its
+/// bracket, see [`wall_lead_ns`]), and NTP's slewing moves both clocks alike.
 pub const WALL_STEP_NS: i64 = 100_000;
 
 /// The wall clock's lead over the monotonic one, ns: the wall clock read between two
