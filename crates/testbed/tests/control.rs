@@ -435,6 +435,7 @@ fn schedule_errors(got: &[Timed], started_mono: u64) -> ScheduleErrors {
     for &(t, error) in &points {
         windows.entry((t / 300.0) as u64).or_default().push(error);
     }
+    let off: Vec<(f64, f64)> = points.iter().copied().filter(|p| p.1.abs() > 1.0).collect();
     let (earliest_at, earliest) = points
         .iter()
         .copied()
@@ -444,9 +445,9 @@ fn schedule_errors(got: &[Timed], started_mono: u64) -> ScheduleErrors {
         checked: points.len(),
         earliest_at,
         earliest,
-        late: points.iter().filter(|p| p.1 > 1.0).count() as u64,
+        late: off.iter().filter(|p| p.1 > 1.0).count() as u64,
         medians: windows.values().map(|w| percentile(w, 0.5)).collect(),
-        off: points.iter().copied().filter(|p| p.1.abs() > 1.0).collect(),
+        off,
     }
 }
 
@@ -462,7 +463,7 @@ fn a_schedule_steps_and_repeats() {
     let (to, sink) = timed_sink_in_b(&tb, 7121, Duration::from_millis(300));
     let schedule = schedule_from_file(&file, tb.topology()).unwrap();
     let before = tb.link_status().unwrap();
-    let wall_before = wall_lead_ns();
+    let wall_before = linkperf_testsupport::stall::wall_lead_ns();
     let asked = mono_ns();
     let started = tb.start_schedule(&schedule).unwrap().monotonic_ns;
     let answered = mono_ns();
@@ -480,7 +481,7 @@ fn a_schedule_steps_and_repeats() {
     let got = sink.join().unwrap();
     // The kernel's receive stamps are on the wall clock, each moved to the monotonic one as
     // the sink read it; how far the wall clock moved meanwhile is printed (a setting).
-    let wall_moved = wall_lead_ns() - wall_before;
+    let wall_moved = linkperf_testsupport::stall::wall_lead_ns() - wall_before;
     let late_releases = tb.link_status().unwrap()[0]
         .since(&before[0])
         .timing

@@ -555,26 +555,6 @@ fn clock_ns(clock: libc::clockid_t) -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// How far the wall clock (CLOCK_REALTIME) is ahead of CLOCK_MONOTONIC, ns: the wall clock
-/// read between two monotonic reads, from the tightest of a few tries (a thread preempted
-/// between the reads would see the preemption as a lead).
-pub fn wall_lead_ns() -> i64 {
-    let mut best = (u64::MAX, 0i64);
-    for _ in 0..8 {
-        let before = mono_ns();
-        let wall = realtime_ns();
-        let after = mono_ns();
-        let spread = after - before;
-        if spread < best.0 {
-            best = (spread, wall as i64 - (before + spread / 2) as i64);
-        }
-        if spread < 5_000 {
-            break;
-        }
-    }
-    best.1
-}
-
 /// One datagram of a timed stream: sequence number, when the sender handed it to the
 /// kernel and when the receiving kernel stamped it, both CLOCK_MONOTONIC (one clock for
 /// every namespace, and the emulator's): neither end's wake-up is in the difference. The
@@ -598,7 +578,7 @@ impl Datagram for Timed {
     const MIN_LEN: usize = 16;
     fn parse(d: &[u8], _: Instant, kernel_rx_ns: u64) -> Timed {
         Timed {
-            received_ns: (kernel_rx_ns as i64 - wall_lead_ns()) as u64,
+            received_ns: (kernel_rx_ns as i64 - linkperf_testsupport::stall::wall_lead_ns()) as u64,
             seq: u64::from_be_bytes(d[..8].try_into().unwrap()),
             sent_ns: u64::from_be_bytes(d[8..16].try_into().unwrap()),
         }
