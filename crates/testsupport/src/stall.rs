@@ -18,6 +18,8 @@
 //! and a test that lines kernel packet stamps (wall clock) up with moments on the other
 //! clock then sees milliseconds that no packet spent. A setting of at least [`STALL`]
 //! during a failed attempt counts as a disturbance like a stall, and is described.
+//! [`wall_lead_ns`] gives the lead itself, for tests that move kernel packet stamps to the
+//! monotonic clock.
 //!
 //! While probes run, each stall is also kept with its wall-clock time
 //! ([`stalls_between`]), so a test can leave out what it measured across one
