@@ -15,6 +15,7 @@ pub mod pacer;
 pub mod rtnetlink;
 pub mod rttsample;
 mod sampler;
+mod samplers;
 pub mod series;
 pub mod side;
 pub mod sink;

@@ -1,12 +1,13 @@
-//! The sampler thread of a side: it snapshots every stream's counters and
-//! tcp_info at each interval boundary, turns them into interval reports, keeps
-//! the baseline where `--omit` ends, and collects RTT samples for the summary.
+//! The sampler of a side: it snapshots every stream's counters and tcp_info
+//! at each interval boundary, turns them into interval reports, keeps the
+//! baseline where `--omit` ends, and collects RTT samples for the summary.
+//! It runs in steps on the process's sampling thread (`samplers.rs`).
 
 use crate::arrivals::Arrivals;
 use crate::cpu::ThreadCpu;
 use crate::delays::DelayTrack;
 use crate::rttsample::{RttCollector, RTT_SAMPLE_PERIOD};
-use crate::stream::{self, SideControl, StreamShared};
+use crate::stream::{self, StreamShared};
 use crate::tcpinfo::{self, delta, limited, RttTrack, TcpInfo};
 use crate::udptrack::UdpTracker;
 use linkperf_proto::results::{Role, StreamInterval, TcpStats, UdpStats};
@@ -47,7 +48,7 @@ pub(crate) struct SamplerOutput {
     pub baseline: Vec<Snap>,
     /// Smoothed-RTT samples of each stream over the reported, non-omitted intervals.
     pub rtt: Vec<RttTrack>,
-    /// The sampler thread's own CPU time.
+    /// The CPU time the sampling thread spent on this side.
     pub cpu: ThreadCpu,
 }
 
@@ -138,7 +139,6 @@ pub(crate) struct Sampler {
     pub arrivals: Vec<Option<Arrivals>>,
     pub start: Instant,
     pub sink: EventSink,
-    pub ctl: Arc<SideControl>,
 }
 
 impl Sampler {
@@ -231,99 +231,151 @@ impl Sampler {
         (self.sink)(SideEvent::SendersDone(packets));
     }
 
-    pub fn run(self) -> SamplerOutput {
-        let cpu_before = ThreadCpu::now();
+    /// The sampler's state before its first step.
+    pub fn into_run(self) -> Run {
         let report = self.config.interval_s > 0.0;
         let tick = Duration::from_secs_f64(if report { self.config.interval_s } else { 1.0 });
-        let omit = Duration::from_secs_f64(self.config.omit_s);
-        let start_wait = self.start.saturating_duration_since(Instant::now());
-        std::thread::sleep(start_wait);
-        let mut prev: Vec<Snap> = self.streams.iter().map(|_| Snap::default()).collect();
-        for (p, t) in prev.iter_mut().zip(&self.tcp) {
+        let n = self.streams.len();
+        Run {
+            report,
+            tick,
+            omit: Duration::from_secs_f64(self.config.omit_s),
+            begun: false,
+            prev: Vec::new(),
+            out: SamplerOutput::default(),
+            rtt: vec![RttTrack::default(); n],
+            collector: RttCollector::new(n, self.start),
+            next: self.start + tick,
+            next_rtt: self.start + RTT_SAMPLE_PERIOD,
+            senders_reported: false,
+            s: self,
+        }
+    }
+}
+
+/// A sampler between two of its steps (see [`crate::samplers`], which
+/// steps it): the interval being measured and what has been kept so far.
+pub(crate) struct Run {
+    s: Sampler,
+    /// Intervals are reported (`-i` above zero).
+    report: bool,
+    tick: Duration,
+    omit: Duration,
+    /// The test has started and the baseline has been read.
+    begun: bool,
+    prev: Vec<Snap>,
+    out: SamplerOutput,
+    /// This interval's RTT samples.
+    rtt: Vec<RttTrack>,
+    collector: RttCollector,
+    next: Instant,
+    next_rtt: Instant,
+    senders_reported: bool,
+}
+
+impl Run {
+    /// Does what is due now: an RTT reading every 10 ms, an interval at each
+    /// boundary, the last one when every stream is done. Returns when it
+    /// wants its next step, or `None` once it is done (then call
+    /// [`Run::finish`]). A step with nothing due only reads atomics.
+    pub fn step(&mut self) -> Option<Instant> {
+        let now = Instant::now();
+        if !self.begun {
+            if now < self.s.start {
+                return Some(self.s.start);
+            }
+            self.begin();
+        }
+        let done = self.s.all_done(None);
+        if !self.senders_reported && self.s.all_done(Some(Role::Sender)) {
+            self.senders_reported = true;
+            self.s.report_senders_done();
+        }
+        if now >= self.next_rtt && !done {
+            self.s.sample_rtt(&mut self.collector, &mut self.rtt);
+            // After a stall, resume the period rather than catch up.
+            self.next_rtt = (self.next_rtt + RTT_SAMPLE_PERIOD).max(now);
+        }
+        if now >= self.next || done {
+            self.close_interval(done);
+            if done {
+                return None;
+            }
+        }
+        Some(
+            self.next
+                .min(self.next_rtt)
+                .min(Instant::now() + RTT_SAMPLE_PERIOD),
+        )
+    }
+
+    /// The test's start: every stream's counters and tcp_info are the baseline.
+    fn begin(&mut self) {
+        self.begun = true;
+        let mut prev: Vec<Snap> = self.s.streams.iter().map(|_| Snap::default()).collect();
+        for (p, t) in prev.iter_mut().zip(&self.s.tcp) {
             p.tcp = t.as_ref().and_then(|s| tcpinfo::read(s).ok());
         }
-        let n = self.streams.len();
-        let mut out = SamplerOutput {
-            baseline: prev.clone(),
-            rtt: vec![RttTrack::default(); n],
-            cpu: ThreadCpu::default(),
-        };
-        // This interval's RTT samples.
-        let mut rtt = vec![RttTrack::default(); n];
-        let mut collector = RttCollector::new(n, self.start);
-        let mut next = self.start + tick;
-        let mut next_rtt = self.start + RTT_SAMPLE_PERIOD;
-        let mut senders_reported = false;
-        loop {
-            let done = self.all_done(None);
-            if !senders_reported && self.all_done(Some(Role::Sender)) {
-                senders_reported = true;
-                self.report_senders_done();
+        self.out.baseline = prev.clone();
+        self.out.rtt = vec![RttTrack::default(); prev.len()];
+        self.prev = prev;
+    }
+
+    /// Closes the interval that ends now (the last one when `done`).
+    fn close_interval(&mut self, done: bool) {
+        let snaps = self.s.snap_all();
+        for (i, snap) in snaps.iter().enumerate() {
+            // The boundary's reading is a sample of the closing interval.
+            let rtt_us = snap.tcp.and_then(|t| t.rtt_us);
+            if let (Role::Sender, Some(us)) = (self.s.streams[i].role, rtt_us) {
+                self.collector.boundary(i, snap.bytes, us, &mut self.rtt[i]);
             }
-            let now = Instant::now();
-            if now >= next_rtt && !done {
-                self.sample_rtt(&mut collector, &mut rtt);
-                // After a stall, resume the period rather than catch up.
-                next_rtt = (next_rtt + RTT_SAMPLE_PERIOD).max(now);
-            }
-            if now >= next || done {
-                let snaps = self.snap_all();
-                for (i, snap) in snaps.iter().enumerate() {
-                    // The boundary's reading is a sample of the closing interval.
-                    let rtt_us = snap.tcp.and_then(|t| t.rtt_us);
-                    if let (Role::Sender, Some(us)) = (self.streams[i].role, rtt_us) {
-                        collector.boundary(i, snap.bytes, us, &mut rtt[i]);
-                    }
-                }
-                let elapsed = snaps.first().map(|s| s.at).unwrap_or_default();
-                let length = elapsed.saturating_sub(prev.first().map(|s| s.at).unwrap_or_default());
-                // A final sliver shorter than a tenth of an interval is noise,
-                // not a report; its RTT samples stay out of the summary too, so
-                // the summary's extremes are those of the reported intervals.
-                let worth_reporting = !done || length >= tick / 10;
-                if worth_reporting {
-                    // An interval that began inside the warm-up is omitted, however
-                    // late the sampler woke to close it (a loaded machine).
-                    let began = prev.first().map(|s| s.at).unwrap_or_default();
-                    let omitted = !omit.is_zero() && began + Duration::from_millis(1) < omit;
-                    if report {
-                        let streams = self.interval(&prev, &snaps, &rtt, omitted);
-                        (self.sink)(SideEvent::Interval(streams));
-                    }
-                    if omitted {
-                        out.baseline = snaps.clone();
-                        for s in &self.streams {
-                            stream::lock(&s.delays).reset_total();
-                        }
-                    } else {
-                        for (whole, interval) in out.rtt.iter_mut().zip(&rtt) {
-                            whole.merge(interval);
-                        }
-                    }
-                    prev = snaps;
-                }
-                rtt.iter_mut().for_each(|t| *t = RttTrack::default());
-                next += tick;
-                if done {
-                    break;
-                }
-                // Woken past more than one boundary (a stopped or starved process):
-                // the interval just closed covers them all. Resume on the grid
-                // rather than close an empty sliver for each boundary missed.
-                let late = Instant::now();
-                if next <= late {
-                    let behind = late.duration_since(self.start).as_secs_f64();
-                    next = self.start + tick.mul_f64((behind / tick.as_secs_f64()).floor() + 1.0);
-                }
-            }
-            let wait = next
-                .min(next_rtt)
-                .saturating_duration_since(Instant::now())
-                .min(RTT_SAMPLE_PERIOD);
-            self.ctl.wait_stream_ended(wait);
         }
-        (self.sink)(SideEvent::AllDone);
-        out.cpu = ThreadCpu::since(&cpu_before);
-        out
+        let began = self.prev.first().map(|s| s.at).unwrap_or_default();
+        let elapsed = snaps.first().map(|s| s.at).unwrap_or_default();
+        // A final sliver shorter than a tenth of an interval is noise,
+        // not a report; its RTT samples stay out of the summary too, so
+        // the summary's extremes are those of the reported intervals.
+        if !done || elapsed.saturating_sub(began) >= self.tick / 10 {
+            // An interval that began inside the warm-up is omitted, however
+            // late the sampler woke to close it (a loaded machine).
+            let omitted = !self.omit.is_zero() && began + Duration::from_millis(1) < self.omit;
+            if self.report {
+                let streams = self.s.interval(&self.prev, &snaps, &self.rtt, omitted);
+                (self.s.sink)(SideEvent::Interval(streams));
+            }
+            if omitted {
+                self.out.baseline = snaps.clone();
+                for s in &self.s.streams {
+                    stream::lock(&s.delays).reset_total();
+                }
+            } else {
+                for (whole, interval) in self.out.rtt.iter_mut().zip(&self.rtt) {
+                    whole.merge(interval);
+                }
+            }
+            self.prev = snaps;
+        }
+        self.rtt.iter_mut().for_each(|t| *t = RttTrack::default());
+        self.next += self.tick;
+        // Woken past more than one boundary (a stopped or starved process):
+        // the interval just closed covers them all. Resume on the grid
+        // rather than close an empty sliver for each boundary missed.
+        let late = Instant::now();
+        if self.next <= late {
+            let behind = late.duration_since(self.s.start).as_secs_f64();
+            let ticks = (behind / self.tick.as_secs_f64()).floor() + 1.0;
+            self.next = self.s.start + self.tick.mul_f64(ticks);
+        }
+    }
+
+    /// The CPU time a step took on the sampling thread.
+    pub fn add_cpu(&mut self, spent: &ThreadCpu) {
+        self.out.cpu.add(spent);
+    }
+
+    /// What the run kept, and where to say that the side is done.
+    pub fn finish(self) -> (SamplerOutput, EventSink) {
+        (self.out, self.s.sink)
     }
 }

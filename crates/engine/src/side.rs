@@ -38,7 +38,7 @@ pub struct LocalSide {
     arrivals: Vec<Option<Arrivals>>,
     facts: Vec<SocketFacts>,
     threads: Vec<JoinHandle<()>>,
-    sampler: Option<JoinHandle<SamplerOutput>>,
+    sampler: Option<crate::samplers::Handle>,
     series: Option<crate::series::Series>,
     cpu_start: Option<CpuSnapshot>,
     /// A UDP side's drop counters at its start.
@@ -193,7 +193,10 @@ impl LocalSide {
                 let ran = Instant::now().saturating_duration_since(at);
                 *cpu_of.cpu.lock().unwrap_or_else(|p| p.into_inner()) =
                     Some((ThreadCpu::since(&cpu_before), ran));
-                ctl.notify_stream_ended();
+                // The sampler reports the end at once instead of at its next
+                // 10 ms step (a short test's end would otherwise wait up to a
+                // step on each side: most of a sweep run's cost).
+                crate::samplers::wake();
             });
             match handle {
                 Ok(h) => self.threads.push(h),
@@ -227,12 +230,8 @@ impl LocalSide {
             arrivals: self.arrivals.clone(),
             start: at,
             sink,
-            ctl: self.ctl.clone(),
         };
-        self.sampler = std::thread::Builder::new()
-            .name("lp-sampler".into())
-            .spawn(move || sampler.run())
-            .ok();
+        self.sampler = crate::samplers::add(sampler.into_run()).ok();
     }
 
     /// Ends the senders now (end of test by Ctrl-C or the peer's cancel).
@@ -280,11 +279,7 @@ impl LocalSide {
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
-        let output = self
-            .sampler
-            .take()
-            .and_then(|s| s.join().ok())
-            .unwrap_or_default();
+        let output = self.sampler.take().map(|s| s.join()).unwrap_or_default();
         let mut series = self.series.take().map(|s| s.finish()).unwrap_or_default();
         let mut own_cpu = output.cpu;
         if let Some((id, before)) = self.control_cpu {

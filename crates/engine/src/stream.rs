@@ -108,30 +108,6 @@ pub struct SideControl {
     pub stop_senders: AtomicBool,
     /// Receivers stop at their next poll (drain deadline passed, abort).
     pub stop_receivers: AtomicBool,
-    /// Set by a stream thread as it ends, so the sampler reports the end at
-    /// once instead of at its next 10 ms poll (a short test's end would
-    /// otherwise wait up to a poll on each side: most of a sweep run's cost).
-    pub(crate) stream_ended: Mutex<bool>,
-    pub(crate) stream_ended_cv: std::sync::Condvar,
-}
-
-impl SideControl {
-    /// A stream thread has ended: wake the sampler.
-    pub(crate) fn notify_stream_ended(&self) {
-        *lock(&self.stream_ended) = true;
-        self.stream_ended_cv.notify_all();
-    }
-
-    /// Sleeps up to `wait`, returning early when a stream ended since the
-    /// last call.
-    pub(crate) fn wait_stream_ended(&self, wait: Duration) {
-        let ended = lock(&self.stream_ended);
-        let (mut ended, _) = self
-            .stream_ended_cv
-            .wait_timeout_while(ended, wait, |e| !*e)
-            .unwrap_or_else(|p| p.into_inner());
-        *ended = false;
-    }
 }
 
 /// The bytes a test's senders write: made once per test and shared by its

@@ -9,6 +9,11 @@ use std::io::{Read, Write};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, OnceLock};
 
+/// Bytes a reader asks the socket for at a time: control messages are a few
+/// hundred bytes, a larger one (a side's result) takes more reads, and every
+/// connection's reader holds this much for its whole life.
+const READ_CHUNK: usize = 2 * 1024;
+
 /// One end of the protocol: what it receives and what it sends.
 pub trait Endpoint: Send + 'static {
     type In: Send + 'static;
@@ -70,7 +75,7 @@ impl<E: Endpoint> Control<E> {
         std::thread::Builder::new()
             .name("lp-control".into())
             .spawn(move || {
-                let mut buf = vec![0u8; 8 * 1024];
+                let mut buf = vec![0u8; READ_CHUNK];
                 loop {
                     let want = reader_session
                         .lock()

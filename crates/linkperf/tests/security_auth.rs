@@ -120,10 +120,10 @@ impl Raw {
             answer,
         });
         self.send(&ClientMessage::Setup {
-            config: TestConfig {
+            config: Box::new(TestConfig {
                 duration_s: 0.2,
                 ..Default::default()
-            },
+            }),
         });
         self.next().unwrap_or_else(|| {
             panic!(
@@ -225,7 +225,7 @@ fn a_replayed_or_rebound_answer_is_refused() {
     rebound.send(&ClientMessage::ThirdParty {
         target: "127.0.0.1".into(),
         port: server.port,
-        config: TestConfig::default(),
+        config: Box::default(),
     });
     let why = error_of(&rebound.next().unwrap());
     assert!(why.contains("authentication failed"), "{why}");

@@ -32,10 +32,10 @@ fn a_cookie_does_not_reveal_the_servers_clock() {
     let server = Server::start();
     let mut control = Control::open(server.port);
     control.send(&ClientMessage::Setup {
-        config: TestConfig {
+        config: Box::new(TestConfig {
             duration_s: 1.0,
             ..Default::default()
-        },
+        }),
     });
     let cookie = match control.next() {
         ServerMessage::Ready { cookie, .. } => cookie,

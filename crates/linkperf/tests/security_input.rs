@@ -12,7 +12,9 @@ use linkperf_proto::{ClientMessage, ServerMessage, TestConfig};
 /// Sends `config` as a test set-up and returns the server's refusal.
 fn refusal(port: u16, config: TestConfig) -> String {
     let mut control = Control::open(port);
-    control.send(&ClientMessage::Setup { config });
+    control.send(&ClientMessage::Setup {
+        config: Box::new(config),
+    });
     match control.next() {
         ServerMessage::Error { message } => message,
         other => panic!("expected a refusal, got {other:?}"),
@@ -63,10 +65,10 @@ fn absurd_wire_configs_are_refused_by_name() {
     // A start time centuries ahead.
     let mut control = Control::open(server.port);
     control.send(&ClientMessage::Setup {
-        config: TestConfig {
+        config: Box::new(TestConfig {
             duration_s: 1.0,
             ..Default::default()
-        },
+        }),
     });
     assert!(matches!(control.next(), ServerMessage::Ready { .. }));
     control.send(&ClientMessage::Start {

@@ -78,7 +78,9 @@ fn udp_test_data_goes_only_to_the_control_connections_address() {
         length: 1400,
         ..Default::default()
     };
-    control.send(&ClientMessage::Setup { config });
+    control.send(&ClientMessage::Setup {
+        config: Box::new(config),
+    });
     let (cookie, stream) = match control.next() {
         ServerMessage::Ready {
             cookie, streams, ..

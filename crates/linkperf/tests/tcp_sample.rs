@@ -262,11 +262,11 @@ fn a_server_refuses_a_bad_wire_period_by_name() {
     for period in [0.0005, 100.0] {
         let mut control = Control::open(server.port);
         control.send(&ClientMessage::Setup {
-            config: TestConfig {
+            config: Box::new(TestConfig {
                 duration_s: 10.0,
                 sample_s: Some(period),
                 ..Default::default()
-            },
+            }),
         });
         match control.next() {
             ServerMessage::Error { message } => {

@@ -58,16 +58,18 @@ pub enum ClientMessage {
         /// HMAC-SHA256 of the nonce and the request, hex.
         answer: String,
     },
-    /// Run a test with this server.
+    /// Run a test with this server. (Boxed, as the other large payloads
+    /// are: every queue of control messages has slots the size of the
+    /// largest variant.)
     Setup {
-        config: TestConfig,
+        config: Box<TestConfig>,
     },
     /// Ask this server to run `config` as a client towards `target`
     /// (nuttcp's third-party mode); refused unless the server allows it.
     ThirdParty {
         target: String,
         port: u16,
-        config: TestConfig,
+        config: Box<TestConfig>,
     },
     /// Ask this server to run a `linkperf rr` measurement towards `target`
     /// and report it (third-party mode for latency; same checks as
@@ -75,7 +77,7 @@ pub enum ClientMessage {
     ThirdPartyRr {
         target: String,
         port: u16,
-        request: RrRequest,
+        request: Box<RrRequest>,
     },
     /// All data connections are open: start (now, or at the agreed time).
     Start {

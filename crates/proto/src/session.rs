@@ -286,7 +286,6 @@ impl<In: Message, Out: Message> Session<In, Out> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::TestConfig;
     use crate::results::HostFacts;
 
     fn hello() -> ClientMessage {
@@ -324,7 +323,7 @@ mod tests {
             &mut c,
             &mut s,
             ClientMessage::Setup {
-                config: TestConfig::default(),
+                config: Box::default(),
             },
         );
         to_client(
@@ -399,7 +398,7 @@ mod tests {
         let mut c = ClientSession::new();
         c.receive(&encode(&welcome())).unwrap();
         c.send(&ClientMessage::Setup {
-            config: TestConfig::default(),
+            config: Box::default(),
         })
         .unwrap();
         c.receive(&encode(&ServerMessage::Ready {
@@ -461,7 +460,7 @@ mod tests {
         let tp = ClientMessage::ThirdParty {
             target: "b".into(),
             port: 5211,
-            config: TestConfig::default(),
+            config: Box::default(),
         };
         s.receive(&encode(&tp)).unwrap();
         assert_eq!(s.phase(), Phase::Relaying);

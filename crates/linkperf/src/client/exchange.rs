@@ -140,7 +140,7 @@ pub(super) fn set_up(
 ) -> Result<Ready, ClientError> {
     control
         .send(&ClientMessage::Setup {
-            config: config.clone(),
+            config: Box::new(config.clone()),
         })
         .map_err(fail)?;
     match wait_message(events, Duration::from_secs(15), "test set-up")? {

@@ -190,7 +190,7 @@ pub fn run_third_party(
     let order = ClientMessage::ThirdParty {
         target: target.0.to_string(),
         port: target.1,
-        config: config.clone(),
+        config: Box::new(config.clone()),
     };
     let runs_for = lead + Duration::from_secs_f64(config.duration_s.min(86_400.0));
     third_party(from, target, family, order, runs_for, on_interval, cancel)
@@ -216,7 +216,7 @@ pub fn run_third_party_rr(
     let order = ClientMessage::ThirdPartyRr {
         target: target.0.to_string(),
         port: target.1,
-        request: request.clone(),
+        request: Box::new(request.clone()),
     };
     third_party(from, target, family, order, runs_for, &mut |_| {}, cancel)
 }

@@ -482,7 +482,7 @@ impl ControlSession {
         let principal = self.authenticate(&ctx.access, nonce.as_deref(), answer, &request)?;
         match request {
             ClientMessage::Setup { config } => {
-                self.run_test(config, local, options.data_ports.as_ref())
+                self.run_test(*config, local, options.data_ports.as_ref())
             }
             ClientMessage::ThirdParty {
                 ref target, port, ..
@@ -542,7 +542,7 @@ impl ControlSession {
                 let options = client::ClientOptions {
                     host: target.clone(),
                     port,
-                    config,
+                    config: *config,
                     credentials: server.target_credentials.clone(),
                     tls: server.target_tls.clone(),
                     ..Default::default()

@@ -15,6 +15,10 @@ pub const BINDING_LABEL: &[u8] = b"EXPORTER-linkperf-auth-v1";
 /// Bytes of the channel binding.
 pub const BINDING_LEN: usize = 32;
 
+/// Ciphertext read from the socket at a time: a control message is a
+/// record or two, and a larger record just takes more reads.
+const READ_CHUNK: usize = 4 * 1024;
+
 /// One end of a control connection.
 pub struct Channel {
     tcp: TcpStream,
@@ -160,13 +164,16 @@ impl Read for Channel {
                     continue;
                 }
             }
-            // Waits for the peer without holding the TLS state.
-            let mut raw = [0u8; 16 * 1024];
-            let n = self.tcp.read(&mut raw)?;
-            if n == 0 {
+            // Waits for the peer without holding the TLS state. The
+            // ciphertext goes straight into `pending`: a 16 KiB array on the
+            // stack would be touched by every reader thread (stack probes).
+            let held = self.pending.len();
+            self.pending.resize(held + READ_CHUNK, 0);
+            let read = self.tcp.read(&mut self.pending[held..]);
+            self.pending.truncate(held + *read.as_ref().unwrap_or(&0));
+            if read? == 0 {
                 return Ok(0);
             }
-            self.pending.extend_from_slice(&raw[..n]);
         }
     }
 }

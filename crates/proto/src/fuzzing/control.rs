@@ -252,12 +252,12 @@ fn client_menu(input: &mut Input) -> ClientMessage {
             software: "fuzz".into(),
         },
         1 => ClientMessage::Setup {
-            config: config(input),
+            config: Box::new(config(input)),
         },
         2 => ClientMessage::ThirdParty {
             target: "127.0.0.1".into(),
             port: 5211,
-            config: config(input),
+            config: Box::new(config(input)),
         },
         3 => ClientMessage::Start {
             start_at_unix_ms: Some(u64::from(input.u32())).filter(|&t| t != 0),
@@ -271,11 +271,11 @@ fn client_menu(input: &mut Input) -> ClientMessage {
         6 => ClientMessage::ThirdPartyRr {
             target: "127.0.0.1".into(),
             port: 5211,
-            request: crate::messages::RrRequest {
+            request: Box::new(crate::messages::RrRequest {
                 duration_s: f64::from(input.byte()) / 10.0,
                 burst: u32::from(input.byte()),
                 ..Default::default()
-            },
+            }),
         },
         7 => ClientMessage::Auth {
             user: "fuzz".into(),

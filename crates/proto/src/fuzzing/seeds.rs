@@ -106,17 +106,17 @@ fn client_messages() -> Vec<u8> {
             answer: crate::auth::to_hex(&[0xa5; 32]),
         },
         ClientMessage::Setup {
-            config: TestConfig::default(),
+            config: Box::default(),
         },
         ClientMessage::ThirdParty {
             target: "192.0.2.1".into(),
             port: 5211,
-            config: udp_config(),
+            config: Box::new(udp_config()),
         },
         ClientMessage::ThirdPartyRr {
             target: "192.0.2.1".into(),
             port: 5211,
-            request: crate::messages::RrRequest {
+            request: Box::new(crate::messages::RrRequest {
                 protocol: crate::Protocol::Udp,
                 request: Some(64),
                 response: Some(64),
@@ -125,7 +125,7 @@ fn client_messages() -> Vec<u8> {
                 duration_s: 2.0,
                 interval_s: 1.0,
                 ..Default::default()
-            },
+            }),
         },
         ClientMessage::Start {
             start_at_unix_ms: Some(1_763_900_000_000),
@@ -142,7 +142,9 @@ fn client_messages() -> Vec<u8> {
     ];
     let setups = traffic_configs()
         .into_iter()
-        .map(|config| ClientMessage::Setup { config });
+        .map(|config| ClientMessage::Setup {
+            config: Box::new(config),
+        });
     messages
         .iter()
         .cloned()
