@@ -1,6 +1,7 @@
 //! `linkperf server`: serves many clients at once. Every control connection
-//! gets its own thread and its own data connections; there is no global busy
-//! state. A client that vanishes or misbehaves ends only its own session.
+//! gets its own session thread and its own data connections (the process's
+//! control reader and sampling thread serve them all); there is no global
+//! busy state. A client that vanishes or misbehaves ends only its own session.
 //! This module accepts connections, tells their kinds apart, greets linkperf
 //! clients and dispatches; `session` holds a control session's state and
 //! `test` runs a throughput test. It must not run tests itself.

@@ -7,6 +7,7 @@ use super::config::{ClientTls, ServerTls, Trust};
 use rustls::pki_types::ServerName;
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::TcpStream;
+use std::os::fd::AsRawFd;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -139,8 +140,21 @@ fn flush_tls(conn: &mut rustls::Connection, mut tcp: &TcpStream) -> io::Result<(
 
 impl Read for Channel {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.read_socket(buf, true)
+    }
+}
+
+impl Channel {
+    /// What has arrived, without waiting: `WouldBlock` when the peer sent
+    /// nothing more (for a TLS channel, no whole record). For a reader that
+    /// waits on many sockets at once (`poll(2)`).
+    pub fn read_now(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.read_socket(buf, false)
+    }
+
+    fn read_socket(&mut self, buf: &mut [u8], wait: bool) -> io::Result<usize> {
         let Some(tls) = self.tls.clone() else {
-            return self.tcp.read(buf);
+            return recv(&self.tcp, buf, wait);
         };
         loop {
             {
@@ -169,13 +183,25 @@ impl Read for Channel {
             // stack would be touched by every reader thread (stack probes).
             let held = self.pending.len();
             self.pending.resize(held + READ_CHUNK, 0);
-            let read = self.tcp.read(&mut self.pending[held..]);
+            let read = recv(&self.tcp, &mut self.pending[held..], wait);
             self.pending.truncate(held + *read.as_ref().unwrap_or(&0));
             if read? == 0 {
                 return Ok(0);
             }
         }
     }
+}
+
+/// `recv(2)`, waiting for bytes or not (`MSG_DONTWAIT`: the socket itself
+/// stays blocking for the writers that share it).
+fn recv(tcp: &TcpStream, buf: &mut [u8], wait: bool) -> io::Result<usize> {
+    let flags = if wait { 0 } else { libc::MSG_DONTWAIT };
+    // SAFETY: `buf` is valid for writes of its length for the whole call.
+    let n = unsafe { libc::recv(tcp.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), flags) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(n as usize)
 }
 
 impl Write for Channel {

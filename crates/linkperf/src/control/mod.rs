@@ -1,18 +1,16 @@
 //! Control connections over real sockets: the sans-IO sessions of
 //! `linkperf-proto` wired to a TCP stream (plain or TLS, see [`crate::tls`]),
-//! a reader thread and a channel.
+//! the process's control reader (`readers.rs`) and a channel.
+
+mod readers;
 
 use crate::tls::Channel;
 use linkperf_proto::codec::CodecError;
 use linkperf_proto::session::{Message, ProtocolError, Session};
-use std::io::{Read, Write};
+use readers::Fed;
+use std::io::Write;
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, OnceLock};
-
-/// Bytes a reader asks the socket for at a time: control messages are a few
-/// hundred bytes, a larger one (a side's result) takes more reads, and every
-/// connection's reader holds this much for its whole life.
-const READ_CHUNK: usize = 2 * 1024;
 
 /// One end of the protocol: what it receives and what it sends.
 pub trait Endpoint: Send + 'static {
@@ -56,8 +54,9 @@ pub struct Control<E: Endpoint> {
 }
 
 impl<E: Endpoint> Control<E> {
-    /// Starts a reader thread that turns bytes into messages on `tx`
-    /// (through `wrap`, so callers can merge them into their own event type).
+    /// Has the process's control reader turn the connection's bytes into
+    /// messages on `tx` (through `wrap`, so callers can merge them into
+    /// their own event type).
     pub fn start<T: Send + 'static>(
         stream: impl Into<Channel>,
         session: E,
@@ -66,62 +65,17 @@ impl<E: Endpoint> Control<E> {
     ) -> std::io::Result<Arc<Self>> {
         let session = Arc::new(Mutex::new(session));
         // The reader keeps the handle that may hold bytes read ahead.
-        let mut reader: Channel = stream.into();
-        let writer = reader.try_clone()?;
-        let binding = reader.binding();
-        let reader_session = session.clone();
+        let channel: Channel = stream.into();
+        let writer = channel.try_clone()?;
+        let binding = channel.binding();
         let foreign = Arc::new(OnceLock::new());
-        let reader_foreign = foreign.clone();
-        std::thread::Builder::new()
-            .name("lp-control".into())
-            .spawn(move || {
-                let mut buf = vec![0u8; READ_CHUNK];
-                loop {
-                    let want = reader_session
-                        .lock()
-                        .map(|s| s.wanted())
-                        .unwrap_or(4)
-                        .min(buf.len());
-                    match reader.read(&mut buf[..want]) {
-                        Ok(0) => {
-                            let _ = tx.send(wrap(Incoming::Lost(
-                                "the peer closed the control connection".into(),
-                            )));
-                            return;
-                        }
-                        Ok(n) => {
-                            let parsed = match reader_session.lock() {
-                                Ok(mut s) => s.receive(&buf[..n]),
-                                Err(_) => return,
-                            };
-                            match parsed {
-                                Ok(messages) => {
-                                    for m in messages {
-                                        if tx.send(wrap(Incoming::Message(m))).is_err() {
-                                            return;
-                                        }
-                                    }
-                                }
-                                Err(e) => {
-                                    if let ProtocolError::Codec(CodecError::Foreign(b)) = e {
-                                        let _ = reader_foreign.set(b);
-                                    }
-                                    let _ = tx.send(wrap(Incoming::Lost(e.to_string())));
-                                    let _ = reader.tcp().shutdown(std::net::Shutdown::Both);
-                                    return;
-                                }
-                            }
-                        }
-                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                        Err(e) => {
-                            let _ = tx.send(wrap(Incoming::Lost(format!(
-                                "control connection failed: {e}"
-                            ))));
-                            return;
-                        }
-                    }
-                }
-            })?;
+        let sink = Delivery {
+            session: session.clone(),
+            tx,
+            wrap,
+            foreign: foreign.clone(),
+        };
+        readers::add(channel, Box::new(sink))?;
         Ok(Arc::new(Control {
             session,
             writer: Mutex::new(writer),
@@ -162,5 +116,48 @@ impl<E: Endpoint> Control<E> {
     /// The TLS channel binding (see [`crate::tls::Channel::binding`]).
     pub fn binding(&self) -> Option<&[u8]> {
         self.binding.as_ref().map(|b| &b[..])
+    }
+}
+
+/// Where the control reader puts a connection's bytes: its session turns
+/// them into messages for the owner's channel.
+struct Delivery<E: Endpoint, T> {
+    session: Arc<Mutex<E>>,
+    tx: Sender<T>,
+    wrap: fn(Incoming<E::In>) -> T,
+    foreign: Arc<OnceLock<u8>>,
+}
+
+impl<E: Endpoint, T: Send + 'static> readers::Sink for Delivery<E, T> {
+    fn wanted(&self) -> usize {
+        self.session.lock().map(|s| s.wanted()).unwrap_or(4)
+    }
+
+    fn feed(&mut self, bytes: &[u8]) -> Fed {
+        let parsed = match self.session.lock() {
+            Ok(mut s) => s.receive(bytes),
+            Err(_) => return Fed::OwnerGone,
+        };
+        match parsed {
+            Ok(messages) => {
+                for m in messages {
+                    if self.tx.send((self.wrap)(Incoming::Message(m))).is_err() {
+                        return Fed::OwnerGone;
+                    }
+                }
+                Fed::Kept
+            }
+            Err(e) => {
+                if let ProtocolError::Codec(CodecError::Foreign(b)) = e {
+                    let _ = self.foreign.set(b);
+                }
+                self.lost(e.to_string());
+                Fed::Broken
+            }
+        }
+    }
+
+    fn lost(&mut self, why: String) {
+        let _ = self.tx.send((self.wrap)(Incoming::Lost(why)));
     }
 }
