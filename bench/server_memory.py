@@ -4,7 +4,9 @@ with --concurrent tests (default 100) running at once, against an iperf3
 3.12 server's with one test; then the linkperf server over --total tests in
 a row (default 10,000), its RSS and open descriptors sampled every --every
 tests (default 500). Targets: RSS with 100 tests <= 2x iperf3's with one;
-flat over the tests in a row.
+flat over the tests in a row. Each server of --servers (default
+`linkperf-server,linkperf`: the server's own binary, then `linkperf server`)
+takes the concurrent tests in turn; the first takes the tests in a row.
 
 Both servers run on 127.0.0.1. Each concurrent test is TCP, one stream,
 `-t --secs -b --rate` (paced, so 100 tests do not fight over the 2 CPUs;
@@ -17,7 +19,7 @@ the server's.
 Not a test: run by hand, e.g.
     flock /tmp/lp-test.lock python3 bench/server_memory.py --no-build
 Options: --concurrent N, --secs S, --rate R, --total N, --every N,
---no-build, --target-dir DIR.
+--servers LIST, --no-build, --target-dir DIR.
 """
 
 import argparse
@@ -72,15 +74,18 @@ def summarise(name, idle, samples):
             "threads": max(s[1] for s in samples)}
 
 
-def concurrent(lp, iperf3_port, lp_port, lp_pid, ip_pid, a):
-    common = ["-t", str(a.secs), "-b", a.rate]
+def iperf3_one(iperf3_port, ip_pid, a):
     idle = status(ip_pid)[0]
-    client = subprocess.Popen(["iperf3", "-c", HOST, "-p", str(iperf3_port), *common],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    client = subprocess.Popen(["iperf3", "-c", HOST, "-p", str(iperf3_port), "-t", str(a.secs),
+                               "-b", a.rate], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     samples, failed = sample_while(ip_pid, [client])
     if failed:
         raise SystemExit("the iperf3 test failed")
-    ip = summarise("iperf3 3.12 server, 1 test", idle, samples)
+    return summarise("iperf3 3.12 server, 1 test", idle, samples)
+
+
+def concurrent(lp, name, lp_port, lp_pid, a):
+    common = ["-t", str(a.secs), "-b", a.rate]
     idle = status(lp_pid)[0]
     clients = [subprocess.Popen([lp, "client", HOST, "-p", str(lp_port), *common, "--no-store"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -88,8 +93,7 @@ def concurrent(lp, iperf3_port, lp_port, lp_pid, ip_pid, a):
     samples, failed = sample_while(lp_pid, clients)
     if failed:
         raise SystemExit(f"{len(failed)} linkperf tests failed: {failed[0].stderr.read().decode().strip()}")
-    lp_row = summarise(f"linkperf server, {a.concurrent} tests at once", idle, samples)
-    return ip, lp_row
+    return summarise(f"{name}, {a.concurrent} tests at once", idle, samples)
 
 
 def in_a_row(lp, port, pid, a, out):
@@ -118,6 +122,7 @@ def main():
     ap.add_argument("--rate", default="10M")
     ap.add_argument("--total", type=int, default=10_000)
     ap.add_argument("--every", type=int, default=500)
+    ap.add_argument("--servers", default="linkperf-server,linkperf")
     ap.add_argument("--no-build", action="store_true")
     ap.add_argument("--target-dir", default=os.environ.get("CARGO_TARGET_DIR") or os.path.join(REPO, "target"))
     a = ap.parse_args()
@@ -125,31 +130,46 @@ def main():
         raise SystemExit("iperf3 is not installed (apt-get install iperf3)")
     lp = build_linkperf(a.target_dir, a.no_build)
     out = tempfile.mkdtemp(prefix="linkperf-server-memory-")
-    lp_port, ip_port = free_port(), free_port()
+    ip_port = free_port()
     limit = str(max(a.concurrent, 32))
-    lp_srv = start([lp, "server", "-p", str(lp_port), "-B", HOST, "-q", "--server-max-tests", limit,
-                    "--server-max-streams", str(max(512, 2 * a.concurrent))])
+    limits = ["-q", "--server-max-tests", limit, "--server-max-streams", str(max(512, 2 * a.concurrent))]
     ip_srv = start(["iperf3", "-s", "-p", str(ip_port), "-B", HOST])
-    wait_port(lp_port)
     wait_port(ip_port)
-    time.sleep(0.5)
     load = loadavg()
-    log(f"{a.concurrent} tests at once (-t {a.secs} -b {a.rate}), load average {load:.2f}...")
-    ip, lpr = concurrent(lp, ip_port, lp_port, lp_srv.pid, ip_srv.pid, a)
+    ip = iperf3_one(ip_port, ip_srv.pid, a)
+    rows, first = [ip], None
+    for name in a.servers.split(","):
+        servers = {"linkperf-server": ([lp + "-server"], "linkperf-server"),
+                   "linkperf": ([lp, "server"], "linkperf server")}
+        if name not in servers:
+            raise SystemExit(f"--servers: '{name}' is not a server; accepted: linkperf-server, linkperf")
+        program, label = servers[name]
+        lp_port = free_port()
+        srv = start([*program, "-p", str(lp_port), "-B", HOST, *limits])
+        wait_port(lp_port)
+        time.sleep(0.5)
+        log(f"{name}: {a.concurrent} tests at once (-t {a.secs} -b {a.rate})...")
+        rows.append(concurrent(lp, label, lp_port, srv.pid, a))
+        if first is None:
+            first = (srv, lp_port, label)
+        else:
+            srv.terminate()
     print(f"\n### Server RSS: {a.concurrent} linkperf tests at once against one iperf3 test "
           f"(TCP, -t {a.secs:g} -b {a.rate}; load average {load:.2f})\n")
-    print("| server | idle RSS (MiB) | peak RSS (MiB) | median RSS, middle half (MiB) | most threads |")
-    print("|---|---|---|---|---|")
-    for r in (ip, lpr):
-        print(f"| {r['name']} | {r['idle'] / 1024:.1f} | {r['peak'] / 1024:.1f} | {r['middle'] / 1024:.1f} | {r['threads']} |")
-    ratio = lpr["peak"] / ip["peak"]
-    per_test = (lpr["peak"] - lpr["idle"]) / a.concurrent
-    print(f"\nlinkperf with {a.concurrent} / iperf3 with 1 (peak RSS): {ratio:.2f} "
-          f"(target <= 2: {'met' if ratio <= 2 else 'not met'}); "
-          f"linkperf's growth per test: {per_test:.0f} KiB")
+    print("| server | idle RSS (MiB) | peak RSS (MiB) | median RSS, middle half (MiB) | most threads | peak / iperf3's |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['name']} | {r['idle'] / 1024:.1f} | {r['peak'] / 1024:.1f} | {r['middle'] / 1024:.1f} "
+              f"| {r['threads']} | {r['peak'] / ip['peak']:.2f} |")
+    for r in rows[1:]:
+        ratio = r["peak"] / ip["peak"]
+        print(f"\n{r['name']} / iperf3 with 1 (peak RSS): {ratio:.2f} "
+              f"(target <= 2: {'met' if ratio <= 2 else 'not met'}); "
+              f"growth per test: {(r['peak'] - r['idle']) / a.concurrent:.0f} KiB")
+    lp_srv, lp_port, first_name = first
     log(f"{a.total} tests in a row, sampled every {a.every}...")
     rows = in_a_row(lp, lp_port, lp_srv.pid, a, out)
-    print(f"\n### Server over {a.total} tests in a row (`sweep -n 1K`, sampled every {a.every})\n")
+    print(f"\n### {first_name} over {a.total} tests in a row (`sweep -n 1K`, sampled every {a.every})\n")
     print("| tests | RSS (MiB) | open fds | threads |\n|---|---|---|---|")
     for done, rss, nfd, threads in rows:
         print(f"| {done} | {rss / 1024:.1f} | {nfd} | {threads} |")

@@ -40,7 +40,11 @@ impl Home {
     }
     /// `linkperf ARGS` reading only this home's files.
     fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(common::bin());
+        self.command_of(common::bin(), args)
+    }
+    /// `program ARGS` (`linkperf` or `linkperf-server`) reading only this home's files.
+    fn command_of(&self, program: &str, args: &[&str]) -> Command {
+        let mut c = Command::new(program);
         c.args(args)
             .env("XDG_CONFIG_HOME", self.root.join("xdg"))
             .env("LINKPERF_SYSTEM_CONFIG", self.system_file())
@@ -67,7 +71,11 @@ impl Drop for Home {
 /// A server started by `linkperf server` with no flags: its port and
 /// address come from the files. Waits for its "listening on" line.
 fn server_from_files(home: &Home, port: u16) -> common::KillOnDrop {
-    let mut child = home.spawn(&["server"]);
+    serve_from_files(home.spawn(&["server"]), port)
+}
+
+/// A started server's first line must say it listens on 127.0.0.1:`port`.
+fn serve_from_files(mut child: Child, port: u16) -> common::KillOnDrop {
     let stdout = child.stdout.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -254,5 +262,54 @@ fn the_packaged_example_file_is_accepted_as_it_ships() {
             .contains(&format!("format = \"text\"  # {system}:")),
         "{}",
         run.stdout
+    );
+}
+
+#[test]
+fn linkperf_server_takes_the_server_section_and_leaves_the_others_to_linkperf() {
+    let home = Home::new("lean");
+    let port = free_port();
+    // `linkperf-server` reads what concerns the server: its section and the
+    // top-level port it takes (the section wins). A [client] key it cannot
+    // know is `linkperf`'s to refuse, not its own.
+    home.write_user(&format!(
+        "port = 1\n[server]\nport = {port}\nbind = \"127.0.0.1\"\n[client]\nbogus = 1\n"
+    ));
+    let spawned = home
+        .command_of(common::server_bin(), &[])
+        .spawn()
+        .expect("spawn linkperf-server");
+    let _server = serve_from_files(spawned, port);
+    let run = home.run(&["client", "127.0.0.1", "-p", &port.to_string(), "-n", "64K"]);
+    let err = run.assert_one_line_failure(2);
+    assert!(err.contains("'client.bogus'"), "{err}");
+    // Without that key the same server, started from the file, serves.
+    home.write_user(&format!("[server]\nport = {port}\n"));
+    let run = home.run(&[
+        "client",
+        "127.0.0.1",
+        "-p",
+        &port.to_string(),
+        "-n",
+        "64K",
+        "--no-store",
+        "-J",
+    ]);
+    assert_eq!(received_bytes(&run.report()), 64 * 1024, "{}", run.stderr);
+
+    // A bad value of its own is refused on one line: file, line, key, why.
+    home.write_user("\n[server]\nport = \"http\"\n");
+    let run = wait_child(
+        home.command_of(common::server_bin(), &[])
+            .spawn()
+            .expect("spawn linkperf-server"),
+        CLIENT_WATCHDOG,
+    );
+    let err = run.assert_one_line_failure(2);
+    let at = format!("linkperf-server: {}:3:", home.user_file().display());
+    assert!(err.starts_with(&at), "{err}");
+    assert!(
+        err.contains("'server.port'") && err.contains("invalid value 'http'"),
+        "{err}"
     );
 }

@@ -34,7 +34,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Serve tests (many clients at once).
-    Server(ServerArgs),
+    Server(crate::server_cmd::ServerArgs),
     /// Run a test against a server.
     Client(ClientArgs),
     /// Run a short TCP and UDP test against a server started inside this process
@@ -85,67 +85,6 @@ pub enum Command {
     Simulate(crate::simulate::SimulateArgs),
 }
 
-/// One line from a clap error, whole: its message, the missing arguments with
-/// the usage, the accepted values and clap's "did you mean" suggestion. The
-/// multi-line block clap prints is cut so every usage error is one line.
-pub fn one_line(e: &clap::Error) -> String {
-    use clap::error::{ContextKind, ErrorKind};
-    let text = e.to_string();
-    let head = text
-        .lines()
-        .next()
-        .unwrap_or("invalid arguments")
-        .trim_start_matches("error: ")
-        .trim_end();
-    let mut line = if e.kind() == ErrorKind::MissingRequiredArgument {
-        let missing = context_strings(e, ContextKind::InvalidArg);
-        if missing.is_empty() {
-            head.trim_end_matches(':').to_string()
-        } else {
-            format!("missing {}", missing.join(" and "))
-        }
-    } else {
-        head.to_string()
-    };
-    let suggested = [
-        ContextKind::SuggestedSubcommand,
-        ContextKind::SuggestedArg,
-        ContextKind::SuggestedValue,
-    ]
-    .into_iter()
-    .map(|k| context_strings(e, k))
-    .find(|s| !s.is_empty());
-    if let Some(s) = suggested {
-        let quoted: Vec<String> = s.iter().map(|v| format!("'{v}'")).collect();
-        line.push_str(&format!("; did you mean {}?", quoted.join(" or ")));
-    }
-    let valid = context_strings(e, ContextKind::ValidValue);
-    if !valid.is_empty() && !line.contains(&valid.join(", ")) {
-        line.push_str(&format!("; accepted: {}", valid.join(", ")));
-    }
-    if matches!(
-        e.kind(),
-        ErrorKind::MissingRequiredArgument | ErrorKind::MissingSubcommand
-    ) {
-        let usage = context_strings(e, ContextKind::Usage);
-        if let Some(u) = usage.first().and_then(|u| u.lines().next()) {
-            let u = u.trim().trim_start_matches("Usage:").trim();
-            line.push_str(&format!(" (usage: {u})"));
-        }
-    }
-    line
-}
-
-fn context_strings(e: &clap::Error, kind: clap::error::ContextKind) -> Vec<String> {
-    use clap::error::ContextValue;
-    match e.get(kind) {
-        Some(ContextValue::String(s)) => vec![s.clone()],
-        Some(ContextValue::Strings(v)) => v.clone(),
-        Some(ContextValue::StyledStr(s)) => vec![s.to_string()],
-        _ => vec![],
-    }
-}
-
 fn size(s: &str) -> Result<u64, String> {
     linkperf_units::parse_size(s).map_err(|e| e.to_string())
 }
@@ -167,70 +106,6 @@ fn seconds(s: &str) -> Result<f64, String> {
     linkperf_units::parse_duration(s)
         .map(|d| d.as_secs_f64())
         .map_err(|e| e.to_string())
-}
-
-#[derive(Args, Debug)]
-pub struct ServerArgs {
-    /// Port to listen on.
-    #[arg(short = 'p', long, default_value_t = linkperf_proto::DEFAULT_PORT)]
-    pub port: u16,
-    /// Local address to bind (default: all, IPv4 and IPv6).
-    #[arg(short = 'B', long)]
-    pub bind: Option<IpAddr>,
-    /// Serve one test, then exit.
-    #[arg(short = '1', long)]
-    pub once: bool,
-    /// Run tests towards other servers when a controller asks (campaigns, --from).
-    #[arg(long)]
-    pub allow_third_party: bool,
-    /// Do not print a line per test.
-    #[arg(short = 'q', long)]
-    pub quiet: bool,
-    /// Also serve iperf3 clients on this port (e.g. 5201); they are recognised on -p too.
-    #[arg(long, value_name = "PORT")]
-    pub iperf3_port: Option<u16>,
-    /// Serve iperf3 clients one at a time; a second one is told the server is busy.
-    #[arg(long)]
-    pub exclusive: bool,
-    /// Ports (LOW-HIGH) for the data listeners of tests that set socket buffers
-    /// or the MSS (default: any free port); open them in a firewall.
-    #[arg(long, value_name = "LOW-HIGH", value_parser = port_range)]
-    pub data_ports: Option<std::ops::RangeInclusive<u16>>,
-    /// Listen with an MPTCP socket (it accepts TCP too); a client's -m
-    /// gets MPTCP data connections either way.
-    #[arg(short = 'm', long)]
-    pub mptcp: bool,
-    #[command(flatten)]
-    pub limits: crate::server_limits::ServerLimitArgs,
-    #[command(flatten)]
-    pub auth: crate::auth_args::ServerAuthArgs,
-    #[command(flatten)]
-    pub tls: crate::tls_args::ServerTlsArgs,
-    #[command(flatten)]
-    pub iperf3_auth: crate::iperf3_auth_args::ServerIperf3AuthArgs,
-
-    // iperf3's everyday flags (issue 21).
-    /// Run as a daemon: detach once listening (errors before that are printed).
-    #[arg(short = 'D', long)]
-    pub daemon: bool,
-    /// With -D: write the daemon's process id to FILE.
-    #[arg(short = 'I', long, value_name = "FILE", requires = "daemon")]
-    pub pidfile: Option<std::path::PathBuf>,
-    #[command(flatten)]
-    pub output: crate::process_opts::OutputArgs,
-}
-
-fn port_range(s: &str) -> Result<std::ops::RangeInclusive<u16>, String> {
-    let bad = || format!("'{s}' is not a port range; expected LOW-HIGH, e.g. 5212-5251");
-    let (lo, hi) = s.split_once('-').ok_or_else(bad)?;
-    let (lo, hi): (u16, u16) = (
-        lo.trim().parse().map_err(|_| bad())?,
-        hi.trim().parse().map_err(|_| bad())?,
-    );
-    if lo == 0 || lo > hi {
-        return Err(bad());
-    }
-    Ok(lo..=hi)
 }
 
 #[derive(Args, Debug, Clone)]

@@ -151,7 +151,7 @@ impl RrArgs {
         let mut argv = vec!["linkperf", "client", self.host.as_str(), "-p", &port];
         argv.extend(load.split_whitespace());
         let cli = <Cli as clap::Parser>::try_parse_from(&argv)
-            .map_err(|e| format!("--load: {}", crate::args::one_line(&e)))?;
+            .map_err(|e| format!("--load: {}", crate::usage::one_line(&e)))?;
         let Command::Client(args) = cli.command else {
             return Err("--load takes options of `linkperf client`".into());
         };

@@ -35,6 +35,11 @@ pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_linkperf")
 }
 
+/// `linkperf-server`: the server alone, in a binary of its own.
+pub fn server_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_linkperf-server")
+}
+
 /// A `linkperf server` child process; killed when dropped.
 pub struct Server {
     pub port: u16,
@@ -65,11 +70,22 @@ impl Server {
 
     /// Starts a server bound to `bind` (a loopback address).
     pub fn start_on(bind: &str, extra: &[&str]) -> Server {
+        Server::start_program(&[bin(), "server"], bind, extra)
+    }
+
+    /// Starts `linkperf-server -p PORT -B 127.0.0.1 EXTRA...`.
+    pub fn start_lean(extra: &[&str]) -> Server {
+        Server::start_program(&[server_bin()], "127.0.0.1", extra)
+    }
+
+    /// Starts `program` (the binary and its leading arguments) as a server.
+    fn start_program(program: &[&str], bind: &str, extra: &[&str]) -> Server {
         for _ in 0..5 {
             let port = free_port();
             let mut child = spawn_piped(
-                Command::new(bin())
-                    .args(["server", "-p", &port.to_string(), "-B", bind])
+                Command::new(program[0])
+                    .args(&program[1..])
+                    .args(["-p", &port.to_string(), "-B", bind])
                     .args(extra),
             );
             let stdout = Arc::new(Mutex::new(Vec::new()));
@@ -97,7 +113,7 @@ impl Server {
                 thread::sleep(Duration::from_millis(20));
             }
         }
-        panic!("linkperf server did not start");
+        panic!("{} did not start", program.join(" "));
     }
 
     pub fn stdout_lines(&self) -> Vec<String> {
@@ -172,6 +188,12 @@ pub fn test_archive() -> PathBuf {
 /// Runs `linkperf ARGS...` to completion.
 pub fn linkperf(args: &[&str]) -> Run {
     wait_child(spawn(args), CLIENT_WATCHDOG)
+}
+
+/// Runs `linkperf-server ARGS...` to completion (usage errors, help).
+pub fn run_lean(args: &[&str]) -> Run {
+    let child = spawn_piped(Command::new(server_bin()).args(args).stdin(Stdio::null()));
+    wait_child(child, CLIENT_WATCHDOG)
 }
 
 /// Spawns `linkperf client 127.0.0.1 -p PORT ARGS...`.
