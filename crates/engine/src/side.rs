@@ -46,6 +46,9 @@ pub struct LocalSide {
     /// The thread that called `start` and its CPU then: counted as this
     /// end's control thread if it also calls `finish`.
     control_cpu: Option<(std::thread::ThreadId, ThreadCpu)>,
+    /// Control work for this side done on threads that serve others too
+    /// (each piece measured where it ran, [`LocalSide::add_control_cpu`]).
+    control_shared: ThreadCpu,
     same_clock: bool,
     warnings: Vec<String>,
     udp_format: crate::udpformat::UdpFormat,
@@ -106,6 +109,7 @@ impl LocalSide {
             cpu_start: None,
             drop_watch: None,
             control_cpu: None,
+            control_shared: ThreadCpu::default(),
             same_clock,
             warnings,
             udp_format: crate::udpformat::UdpFormat::default(),
@@ -274,6 +278,21 @@ impl LocalSide {
         }
     }
 
+    /// The thread that called `start` stops serving this side: its CPU
+    /// since then is counted now, whichever thread calls `finish`.
+    pub fn release_control_thread(&mut self) {
+        if let Some((id, before)) = self.control_cpu.take() {
+            if id == std::thread::current().id() {
+                self.control_shared.add(&ThreadCpu::since(&before));
+            }
+        }
+    }
+
+    /// CPU a thread that serves many sides spent on this one's control work.
+    pub fn add_control_cpu(&mut self, cpu: &ThreadCpu) {
+        self.control_shared.add(cpu);
+    }
+
     /// Waits for the streams and the sampler, then summarises.
     pub fn finish(mut self) -> SideResult {
         for t in self.threads.drain(..) {
@@ -282,6 +301,7 @@ impl LocalSide {
         let output = self.sampler.take().map(|s| s.join()).unwrap_or_default();
         let mut series = self.series.take().map(|s| s.finish()).unwrap_or_default();
         let mut own_cpu = output.cpu;
+        own_cpu.add(&self.control_shared);
         if let Some((id, before)) = self.control_cpu {
             if id == std::thread::current().id() {
                 own_cpu.add(&ThreadCpu::since(&before));

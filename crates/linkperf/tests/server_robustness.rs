@@ -169,3 +169,83 @@ fn server_once_exits_after_one_test() {
     let run = wait_child(child, Duration::from_secs(5));
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
 }
+
+/// A client that stops reading its control connection while its test runs
+/// (128 streams reporting every 10 ms: about 1.5 MB of intervals a second,
+/// into a 4 KiB receive buffer): after some 3 s the server's socket holds
+/// the 4 MiB its send buffer grows to, and a write to it would wait. Yet
+/// another client's test, started after 4 s, ends on time with every
+/// interval (one thread serves every running test, so it must never wait
+/// on one client's socket; waiting, it would have until that connection's
+/// 8 s user timeout), and the server ends the silent client's session once
+/// 4 MiB more wait for it.
+#[test]
+fn a_client_that_stops_reading_its_control_holds_up_no_other_test() {
+    use common::hostile::Control;
+    use linkperf_proto::{ClientMessage, DataHello, Preamble, ServerMessage, TestConfig};
+    let server = Server::start();
+    let port = server.port;
+    let mut hostile = Control::open(port);
+    let shrunk = socket2::SockRef::from(&hostile.stream).set_recv_buffer_size(2048);
+    shrunk.expect("SO_RCVBUF");
+    hostile.send(&ClientMessage::Setup {
+        config: Box::new(TestConfig {
+            duration_s: 30.0,
+            parallel: 128,
+            interval_s: 0.01,
+            ..Default::default()
+        }),
+    });
+    let (cookie, streams) = match hostile.next() {
+        ServerMessage::Ready {
+            cookie, streams, ..
+        } => (cookie, streams),
+        other => panic!("expected ready, got {other:?}"),
+    };
+    let data: Vec<std::net::TcpStream> = streams
+        .iter()
+        .map(|s| {
+            let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+            let mut hello = Preamble::Data.bytes().to_vec();
+            hello.extend_from_slice(
+                &DataHello {
+                    cookie,
+                    stream_id: s.id,
+                }
+                .encode(),
+            );
+            c.write_all(&hello).unwrap();
+            c
+        })
+        .collect();
+    hostile.send(&ClientMessage::Start {
+        start_at_unix_ms: None,
+    });
+    thread::sleep(Duration::from_secs(4));
+
+    let started = Instant::now();
+    let r = client_json(port, &["-t", "2", "-i", "0.5"]);
+    let took = started.elapsed();
+    let intervals = array_at(&r, "/intervals").len();
+    println!("the other test took {took:?} with {intervals} intervals");
+    assert!(u64_at(&r, "/summary/received/bytes") > 0, "{r}");
+    assert_eq!(intervals, 4, "{r}");
+    // Its 2 s, and set-up and the result exchange on a loaded machine
+    // (waiting on the silent client's socket, the server made it 4.3 s).
+    assert!(
+        took < Duration::from_secs(4),
+        "the other test took {took:?}"
+    );
+    let dropped = poll(Duration::from_secs(15), Duration::from_millis(50), || {
+        server
+            .stderr_lines()
+            .into_iter()
+            .find(|l| l.contains("does not read its control connection"))
+    });
+    assert!(
+        dropped.is_some(),
+        "the silent client kept its session: {:?}",
+        server.stderr_lines()
+    );
+    drop(data);
+}

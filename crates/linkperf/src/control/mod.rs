@@ -1,13 +1,14 @@
 //! Control connections over real sockets: the sans-IO sessions of
 //! `linkperf-proto` wired to a TCP stream (plain or TLS, see [`crate::tls`]),
-//! the process's control reader (`readers.rs`) and a channel.
+//! the process's control reader (`readers.rs`, which also writes what is
+//! posted) and a channel.
 
 mod readers;
 
 use crate::tls::Channel;
 use linkperf_proto::codec::CodecError;
 use linkperf_proto::session::{Message, ProtocolError, Session};
-use readers::Fed;
+use readers::{Fed, Outbox};
 use std::io::Write;
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -51,6 +52,8 @@ pub struct Control<E: Endpoint> {
     /// The first byte of a peer that speaks another protocol (see
     /// [`Control::foreign_byte`]).
     foreign: Arc<OnceLock<u8>>,
+    /// What [`Control::post`] queued for the control reader to write.
+    outbox: Arc<Outbox>,
 }
 
 impl<E: Endpoint> Control<E> {
@@ -63,6 +66,18 @@ impl<E: Endpoint> Control<E> {
         tx: Sender<T>,
         wrap: fn(Incoming<E::In>) -> T,
     ) -> std::io::Result<Arc<Self>> {
+        Control::start_notifying(stream, session, tx, wrap, || {})
+    }
+
+    /// [`Control::start`], calling `notify` after each delivery (for an
+    /// owner that waits on many channels at once).
+    pub fn start_notifying<T: Send + 'static>(
+        stream: impl Into<Channel>,
+        session: E,
+        tx: Sender<T>,
+        wrap: fn(Incoming<E::In>) -> T,
+        notify: fn(),
+    ) -> std::io::Result<Arc<Self>> {
         let session = Arc::new(Mutex::new(session));
         // The reader keeps the handle that may hold bytes read ahead.
         let channel: Channel = stream.into();
@@ -73,14 +88,17 @@ impl<E: Endpoint> Control<E> {
             session: session.clone(),
             tx,
             wrap,
+            notify,
             foreign: foreign.clone(),
         };
-        readers::add(channel, Box::new(sink))?;
+        let outbox = Arc::new(Outbox::default());
+        readers::add(channel, Box::new(sink), outbox.clone())?;
         Ok(Arc::new(Control {
             session,
             writer: Mutex::new(writer),
             binding,
             foreign,
+            outbox,
         }))
     }
 
@@ -107,6 +125,35 @@ impl<E: Endpoint> Control<E> {
             .map_err(|e| format!("control connection failed: {e}"))
     }
 
+    /// Queues one message for the control reader to write when the socket
+    /// takes it: never waits on the peer, so one thread can serve many
+    /// connections. Once a connection is posted to, everything sent on it
+    /// must be posted (a [`Control::send`] would overtake what waits).
+    /// Fails if the message is illegal now, the connection is gone, or the
+    /// peer has left too much unread.
+    pub fn post(&self, m: &E::Out) -> Result<(), String> {
+        let mut session = self
+            .session
+            .lock()
+            .map_err(|_| "control session poisoned".to_string())?;
+        let bytes = session.send(m).map_err(|e| e.to_string())?;
+        // Queued under the session's lock: bytes leave in the order encoded.
+        let queued = self.outbox.push(&bytes);
+        drop(session);
+        readers::wake();
+        queued
+    }
+
+    /// Closes the connection once what was posted has left (within a few
+    /// seconds), without waiting for it.
+    pub fn close(&self) {
+        if self.outbox.close() {
+            readers::wake();
+        } else {
+            self.shutdown();
+        }
+    }
+
     pub fn shutdown(&self) {
         if let Ok(w) = self.writer.lock() {
             w.shutdown();
@@ -125,6 +172,7 @@ struct Delivery<E: Endpoint, T> {
     session: Arc<Mutex<E>>,
     tx: Sender<T>,
     wrap: fn(Incoming<E::In>) -> T,
+    notify: fn(),
     foreign: Arc<OnceLock<u8>>,
 }
 
@@ -145,6 +193,7 @@ impl<E: Endpoint, T: Send + 'static> readers::Sink for Delivery<E, T> {
                         return Fed::OwnerGone;
                     }
                 }
+                (self.notify)();
                 Fed::Kept
             }
             Err(e) => {
@@ -159,5 +208,6 @@ impl<E: Endpoint, T: Send + 'static> readers::Sink for Delivery<E, T> {
 
     fn lost(&mut self, why: String) {
         let _ = self.tx.send((self.wrap)(Incoming::Lost(why)));
+        (self.notify)();
     }
 }

@@ -95,11 +95,9 @@ impl ControlSession {
         };
         let (Some(users), Some(nonce)) = (&access.users, nonce) else {
             return match answer {
-                Some(_) => self
-                    .refuse(
-                        "this server has no users (no --auth-users); run without --username".into(),
-                    )
-                    .map(|_| None),
+                Some(_) => self.refuse(
+                    "this server has no users (no --auth-users); run without --username".into(),
+                ),
                 None => Ok(None),
             };
         };
@@ -109,8 +107,7 @@ impl ControlSession {
                     .refuse(
                         "this server requires authentication: give --username and --key-file (or LINKPERF_USER and LINKPERF_KEY)"
                             .into(),
-                    )
-                    .map(|_| None);
+                    );
             }
             return Ok(None);
         };
@@ -128,7 +125,7 @@ impl ControlSession {
         );
         match checked {
             Ok(()) => Ok(Some(user)),
-            Err(refusal) => self.refuse(refusal).map(|_| None),
+            Err(refusal) => self.refuse(refusal),
         }
     }
 

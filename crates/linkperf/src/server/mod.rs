@@ -1,12 +1,15 @@
 //! `linkperf server`: serves many clients at once. Every control connection
-//! gets its own session thread and its own data connections (the process's
-//! control reader and sampling thread serve them all); there is no global
-//! busy state. A client that vanishes or misbehaves ends only its own session.
-//! This module accepts connections, tells their kinds apart, greets linkperf
-//! clients and dispatches; `session` holds a control session's state and
-//! `test` runs a throughput test. It must not run tests itself.
+//! gets a thread of its own for its greeting and set-up, and its own data
+//! connections; once its test has started, the process's test thread serves
+//! it (`running`), as the process's control reader and sampling thread serve
+//! every session. There is no global busy state. A client that vanishes or
+//! misbehaves ends only its own session. This module accepts connections,
+//! tells their kinds apart, greets linkperf clients and dispatches; `session`
+//! holds a control session's state and `test` sets a throughput test up. It
+//! must not run tests itself.
 
 mod auth;
+mod running;
 mod secure;
 mod session;
 mod test;
@@ -19,6 +22,7 @@ use crate::tls::{self, Channel, ServerTls};
 use linkperf_engine::facts;
 use linkperf_proto::session::ServerSession;
 use linkperf_proto::{ClientMessage, DataHello, Preamble, ServerMessage, PROTOCOL_VERSION};
+use running::Served;
 use session::{ControlSession, Event, Registry};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::ops::RangeInclusive;
@@ -292,11 +296,17 @@ fn accept_loop(listener: TcpListener, ctx: &Arc<Context>) {
         let spawned = std::thread::Builder::new()
             .name("lp-conn".into())
             .spawn(move || {
-                let _permit = permit;
                 let ctx = shared;
-                if handle_connection(stream, peer, ticket, &ctx) && ctx.options.once {
-                    ctx.finished.store(true, Ordering::Release);
-                    let _ = TcpStream::connect_timeout(&ctx.wake, Duration::from_secs(1));
+                match handle_connection(stream, peer, ticket, &ctx) {
+                    Handled::Ran => ran(&ctx, permit),
+                    Handled::Other => {}
+                    Handled::Running(test) => {
+                        let ended = move |line| {
+                            log_session(&ctx.guard, peer, line);
+                            ran(&ctx, permit);
+                        };
+                        let _ = running::add(*test, Box::new(ended));
+                    }
                 }
             });
         if let Err(e) = spawned {
@@ -306,7 +316,27 @@ fn accept_loop(listener: TcpListener, ctx: &Arc<Context>) {
     }
 }
 
-/// Returns true when a control session ran to its end (for `--once`).
+/// What became of a connection.
+enum Handled {
+    /// A session (control or rr) ran to its end.
+    Ran,
+    /// Another kind of connection (data, iperf3), or one refused.
+    Other,
+    /// A test started: the test thread is to serve it.
+    Running(Box<running::Running>),
+}
+
+/// A session of the connection that held `permit` ran to its end: with
+/// `--once`, the server stops.
+fn ran(ctx: &Context, permit: guard::ConnectionPermit) {
+    drop(permit);
+    if ctx.options.once {
+        ctx.finished.store(true, Ordering::Release);
+        let _ = TcpStream::connect_timeout(&ctx.wake, Duration::from_secs(1));
+    }
+}
+
+/// Serves one connection up to its end, or to its test's start.
 /// `accepted` is the connection's place in accept order (see
 /// [`crate::iperf3::server::accept_ticket`]).
 fn handle_connection(
@@ -314,27 +344,27 @@ fn handle_connection(
     peer: SocketAddr,
     accepted: u64,
     ctx: &Context,
-) -> bool {
+) -> Handled {
     let guard = &ctx.guard;
     let deadline = Instant::now() + guard.limits.handshake_timeout;
     let mut preamble = [0u8; Preamble::LEN];
     if let Err(why) = guard::read_exact_by(&mut stream, &mut preamble, deadline) {
         guard.refused(peer, &format!("no preamble: {why}"));
-        return false;
+        return Handled::Other;
     }
     let tls = ctx.options.tls.as_ref();
     if tls::is_client_hello(&preamble) {
         return match secure::accept(stream, peer, &preamble, tls, guard) {
-            Some((channel, Preamble::Rr)) => serve_rr(channel, peer, ctx, deadline),
+            Some((channel, Preamble::Rr)) => serve_rr(channel, peer, ctx, deadline).into(),
             Some((channel, _)) => serve_control(channel, peer, ctx),
-            None => false,
+            None => Handled::Other,
         };
     }
     let kind = Preamble::parse(&preamble);
     if secure::refuse_plain(&mut stream, peer, kind, (tls, guard), deadline)
         || auth::refuse_unauthenticated(&mut stream, peer, kind, (&ctx.access, guard), deadline)
     {
-        return false;
+        return Handled::Other;
     }
     match kind {
         Some(Preamble::Control) => {
@@ -347,12 +377,12 @@ fn handle_connection(
                     peer,
                     "data connection closed unread: too many wrong cookies",
                 );
-                return false;
+                return Handled::Other;
             }
             let mut hello = [0u8; DataHello::LEN];
             if let Err(why) = guard::read_exact_by(&mut stream, &mut hello, deadline) {
                 guard.refused(peer, &format!("data connection without its hello: {why}"));
-                return false;
+                return Handled::Other;
             }
             let hello = DataHello::decode(&hello);
             let tx = ctx
@@ -367,9 +397,9 @@ fn handle_connection(
                 }
                 None => guard.wrong_cookie(peer, "data connection"),
             }
-            false
+            Handled::Other
         }
-        Some(Preamble::Rr) => serve_rr(Channel::plain(stream), peer, ctx, deadline),
+        Some(Preamble::Rr) => serve_rr(Channel::plain(stream), peer, ctx, deadline).into(),
         None => crate::iperf3::server::serve(
             stream,
             peer,
@@ -384,7 +414,8 @@ fn handle_connection(
             },
             guard,
             deadline,
-        ),
+        )
+        .into(),
     }
 }
 
@@ -403,17 +434,39 @@ fn serve_rr(channel: Channel, peer: SocketAddr, ctx: &Context, deadline: Instant
     crate::rr::server::handle(channel, peer, &ctx.guard, deadline, admission)
 }
 
-/// Runs a control session (plain or TLS) and logs how it ended; true (for
-/// `--once`).
-fn serve_control(channel: Channel, peer: SocketAddr, ctx: &Context) -> bool {
+/// Runs a control session (plain or TLS) and logs how it ended, unless its
+/// test started (the test thread then serves it).
+fn serve_control(channel: Channel, peer: SocketAddr, ctx: &Context) -> Handled {
     match ControlSession::run(channel, peer, ctx) {
-        Ok(line) => ctx.guard.log.event(Level::Info, peer, "test-done", &line),
-        Err(why) => ctx
-            .guard
-            .log
-            .event(Level::Warn, peer, "session-failed", &why),
+        Ok(Served::Running(test)) => Handled::Running(test),
+        Ok(Served::Done(line)) => {
+            log_session(&ctx.guard, peer, Ok(line));
+            Handled::Ran
+        }
+        Err(why) => {
+            log_session(&ctx.guard, peer, Err(why));
+            Handled::Ran
+        }
     }
-    true
+}
+
+/// The event log's line for a control session's end.
+fn log_session(guard: &Guard, peer: SocketAddr, ended: Result<String, String>) {
+    match ended {
+        Ok(line) => guard.log.event(Level::Info, peer, "test-done", &line),
+        Err(why) => guard.log.event(Level::Warn, peer, "session-failed", &why),
+    }
+}
+
+impl From<bool> for Handled {
+    /// Whether a session ran (rr, iperf3).
+    fn from(ran: bool) -> Handled {
+        if ran {
+            Handled::Ran
+        } else {
+            Handled::Other
+        }
+    }
 }
 
 /// The address to wake a listener bound to `addr` (loopback for a wildcard).
@@ -429,14 +482,15 @@ fn loopback_of(mut addr: SocketAddr) -> SocketAddr {
 }
 
 impl ControlSession {
-    fn run(stream: Channel, peer: SocketAddr, ctx: &Context) -> Result<String, String> {
+    fn run(stream: Channel, peer: SocketAddr, ctx: &Context) -> Result<Served, String> {
         linkperf_engine::sockopt::apply_liveness(&socket2::SockRef::from(stream.tcp()));
         let local = stream.tcp().local_addr().map_err(|e| e.to_string())?;
         let (tx, events) = mpsc::channel();
         let session = ServerSession::new().with_first_frame_limit(FIRST_FRAME_LIMIT);
-        let control = Control::start(stream, session, tx.clone(), Event::Client)
-            .map_err(|e| e.to_string())?;
-        let mut session = ControlSession {
+        let control =
+            Control::start_notifying(stream, session, tx.clone(), Event::Client, running::wake)
+                .map_err(|e| e.to_string())?;
+        let session = ControlSession {
             control,
             events,
             tx,
@@ -448,7 +502,7 @@ impl ControlSession {
         session.serve(local, ctx)
     }
 
-    fn serve(&mut self, local: SocketAddr, ctx: &Context) -> Result<String, String> {
+    fn serve(mut self, local: SocketAddr, ctx: &Context) -> Result<Served, String> {
         let options = &ctx.options;
         let step = self.guard.limits.handshake_timeout;
         match self.next_message(step) {
@@ -478,7 +532,10 @@ impl ControlSession {
         }
         if let ClientMessage::Cancel { .. } = request {
             // A controller checking that this agent is up (campaign start).
-            return Ok(format!("client {}: greeted and left", self.peer));
+            return Ok(Served::Done(format!(
+                "client {}: greeted and left",
+                self.peer
+            )));
         }
         let principal = self.authenticate(&ctx.access, nonce.as_deref(), answer, &request)?;
         match request {
@@ -506,6 +563,7 @@ impl ControlSession {
                     Err(why) => return self.refuse(why),
                 };
                 self.third_party(target, port, request, options)
+                    .map(Served::Done)
             }
             _ => Err("expected setup".into()),
         }

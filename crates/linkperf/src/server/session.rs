@@ -40,7 +40,8 @@ pub(super) struct ControlSession {
 impl Drop for ControlSession {
     fn drop(&mut self) {
         self.unregister();
-        self.control.shutdown();
+        // What was posted to the client still leaves first.
+        self.control.close();
     }
 }
 
@@ -74,7 +75,7 @@ impl ControlSession {
     }
 
     /// Tells the client why the session ends and returns the log line.
-    pub fn refuse(&self, message: String) -> Result<String, String> {
+    pub fn refuse<T>(&self, message: String) -> Result<T, String> {
         let _ = self.control.send(&ServerMessage::Error {
             message: message.clone(),
         });

@@ -1,16 +1,16 @@
-//! Runs one throughput test for a control session: its data sockets and
-//! listener, collecting the data connections and the client's Start, the
-//! running test with its interval and result exchange, and the log line.
-//! Must not greet clients or serve other kinds of session.
+//! Sets one throughput test up for a control session: its data sockets and
+//! listener, collecting the data connections and the client's Start, and
+//! starting the side, which it hands to the test thread (`running`) with
+//! the session. Must not greet clients or serve other kinds of session.
 
+use super::running::{Running, Served};
 use super::session::{ControlSession, Event};
 use crate::control::Incoming;
 use crate::data;
 use crate::guard;
-use linkperf_engine::{facts, DataSocket, EventSink, LocalSide, SideEvent, StreamPlan};
-use linkperf_proto::config::MAX_SECONDS;
+use linkperf_engine::{facts, DataSocket, EventSink, LocalSide, StreamPlan};
 use linkperf_proto::messages::StreamEndpoint;
-use linkperf_proto::results::{Role, SideResult};
+use linkperf_proto::results::Role;
 use linkperf_proto::{ClientMessage, DataHello, Preamble, Protocol, ServerMessage, TestConfig};
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener, UdpSocket};
@@ -48,18 +48,19 @@ struct Announced {
 }
 
 impl ControlSession {
-    /// Runs the test the client set up and returns the log line.
+    /// Sets up and starts the test the client asked for: the running test,
+    /// with this session, for the test thread.
     pub(super) fn run_test(
-        &mut self,
+        mut self,
         config: TestConfig,
         local: SocketAddr,
         data_ports: Option<&RangeInclusive<u16>>,
-    ) -> Result<String, String> {
+    ) -> Result<Served, String> {
         if let Err(why) = acceptable(&config).and_then(|()| self.guard.check_config(&config)) {
             return self.refuse(why);
         }
         let roles = data::stream_roles(&config, true);
-        let _permit = match self.guard.admit_test(roles.len()) {
+        let permit = match self.guard.admit_test(roles.len()) {
             Ok(permit) => permit,
             Err(why) => return self.refuse(why),
         };
@@ -76,13 +77,9 @@ impl ControlSession {
         };
         self.unregister();
         let side = self.start(&config, local, plans, warnings, start_at)?;
-        let result = self.serve_test(&config, side)?;
-        Ok(crate::text::server_line(
-            &self.peer,
-            &config,
-            &result,
-            Default::default(),
-        ))
+        Ok(Served::Running(Box::new(Running::new(
+            self, config, side, permit,
+        ))))
     }
 
     /// Registers the test's cookie, opens its UDP sockets or the data
@@ -246,111 +243,12 @@ impl ControlSession {
         let tx = self.tx.clone();
         let sink: EventSink = Arc::new(move |e| {
             let _ = tx.send(Event::Side(e));
+            super::running::wake();
         });
         side.start(at, sink);
         self.control
             .send(&ServerMessage::Started { start_unix_ms })?;
         Ok(side)
-    }
-
-    /// Runs the started test: relays intervals and end-of-sending to the
-    /// client, exchanges the results, and stops on Cancel. A `-n` test that
-    /// reaches the server's longest duration has its senders stopped; a
-    /// test that overruns by two minutes more is aborted.
-    fn serve_test(&self, config: &TestConfig, side: LocalSide) -> Result<SideResult, String> {
-        let mut side = Some(side);
-        let mut local_result = None;
-        let mut peer_finished = false;
-        let longest = self.guard.limits.max_duration_s.min(MAX_SECONDS);
-        let planned = if config.bytes.is_some() {
-            longest
-        } else {
-            config.duration_s.min(longest)
-        };
-        let watchdog = Duration::from_secs_f64(planned) + Duration::from_secs(120);
-        let stop_at = Duration::from_secs_f64(longest) + Duration::from_secs(1);
-        let started = Instant::now();
-        while local_result.is_none() || !peer_finished {
-            // Checked on every event: intervals arrive every second, so a
-            // check on a quiet second alone might never run.
-            let elapsed = started.elapsed();
-            if elapsed > stop_at && local_result.is_none() {
-                return Err(self.stop_at_limit(side.take(), longest));
-            }
-            if elapsed > watchdog {
-                if let Some(s) = &side {
-                    s.abort();
-                }
-                return Err("test overran its duration by two minutes; aborted".into());
-            }
-            let event = match self.events.recv_timeout(Duration::from_secs(1)) {
-                Ok(e) => e,
-                Err(RecvTimeoutError::Timeout) => continue,
-                Err(RecvTimeoutError::Disconnected) => break,
-            };
-            match event {
-                Event::Side(SideEvent::Interval(streams)) => {
-                    let _ = self.control.send(&ServerMessage::Interval { streams });
-                }
-                Event::Side(SideEvent::SendersDone(packets)) => {
-                    let _ = self.control.send(&ServerMessage::SendersDone { packets });
-                }
-                Event::Side(SideEvent::AllDone) => {
-                    if let Some(s) = side.take() {
-                        let result = s.finish();
-                        let _ = self.control.send(&ServerMessage::Finished {
-                            result: Box::new(result.clone()),
-                        });
-                        local_result = Some(result);
-                    }
-                }
-                Event::Client(Incoming::Message(ClientMessage::SendersDone { packets })) => {
-                    if let Some(s) = &side {
-                        s.peer_senders_done(&packets);
-                    }
-                }
-                Event::Client(Incoming::Message(ClientMessage::Cancel { .. })) => {
-                    if let Some(s) = &side {
-                        s.stop_senders();
-                    }
-                }
-                Event::Client(Incoming::Message(ClientMessage::Finished { .. })) => {
-                    peer_finished = true
-                }
-                Event::Client(Incoming::Message(_)) => {}
-                Event::Client(Incoming::Lost(why)) => {
-                    if let Some(s) = side.take() {
-                        s.abort();
-                        let _ = s.finish();
-                    }
-                    if local_result.is_some() && peer_finished {
-                        break;
-                    }
-                    return Err(format!("test aborted: {why}"));
-                }
-                Event::Data(..) => {}
-            }
-        }
-        Ok(local_result.unwrap_or_default())
-    }
-}
-
-impl ControlSession {
-    /// The test ran for --server-max-duration (a `-n` test; others are
-    /// refused longer): this side stops and the client is told why; it
-    /// keeps what it measured. Returns the log line.
-    fn stop_at_limit(&self, side: Option<LocalSide>, longest: f64) -> String {
-        if let Some(s) = side {
-            s.abort();
-            let _ = s.finish();
-        }
-        let why = format!(
-            "the test reached this server's limit of {longest} s (--server-max-duration); stopped"
-        );
-        let _ = self.control.send(&ServerMessage::Error {
-            message: why.clone(),
-        });
-        format!("refused: {why}")
     }
 }
 

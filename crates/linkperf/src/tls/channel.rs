@@ -192,6 +192,66 @@ impl Channel {
     }
 }
 
+impl Channel {
+    /// Writes what the socket takes now, without waiting, and returns how
+    /// many of `buf`'s bytes were taken. A TLS channel takes them into its
+    /// records and sends what the socket takes of those; the rest waits in
+    /// it ([`Channel::unsent`]), and an empty `buf` sends more of it. For a
+    /// writer that waits on many sockets at once (`poll(2)`).
+    pub fn write_now(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let Some(tls) = &self.tls else {
+            return send_now(&self.tcp, buf);
+        };
+        let mut c = tls
+            .lock()
+            .map_err(|_| io::Error::other("TLS state poisoned"))?;
+        let taken = if buf.is_empty() {
+            0
+        } else {
+            c.writer().write(buf)?
+        };
+        while c.wants_write() {
+            match c.write_tls(&mut Unwaiting(&self.tcp)) {
+                Ok(_) => {}
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(taken)
+    }
+
+    /// Whether TLS records wait for the socket to take them.
+    pub fn unsent(&self) -> bool {
+        self.tls
+            .as_ref()
+            .is_some_and(|t| t.lock().is_ok_and(|c| c.wants_write()))
+    }
+}
+
+/// The socket, written without waiting (for rustls's `write_tls`).
+struct Unwaiting<'a>(&'a TcpStream);
+
+impl Write for Unwaiting<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        send_now(self.0, buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// `send(2)` without waiting (`MSG_DONTWAIT`; the socket itself stays
+/// blocking for the writers that share it): `WouldBlock` when it is full.
+fn send_now(tcp: &TcpStream, buf: &[u8]) -> io::Result<usize> {
+    let flags = libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL;
+    // SAFETY: `buf` is valid for reads of its length for the whole call.
+    let n = unsafe { libc::send(tcp.as_raw_fd(), buf.as_ptr().cast(), buf.len(), flags) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(n as usize)
+}
+
 /// `recv(2)`, waiting for bytes or not (`MSG_DONTWAIT`: the socket itself
 /// stays blocking for the writers that share it).
 fn recv(tcp: &TcpStream, buf: &mut [u8], wait: bool) -> io::Result<usize> {
