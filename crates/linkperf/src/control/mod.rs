@@ -36,6 +36,12 @@ impl<I: Message + Send + 'static, O: Message + 'static> Endpoint for Session<I, 
     }
 }
 
+/// Waits (at most `limit`) until every control connection of the process
+/// is let go: what was posted to them has left. For a process about to exit.
+pub fn wait_idle(limit: std::time::Duration) {
+    readers::wait_idle(limit);
+}
+
 /// What the reader thread delivers.
 pub enum Incoming<M> {
     Message(M),

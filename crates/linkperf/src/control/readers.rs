@@ -283,6 +283,24 @@ pub(super) fn add(
     Ok(())
 }
 
+/// Waits until the thread has let every connection go (what was posted has
+/// left, each closed one is shut), at most `limit`: for a process about to
+/// exit.
+pub(super) fn wait_idle(limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if STATE
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .waker
+            .is_none()
+        {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// Ends the thread's wait: something was posted or closed.
 pub(super) fn wake() {
     let waker = STATE

@@ -199,6 +199,8 @@ impl Server {
                 .spawn(move || accept_loop(extra, &ctx));
         }
         accept_loop(self.listener, &ctx);
+        // `--once`: the test's last messages leave before the process ends.
+        crate::control::wait_idle(Duration::from_secs(5));
     }
 
     /// Runs the server on a background thread (for `linkperf demo` and tests).

@@ -51,8 +51,16 @@ pub(super) struct Running {
     stop_at: Duration,
     /// Past this, the test is aborted (its planned length and two minutes).
     watchdog: Duration,
-    /// Counts the test among the server's running tests until it ends.
-    _permit: TestPermit,
+    _held: Held,
+}
+
+/// What a running test holds until it ends.
+pub(super) struct Held {
+    /// Counts the test among the server's running tests.
+    pub _permit: TestPermit,
+    /// `-m`: the test's data listener, through which an MPTCP peer's
+    /// further subflows (MP_JOIN) arrive.
+    pub _joins: Option<std::net::TcpListener>,
 }
 
 impl Running {
@@ -62,7 +70,7 @@ impl Running {
         session: ControlSession,
         config: TestConfig,
         mut side: LocalSide,
-        permit: TestPermit,
+        held: Held,
     ) -> Running {
         side.release_control_thread();
         let longest = session.guard.limits.max_duration_s.min(MAX_SECONDS);
@@ -81,7 +89,7 @@ impl Running {
             longest,
             stop_at: Duration::from_secs_f64(longest) + Duration::from_secs(1),
             watchdog: Duration::from_secs_f64(planned) + Duration::from_secs(120),
-            _permit: permit,
+            _held: held,
         }
     }
 

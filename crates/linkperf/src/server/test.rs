@@ -70,15 +70,19 @@ impl ControlSession {
                     let (plans, start_at) = self.collect(&config, local, &roles, &mut announced)?;
                     Ok((plans, start_at, announced.warnings, announced.joins))
                 });
-        let (plans, start_at, warnings, _joins) = match collected {
+        let (plans, start_at, warnings, joins) = match collected {
             Ok(collected) => collected,
             Err(NoStart::Refuse(why)) => return self.refuse(why),
             Err(NoStart::End(why)) => return Err(why),
         };
         self.unregister();
         let side = self.start(&config, local, plans, warnings, start_at)?;
+        let held = super::running::Held {
+            _permit: permit,
+            _joins: joins,
+        };
         Ok(Served::Running(Box::new(Running::new(
-            self, config, side, permit,
+            self, config, side, held,
         ))))
     }
 
