@@ -155,8 +155,7 @@ impl Running {
                 let _ = control.post(&ServerMessage::SendersDone { packets });
             }
             Event::Side(SideEvent::AllDone) => {
-                if let Some(mut side) = self.side.take() {
-                    side.release_control_thread();
+                if let Some(side) = self.side.take() {
                     let result = side.finish();
                     let _ = control.post(&ServerMessage::Finished {
                         result: Box::new(result.clone()),
