@@ -44,10 +44,26 @@ impl ThreadCpu {
 
     /// The calling thread's CPU time since `earlier` (taken on this thread).
     pub fn since(earlier: &ThreadCpu) -> Self {
-        let now = ThreadCpu::now();
+        ThreadCpu::now().minus(earlier)
+    }
+
+    /// The CPU time between an earlier reading of the same thread and this one.
+    pub fn minus(&self, earlier: &ThreadCpu) -> Self {
         ThreadCpu {
-            user: now.user.saturating_sub(earlier.user),
-            system: now.system.saturating_sub(earlier.system),
+            user: self.user.saturating_sub(earlier.user),
+            system: self.system.saturating_sub(earlier.system),
+        }
+    }
+
+    /// `part` of `whole` parts of this time (all of it when `whole` is 0).
+    pub fn share(&self, part: u32, whole: u32) -> Self {
+        if whole == 0 {
+            return *self;
+        }
+        let of = |d: Duration| d.mul_f64(f64::from(part) / f64::from(whole));
+        ThreadCpu {
+            user: of(self.user),
+            system: of(self.system),
         }
     }
 

@@ -1,5 +1,6 @@
-//! The linkperf data plane: streams on OS threads with blocking sockets,
-//! socket options, pacing, counters, tcp_info sampling and CPU accounting.
+//! The linkperf data plane: streams on OS threads with blocking sockets (TCP
+//! receivers on a few epoll loops), socket options, pacing, counters,
+//! tcp_info sampling and CPU accounting.
 //! Nothing here prints or stores; callers get [`side::SideEvent`]s and a
 //! [`linkperf_proto::results::SideResult`].
 
@@ -12,6 +13,7 @@ pub mod mmsg;
 pub mod modelsend;
 pub mod mptcp;
 pub mod pacer;
+mod receivers;
 pub mod rtnetlink;
 pub mod rttsample;
 mod sampler;

@@ -330,7 +330,7 @@ fn follow(
         f.count_unsent(stopped_at);
     }
     let seconds = stopped_at.saturating_duration_since(p.start).as_secs_f64();
-    *lock(&shared.schedule) = Some(f.tally.stats(model.text(), seed, seconds));
+    *lock(&shared.schedule) = Some(Box::new(f.tally.stats(model.text(), seed, seconds)));
 }
 
 /// A TCP sender: each message is one write of its size (in pieces if it
@@ -496,7 +496,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(30));
             Some(b.iter().sum())
         });
-        let s = lock(&shared.schedule).clone().unwrap();
+        let s = *lock(&shared.schedule).clone().unwrap();
         // 50 due in 0.5 s, whatever the machine does.
         assert_eq!(s.messages_due, 50, "{s:?}");
         assert!(s.messages_sent <= 17, "{s:?}");
@@ -519,7 +519,7 @@ mod tests {
                 }
                 Some(b.iter().sum())
             });
-            let s = lock(&shared.schedule).clone().unwrap();
+            let s = *lock(&shared.schedule).clone().unwrap();
             assert_eq!(s.messages_due, 10, "{model}: {s:?}");
             if queue {
                 assert_eq!((s.skipped, s.messages_sent), (0, 10), "{model}: {s:?}");
@@ -561,7 +561,7 @@ mod tests {
             while spin.elapsed() < Duration::from_micros(20) {}
             Some(sizes.iter().sum())
         });
-        let s = lock(&shared.schedule).clone().unwrap();
+        let s = *lock(&shared.schedule).clone().unwrap();
         // 100 000 due in 0.2 s, whatever the machine does.
         assert_eq!(s.messages_due, 100_000, "{s:?}");
         assert_eq!(s.messages_sent + s.unsent, s.messages_due, "{s:?}");

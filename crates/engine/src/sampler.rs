@@ -68,7 +68,7 @@ pub(crate) fn snapshot(
         at,
         bytes: arrivals.map_or(counted, |a| a.bytes(info.as_ref(), counted)),
         packets: shared.packets.load(Ordering::Relaxed),
-        udp: shared.udp.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+        udp: stream::lock(&shared.udp).as_deref().cloned(),
         tcp: info,
         offered: shared.offered_bytes.load(Ordering::Relaxed),
     }
@@ -201,7 +201,8 @@ impl Sampler {
                             Some(b) => UdpTracker::delta(b, u),
                             None => u.clone(),
                         };
-                        DelayTrack::fill(&mut d, stream::lock(&s.delays).take_interval());
+                        let delays = stream::lock(&s.delays).as_mut().map(|t| t.take_interval());
+                        DelayTrack::fill(&mut d, delays.unwrap_or_default());
                         d
                     }),
                     offered_bits_per_second: (s.role == Role::Sender
@@ -347,7 +348,9 @@ impl Run {
             if omitted {
                 self.out.baseline = snaps.clone();
                 for s in &self.s.streams {
-                    stream::lock(&s.delays).reset_total();
+                    if let Some(t) = stream::lock(&s.delays).as_mut() {
+                        t.reset_total();
+                    }
                 }
             } else {
                 for (whole, interval) in self.out.rtt.iter_mut().zip(&self.rtt) {

@@ -1,5 +1,6 @@
-//! One end of a test: its streams, their sampler (in `sampler.rs`), and
-//! the summary once they are done.
+//! One end of a test: its streams (a thread each, or a receiving loop's for a
+//! paced TCP receiver), their sampler (in `sampler.rs`), and the summary once they
+//! are done.
 
 use crate::arrivals::Arrivals;
 use crate::cpu::{CpuSnapshot, ThreadCpu};
@@ -7,7 +8,7 @@ use crate::delays::DelayTrack;
 use crate::sampler::{snapshot, tcp_summary, Sampler, SamplerOutput, Snap};
 pub use crate::sampler::{EventSink, SideEvent};
 use crate::sockopt;
-use crate::stream::{self, DataSocket, SideControl, StreamParams, StreamShared};
+use crate::stream::{self, DataSocket, SideControl, StreamCpu, StreamParams, StreamShared};
 use crate::tcpinfo::RttTrack;
 use crate::udptrack::UdpTracker;
 use linkperf_proto::results::{Role, SideResult, SocketFacts, StreamResult, TcpStats};
@@ -37,7 +38,7 @@ pub struct LocalSide {
     /// Each TCP receiver's arrival counter (none over MPTCP: its tcp_info is a subflow's).
     arrivals: Vec<Option<Arrivals>>,
     facts: Vec<SocketFacts>,
-    threads: Vec<JoinHandle<()>>,
+    running: Vec<Running>,
     sampler: Option<crate::samplers::Handle>,
     series: Option<crate::series::Series>,
     cpu_start: Option<CpuSnapshot>,
@@ -103,7 +104,7 @@ impl LocalSide {
             tcp_handles,
             arrivals,
             facts,
-            threads: Vec::new(),
+            running: Vec::new(),
             sampler: None,
             series: None,
             cpu_start: None,
@@ -180,36 +181,28 @@ impl LocalSide {
                 skip_rx_copy: self.config.skip_rx_copy,
             };
             let same_clock = self.same_clock;
-            let name = format!(
-                "lp-{}-{}",
-                if plan.role == Role::Sender {
-                    "tx"
-                } else {
-                    "rx"
-                },
-                plan.id
-            );
-            let handle = std::thread::Builder::new().name(name).spawn(move || {
-                let cpu_before = ThreadCpu::now();
-                let cpu_of = shared.clone();
-                run_stream(plan, shared, ctl.clone(), params, same_clock);
-                // Before `at` the thread only slept: its running time starts there.
-                let ran = Instant::now().saturating_duration_since(at);
-                *cpu_of.cpu.lock().unwrap_or_else(|p| p.into_inner()) =
-                    Some((ThreadCpu::since(&cpu_before), ran));
-                // The sampler reports the end at once instead of at its next
-                // 10 ms step (a short test's end would otherwise wait up to a
-                // step on each side: most of a sweep run's cost).
-                crate::samplers::wake();
-            });
-            match handle {
-                Ok(h) => self.threads.push(h),
+            let started = match plan.socket {
+                DataSocket::Tcp(sock) if crate::receivers::takes(plan.role, rate) => {
+                    crate::receivers::add(sock, shared, ctl, params, at).map(Running::Read)
+                }
+                socket => spawn_stream(
+                    StreamPlan { socket, ..plan },
+                    shared,
+                    ctl,
+                    params,
+                    same_clock,
+                    at,
+                )
+                .map(Running::Thread),
+            };
+            match started {
+                Ok(running) => self.running.push(running),
                 Err(e) => {
                     *self.streams[index]
                         .error
                         .lock()
                         .unwrap_or_else(|p| p.into_inner()) =
-                        Some(format!("could not start stream thread: {e}"));
+                        Some(format!("could not start stream: {e}"));
                     self.streams[index].finished.store(true, Ordering::Release);
                 }
             }
@@ -295,8 +288,11 @@ impl LocalSide {
 
     /// Waits for the streams and the sampler, then summarises.
     pub fn finish(mut self) -> SideResult {
-        for t in self.threads.drain(..) {
-            let _ = t.join();
+        for r in self.running.drain(..) {
+            match r {
+                Running::Thread(t) => drop(t.join()),
+                Running::Read(h) => h.join(),
+            }
         }
         let output = self.sampler.take().map(|s| s.join()).unwrap_or_default();
         let mut series = self.series.take().map(|s| s.finish()).unwrap_or_default();
@@ -364,15 +360,16 @@ impl LocalSide {
         let measured = finished_after.saturating_sub(base.at);
         let tcp = stream_tcp(shared.role, &base, &final_snap, measured, &rtt);
         let thread_cpu = *shared.cpu.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((cpu, _)) = &thread_cpu {
-            own_cpu.add(cpu);
+        if let Some(cpu) = &thread_cpu {
+            own_cpu.add(&cpu.own);
         }
         let udp = final_snap.udp.as_ref().map(|now| {
             let mut u = match &base.udp {
                 Some(b) if base.at > Duration::ZERO => UdpTracker::delta(b, now),
                 _ => now.clone(),
             };
-            DelayTrack::fill(&mut u, stream::lock(&shared.delays).total());
+            let delays = stream::lock(&shared.delays).as_ref().map(|t| t.total());
+            DelayTrack::fill(&mut u, delays.unwrap_or_default());
             u
         });
         let packets = (self.config.protocol == linkperf_proto::Protocol::Udp)
@@ -391,17 +388,13 @@ impl LocalSide {
             udp,
             tcp,
             socket: self.facts[i].clone(),
-            send_gaps: shared
-                .gaps
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .clone(),
-            schedule: stream::lock(&shared.schedule).clone(),
+            send_gaps: stream::lock(&shared.gaps).as_deref().cloned(),
+            schedule: stream::lock(&shared.schedule).as_deref().cloned(),
             started_unix_ns: Some(shared.started_unix_ns.load(Ordering::Relaxed))
                 .filter(|&t| t > 0),
             thread_cpu_percent: thread_cpu
-                .filter(|(_, ran)| !ran.is_zero())
-                .map(|(cpu, ran)| 100.0 * cpu.total().as_secs_f64() / ran.as_secs_f64()),
+                .filter(|c| !c.ran.is_zero())
+                .map(|c| 100.0 * c.thread.total().as_secs_f64() / c.ran.as_secs_f64()),
             error: shared
                 .error
                 .lock()
@@ -442,6 +435,46 @@ impl LocalSide {
             has(Role::Receiver),
         ))
     }
+}
+
+/// A started stream: on a thread of its own, or read by a receiving loop
+/// (`receivers.rs`).
+enum Running {
+    Thread(JoinHandle<()>),
+    Read(crate::receivers::Handle),
+}
+
+/// Starts a stream's own thread (named `lp-tx-ID` or `lp-rx-ID`), which runs it
+/// and records its CPU since `at` (before that the thread only slept).
+fn spawn_stream(
+    plan: StreamPlan,
+    shared: Arc<StreamShared>,
+    ctl: Arc<SideControl>,
+    params: StreamParams,
+    same_clock: bool,
+    at: Instant,
+) -> std::io::Result<JoinHandle<()>> {
+    let kind = if plan.role == Role::Sender {
+        "tx"
+    } else {
+        "rx"
+    };
+    let name = format!("lp-{kind}-{}", plan.id);
+    std::thread::Builder::new().name(name).spawn(move || {
+        let cpu_before = ThreadCpu::now();
+        let cpu_of = shared.clone();
+        run_stream(plan, shared, ctl, params, same_clock);
+        let own = ThreadCpu::since(&cpu_before);
+        *cpu_of.cpu.lock().unwrap_or_else(|p| p.into_inner()) = Some(StreamCpu {
+            own,
+            thread: own,
+            ran: Instant::now().saturating_duration_since(at),
+        });
+        // The sampler reports the end at once instead of at its next
+        // 10 ms step (a short test's end would otherwise wait up to a
+        // step on each side: most of a sweep run's cost).
+        crate::samplers::wake();
+    })
 }
 
 /// One stream's thread: its sender or receiver loop, by socket and role (a

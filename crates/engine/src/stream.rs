@@ -1,9 +1,10 @@
-//! The data plane: one OS thread per stream, blocking sockets.
+//! The data plane's streams on an OS thread each, with blocking sockets (TCP
+//! receivers of streams paced to a low rate are read by `receivers.rs`).
 //!
-//! Each stream thread only moves bytes and updates its [`StreamShared`]
-//! counters; the sampler reads those counters from another thread. Stream
-//! threads check their side's stop flags between socket calls, which use
-//! short timeouts so a stop is honoured within half a second.
+//! Each stream only moves bytes and updates its [`StreamShared`] counters;
+//! the sampler reads those counters from another thread. Stream threads
+//! check their side's stop flags between socket calls, which use short
+//! timeouts so a stop is honoured within half a second.
 
 use crate::cpu::ThreadCpu;
 use crate::delays::DelayTrack;
@@ -28,7 +29,7 @@ pub const IDLE_LIMIT: Duration = Duration::from_secs(10);
 /// radio link at a bit error rate of 5e-6, a third of its 9180-byte packets lost).
 /// A peer that is gone is found sooner by the control connection (keepalive).
 pub const TCP_IDLE_LIMIT: Duration = Duration::from_secs(60);
-/// Socket timeout between checks of the stop flags.
+/// Socket timeout between checks of the stop flags (a receiving loop's wait).
 pub(crate) const POLL: Duration = Duration::from_millis(100);
 /// How many FIN markers a UDP sender sends (they may be lost like any datagram).
 const FIN_COPIES: usize = 5;
@@ -45,25 +46,26 @@ pub struct StreamShared {
     pub role: Role,
     pub bytes: AtomicU64,
     pub packets: AtomicU64,
-    /// Receiver's UDP statistics, refreshed after every batch.
-    pub udp: Mutex<Option<UdpStats>>,
+    /// Receiver's UDP statistics, refreshed after every batch (boxed, as the
+    /// fields below used by some streams only: a TCP stream's costs a pointer).
+    pub udp: Mutex<Option<Box<UdpStats>>>,
     pub finished: AtomicBool,
     /// Nanoseconds from the side's start to the stream's end.
     pub finished_after_ns: AtomicU64,
     pub error: Mutex<Option<String>>,
     /// Datagrams the remote sender reports having sent (u64::MAX: unknown).
     pub peer_sent: AtomicU64,
-    pub gaps: Mutex<Option<GapStats>>,
+    pub gaps: Mutex<Option<Box<GapStats>>>,
     /// Wall-clock ns when a sender began sending (0: not yet).
     pub started_unix_ns: AtomicU64,
-    /// CPU the stream's thread used, and for how long it ran, once it is done.
-    pub cpu: Mutex<Option<(ThreadCpu, Duration)>>,
+    /// CPU the stream used, once it is done.
+    pub cpu: Mutex<Option<StreamCpu>>,
     /// A UDP receiver's one-way delay and IPDV distributions.
-    pub delays: Mutex<DelayTrack>,
+    pub delays: Mutex<Option<Box<DelayTrack>>>,
     /// A model's sender: bytes its schedule had due so far.
     pub offered_bytes: AtomicU64,
     /// A model's sender: how it kept the schedule, once it is done.
-    pub schedule: Mutex<Option<ScheduleStats>>,
+    pub schedule: Mutex<Option<Box<ScheduleStats>>>,
     /// An MPTCP stream's subflows at its end (see [`crate::mptcp`]).
     pub subflows: Mutex<Vec<linkperf_proto::results::Subflow>>,
     /// A TCP sender's latest smoothed-RTT reading, taken by its own thread.
@@ -85,11 +87,20 @@ impl StreamShared {
             gaps: Mutex::new(None),
             started_unix_ns: AtomicU64::new(0),
             cpu: Mutex::new(None),
-            delays: Mutex::new(DelayTrack::default()),
+            delays: Mutex::new(None),
             offered_bytes: AtomicU64::new(0),
             schedule: Mutex::new(None),
             subflows: Mutex::new(Vec::new()),
             rtt: RttSlot::default(),
+        }
+    }
+
+    /// Publishes a UDP receiver's statistics (its box made once, then reused).
+    pub(crate) fn set_udp(&self, stats: UdpStats) {
+        let mut udp = lock(&self.udp);
+        match udp.as_mut() {
+            Some(b) => **b = stats,
+            None => *udp = Some(Box::new(stats)),
         }
     }
 
@@ -99,6 +110,19 @@ impl StreamShared {
             *e = Some(why);
         }
     }
+}
+
+/// What a stream cost in CPU, once it is done.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StreamCpu {
+    /// CPU spent on this stream (its own thread's, or its share of a thread
+    /// that served several: see `receivers.rs`).
+    pub own: ThreadCpu,
+    /// The whole CPU of the thread that served it, over the stream's life:
+    /// near `ran`, that thread had no time to spare.
+    pub thread: ThreadCpu,
+    /// How long the stream ran (from the test's start to its end).
+    pub ran: Duration,
 }
 
 /// Flags one side's owner uses to steer its stream threads.
@@ -315,6 +339,8 @@ pub(crate) fn close_and_drain(sock: &mut TcpStream, ctl: &SideControl) {
     }
 }
 
+/// A TCP receiver on a thread of its own (streams not paced to a low rate;
+/// the others are read by `receivers.rs`).
 pub fn tcp_receive(
     sock: TcpStream,
     shared: Arc<StreamShared>,
@@ -444,8 +470,7 @@ pub fn udp_send(
         if let Some(end) = p.end {
             pacer.finish(end);
         }
-        *shared.gaps.lock().unwrap_or_else(|e| e.into_inner()) =
-            Some(pacer.gap_stats(len as u64 * 8));
+        *lock(&shared.gaps) = Some(Box::new(pacer.gap_stats(len as u64 * 8)));
     }
     // Nothing is sent after the end: a sender that woke past it sent for the test's time.
     let data_ended = p.end.map_or_else(Instant::now, |e| Instant::now().min(e));
@@ -537,14 +562,17 @@ pub fn udp_receive(
     let _ = sock.set_read_timeout(Some(POLL));
     let mut batch = mmsg::RecvBatch::new(p.length.max(udp::HEADER_LEN) + 1, BATCH, &sock);
     let mut tracker = UdpTracker::new();
-    lock(&shared.delays).same_clock = same_clock;
+    lock(&shared.delays)
+        .get_or_insert_with(Default::default)
+        .same_clock = same_clock;
     let mut fin_at: Option<Instant> = None;
     let mut last_data = Instant::now().max(p.start);
     loop {
         match batch.receive(&sock) {
             Ok(n) => {
                 let now_ns = now_unix_ns();
-                let mut delays = lock(&shared.delays);
+                let mut held = lock(&shared.delays);
+                let delays = held.get_or_insert_with(Default::default);
                 for d in (0..n).flat_map(|i| batch.datagrams(i)) {
                     if udp::parse_hello(d).is_some() {
                         continue; // a late copy of the set-up handshake
@@ -561,14 +589,13 @@ pub fn udp_receive(
                         None => {}
                     }
                 }
-                drop(delays);
+                drop(held);
                 if n > 0 {
                     last_data = Instant::now();
                 }
                 shared.bytes.store(tracker.bytes(), Ordering::Relaxed);
                 shared.packets.store(tracker.packets(), Ordering::Relaxed);
-                *shared.udp.lock().unwrap_or_else(|e| e.into_inner()) =
-                    Some(tracker.stats(same_clock));
+                shared.set_udp(tracker.stats(same_clock));
             }
             Err(e)
                 if matches!(
@@ -606,7 +633,7 @@ pub fn udp_receive(
     }
     let mut stats = tracker.stats(same_clock);
     stats.socket_drops = crate::kernel_drops::socket_drops(std::os::fd::AsRawFd::as_raw_fd(&sock));
-    *shared.udp.lock().unwrap_or_else(|e| e.into_inner()) = Some(stats);
+    shared.set_udp(stats);
     mark_finished(&shared, p.start, last_data);
 }
 

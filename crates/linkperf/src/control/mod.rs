@@ -1,8 +1,9 @@
 //! Control connections over real sockets: the sans-IO sessions of
 //! `linkperf-proto` wired to a TCP stream (plain or TLS, see [`crate::tls`]),
 //! the process's control reader (`readers.rs`, which also writes what is
-//! posted) and a channel.
+//! posted) and the owner's channel (std's, or a server session's `inbox`).
 
+pub mod inbox;
 mod readers;
 
 use crate::tls::Channel;
@@ -10,7 +11,6 @@ use linkperf_proto::codec::CodecError;
 use linkperf_proto::session::{Message, ProtocolError, Session};
 use readers::{Fed, Outbox};
 use std::io::Write;
-use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// One end of the protocol: what it receives and what it sends.
@@ -42,6 +42,24 @@ pub fn wait_idle(limit: std::time::Duration) {
     readers::wait_idle(limit);
 }
 
+/// Where the reader thread delivers a connection's messages: a channel's
+/// sending half. False once the receiving half is gone.
+pub trait Outlet<T>: Send + 'static {
+    fn put(&self, item: T) -> bool;
+}
+
+impl<T: Send + 'static> Outlet<T> for std::sync::mpsc::Sender<T> {
+    fn put(&self, item: T) -> bool {
+        self.send(item).is_ok()
+    }
+}
+
+impl<T: Send + 'static> Outlet<T> for inbox::Sender<T> {
+    fn put(&self, item: T) -> bool {
+        self.send(item).is_ok()
+    }
+}
+
 /// What the reader thread delivers.
 pub enum Incoming<M> {
     Message(M),
@@ -69,7 +87,7 @@ impl<E: Endpoint> Control<E> {
     pub fn start<T: Send + 'static>(
         stream: impl Into<Channel>,
         session: E,
-        tx: Sender<T>,
+        tx: impl Outlet<T>,
         wrap: fn(Incoming<E::In>) -> T,
     ) -> std::io::Result<Arc<Self>> {
         Control::start_notifying(stream, session, tx, wrap, || {})
@@ -80,7 +98,7 @@ impl<E: Endpoint> Control<E> {
     pub fn start_notifying<T: Send + 'static>(
         stream: impl Into<Channel>,
         session: E,
-        tx: Sender<T>,
+        tx: impl Outlet<T>,
         wrap: fn(Incoming<E::In>) -> T,
         notify: fn(),
     ) -> std::io::Result<Arc<Self>> {
@@ -174,15 +192,15 @@ impl<E: Endpoint> Control<E> {
 
 /// Where the control reader puts a connection's bytes: its session turns
 /// them into messages for the owner's channel.
-struct Delivery<E: Endpoint, T> {
+struct Delivery<E: Endpoint, T, O> {
     session: Arc<Mutex<E>>,
-    tx: Sender<T>,
+    tx: O,
     wrap: fn(Incoming<E::In>) -> T,
     notify: fn(),
     foreign: Arc<OnceLock<u8>>,
 }
 
-impl<E: Endpoint, T: Send + 'static> readers::Sink for Delivery<E, T> {
+impl<E: Endpoint, T: Send + 'static, O: Outlet<T>> readers::Sink for Delivery<E, T, O> {
     fn wanted(&self) -> usize {
         self.session.lock().map(|s| s.wanted()).unwrap_or(4)
     }
@@ -195,7 +213,7 @@ impl<E: Endpoint, T: Send + 'static> readers::Sink for Delivery<E, T> {
         match parsed {
             Ok(messages) => {
                 for m in messages {
-                    if self.tx.send((self.wrap)(Incoming::Message(m))).is_err() {
+                    if !self.tx.put((self.wrap)(Incoming::Message(m))) {
                         return Fed::OwnerGone;
                     }
                 }
@@ -213,7 +231,7 @@ impl<E: Endpoint, T: Send + 'static> readers::Sink for Delivery<E, T> {
     }
 
     fn lost(&mut self, why: String) {
-        let _ = self.tx.send((self.wrap)(Incoming::Lost(why)));
+        let _ = self.tx.put((self.wrap)(Incoming::Lost(why)));
         (self.notify)();
     }
 }

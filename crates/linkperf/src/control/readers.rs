@@ -114,7 +114,6 @@ struct Reader {
     channel: Channel,
     sink: Box<dyn Sink>,
     outbox: Arc<Outbox>,
-    buf: Vec<u8>,
     /// Its owner still takes what arrives.
     reading: bool,
     /// Posted bytes wait for the socket.
@@ -130,12 +129,14 @@ impl Drop for Reader {
 }
 
 impl Reader {
-    fn read_round(&mut self) -> After {
+    /// Reads what the connection holds (through `buf`, the thread's one read
+    /// buffer: the sink keeps what it needs of a partial frame).
+    fn read_round(&mut self, buf: &mut [u8]) -> After {
         for _ in 0..READS_PER_ROUND {
-            let want = self.sink.wanted().clamp(1, self.buf.len());
-            let lost = match self.channel.read_now(&mut self.buf[..want]) {
+            let want = self.sink.wanted().clamp(1, buf.len());
+            let lost = match self.channel.read_now(&mut buf[..want]) {
                 Ok(0) => "the peer closed the control connection".to_string(),
-                Ok(n) => match self.sink.feed(&self.buf[..n]) {
+                Ok(n) => match self.sink.feed(&buf[..n]) {
                     Fed::Kept => continue,
                     Fed::OwnerGone => {
                         self.reading = false;
@@ -274,7 +275,6 @@ pub(super) fn add(
         channel,
         sink,
         outbox,
-        buf: vec![0u8; READ_CHUNK],
         reading: true,
         unsent: false,
         closing_since: None,
@@ -319,6 +319,7 @@ pub(super) fn wake() {
 fn serve(waker: &Waker) {
     // Each connection, and whether its last round left bytes unread.
     let mut readers: Vec<(Reader, bool)> = Vec::new();
+    let mut buf = vec![0u8; READ_CHUNK];
     loop {
         {
             let mut shared = STATE.lock().unwrap_or_else(|p| p.into_inner());
@@ -361,7 +362,7 @@ fn serve(waker: &Waker) {
         for ((mut reader, more), polled) in readers.drain(..).zip(&fds[1..]) {
             let read = polled.revents & !libc::POLLOUT != 0 || more;
             let mut after = if read && reader.reading {
-                reader.read_round()
+                reader.read_round(&mut buf)
             } else {
                 After::Drained
             };

@@ -180,7 +180,8 @@ mod tests {
     }
 
     /// Polls /proc/self/task every 10 ms for the stream threads (named
-    /// `lp-tx-N` / `lp-rx-N`) until `stop`.
+    /// `lp-tx-N` / `lp-rx-N`) and the receiving loops (`lp-recv-N`, which
+    /// read paced streams) until `stop`.
     fn watch_threads(stop: Arc<AtomicBool>) -> std::thread::JoinHandle<HashMap<String, Seen>> {
         std::thread::spawn(move || {
             let mut seen: HashMap<(u32, String), Seen> = HashMap::new();
@@ -195,7 +196,10 @@ mod tests {
                         continue;
                     };
                     let name = stat[open + 1..close].to_string();
-                    if !name.starts_with("lp-tx-") && !name.starts_with("lp-rx-") {
+                    if !["lp-tx-", "lp-rx-", "lp-recv-"]
+                        .iter()
+                        .any(|p| name.starts_with(p))
+                    {
                         continue;
                     }
                     // After the name: state, ppid, ... utime is the 12th, stime the 13th.
@@ -268,10 +272,15 @@ mod tests {
             .threads
             .get("lp-tx-0")
             .expect("saw the client's sender thread");
+        // The server's one receiving stream: a thread of its own, or a
+        // receiving loop's when paced (this test is the only one of its
+        // process that receives TCP, so the loop reads only this stream).
         let rx = m
             .threads
-            .get("lp-rx-0")
-            .expect("saw the server's receiver thread");
+            .iter()
+            .find(|(name, _)| *name == "lp-rx-0" || name.starts_with("lp-recv-"))
+            .map(|(_, seen)| seen)
+            .expect("saw the server's receiving thread");
         // Each end includes its own stream thread (/proc counts 10 ms ticks,
         // and the last poll may be up to 10 ms before the thread ended).
         let tick = 0.01;

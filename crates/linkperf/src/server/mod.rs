@@ -28,7 +28,6 @@ use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::ops::RangeInclusive;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -307,7 +306,7 @@ fn accept_loop(listener: TcpListener, ctx: &Arc<Context>) {
                             log_session(&ctx.guard, peer, line);
                             ran(&ctx, permit);
                         };
-                        let _ = running::add(*test, Box::new(ended));
+                        let _ = running::add(test, Box::new(ended));
                     }
                 }
             });
@@ -487,7 +486,7 @@ impl ControlSession {
     fn run(stream: Channel, peer: SocketAddr, ctx: &Context) -> Result<Served, String> {
         linkperf_engine::sockopt::apply_liveness(&socket2::SockRef::from(stream.tcp()));
         let local = stream.tcp().local_addr().map_err(|e| e.to_string())?;
-        let (tx, events) = mpsc::channel();
+        let (tx, events) = crate::control::inbox::channel();
         let session = ServerSession::new().with_first_frame_limit(FIRST_FRAME_LIMIT);
         let control =
             Control::start_notifying(stream, session, tx.clone(), Event::Client, running::wake)

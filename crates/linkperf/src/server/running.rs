@@ -221,7 +221,9 @@ fn take_job<J>(job: &Mutex<Option<J>>) -> Option<J> {
 /// Tests handed to the thread and not yet taken; whether something arrived
 /// since the thread last looked; whether the thread runs.
 struct Pool {
-    added: Vec<(Running, Ended)>,
+    /// Boxed: a running test's state is over a KiB, and a vector of them
+    /// grows by doubling.
+    added: Vec<(Box<Running>, Ended)>,
     woken: bool,
     serving: bool,
 }
@@ -240,7 +242,7 @@ fn pool() -> std::sync::MutexGuard<'static, Pool> {
 /// Has the test thread serve `test` from now on (starting the thread if
 /// none runs); `ended` is told when the test is over. Err: no thread could
 /// be started (the test is ended).
-pub(super) fn add(test: Running, ended: Ended) -> Result<(), String> {
+pub(super) fn add(test: Box<Running>, ended: Ended) -> Result<(), String> {
     let mut pool = pool();
     if !pool.serving {
         if let Err(e) = std::thread::Builder::new()
@@ -272,7 +274,7 @@ pub(super) fn wake() {
 /// The test thread: steps every test when woken (and every [`TICK`]),
 /// until none is left.
 fn serve() {
-    let mut tests: Vec<(Running, Ended)> = Vec::new();
+    let mut tests: Vec<(Box<Running>, Ended)> = Vec::new();
     loop {
         {
             let mut pool = pool();

@@ -4,13 +4,13 @@
 //! decide what the session does: `mod.rs` greets and dispatches, `test`
 //! runs a test.
 
+use crate::control::inbox::{Receiver, Sender};
 use crate::control::{Control, Incoming};
 use linkperf_engine::SideEvent;
 use linkperf_proto::session::ServerSession;
 use linkperf_proto::{ClientMessage, ServerMessage};
 use std::collections::HashMap;
 use std::net::{SocketAddr, TcpStream};
-use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 

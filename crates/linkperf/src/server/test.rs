@@ -5,6 +5,7 @@
 
 use super::running::{Running, Served};
 use super::session::{ControlSession, Event};
+use crate::control::inbox::Sender;
 use crate::control::Incoming;
 use crate::data;
 use crate::guard;
@@ -15,7 +16,7 @@ use linkperf_proto::{ClientMessage, DataHello, Preamble, Protocol, ServerMessage
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::ops::RangeInclusive;
-use std::sync::mpsc::{RecvTimeoutError, Sender};
+use std::sync::mpsc::RecvTimeoutError;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
