@@ -153,8 +153,8 @@ pub(crate) fn add(
 }
 
 /// Registers `entries` with `target`'s epoll (a new loop when `None`) and
-/// hands them to it; on failure they are given back in the error's place
-/// only by being dropped (their owners are released with an error).
+/// hands them to it. On failure they are dropped, which releases their owners
+/// with an error.
 fn place(
     loops: &mut Vec<Arc<Loop>>,
     target: Option<Arc<Loop>>,

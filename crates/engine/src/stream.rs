@@ -46,8 +46,9 @@ pub struct StreamShared {
     pub role: Role,
     pub bytes: AtomicU64,
     pub packets: AtomicU64,
-    /// Receiver's UDP statistics, refreshed after every batch (boxed, as the
-    /// fields below used by some streams only: a TCP stream's costs a pointer).
+    /// Receiver's UDP statistics, refreshed after every batch. Boxed, as are
+    /// the other fields only some streams use (gaps, delays, schedule): a TCP
+    /// stream holds a pointer for each.
     pub udp: Mutex<Option<Box<UdpStats>>>,
     pub finished: AtomicBool,
     /// Nanoseconds from the side's start to the stream's end.

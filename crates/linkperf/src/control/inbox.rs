@@ -92,9 +92,10 @@ impl<T> Receiver<T> {
         }
     }
 
-    /// The oldest event, waiting at most `timeout` for one.
+    /// The oldest event, waiting at most `timeout` for one (a timeout past
+    /// what the clock can count waits for an event or the senders' end).
     pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
-        let deadline = Instant::now() + timeout;
+        let deadline = Instant::now().checked_add(timeout);
         let mut state = self.0.state();
         loop {
             if let Some(item) = state.queue.pop_front() {
@@ -103,7 +104,9 @@ impl<T> Receiver<T> {
             if state.senders == 0 {
                 return Err(RecvTimeoutError::Disconnected);
             }
-            let left = deadline.saturating_duration_since(Instant::now());
+            let left = deadline.map_or(Duration::MAX, |d| {
+                d.saturating_duration_since(Instant::now())
+            });
             if left.is_zero() {
                 return Err(RecvTimeoutError::Timeout);
             }
@@ -174,7 +177,7 @@ mod tests {
             tx.send(7).unwrap();
             tx
         });
-        assert_eq!(rx.recv_timeout(Duration::from_secs(10)), Ok(7));
+        assert_eq!(rx.recv_timeout(Duration::MAX), Ok(7));
         let tx = t.join().unwrap();
         drop(rx);
         assert_eq!(tx.send(8), Err(8), "the receiver is gone");
