@@ -25,8 +25,8 @@ fn killed_sweep_resumes_without_duplicates() {
 fn interrupted_sweep_keeps_its_runs_and_says_how_to_resume() {
     let lo = Loopback::new("sigint");
     let db = lo.db.as_str();
-    let child = lo.spawn_sweep(&["-t", "0.5", "--vary", "length=8K,16K", "--repeat", "3"]);
-    let id = wait_sweep(db).expect("the sweep never appeared");
+    let mut child = lo.spawn_sweep(&["-t", "0.5", "--vary", "length=8K,16K", "--repeat", "3"]);
+    let id = wait_sweep(db, &mut child);
     assert!(wait_runs(db, id, 2, Duration::from_secs(30)) >= 2);
     send_signal(&child, libc::SIGINT);
     let run = wait_child(child, Duration::from_secs(20));
@@ -223,12 +223,12 @@ fn postgres_going_away_stops_the_sweep_and_resume_finishes_it() {
         via_relay
     };
     let sport = server.port.to_string();
-    let child = spawn(&sweep_args(
+    let mut child = spawn(&sweep_args(
         &sport,
         &via_relay,
         &["-t", "0.3", "--vary", "length=8K,16K", "--repeat", "3"],
     ));
-    let id = wait_sweep(&pg.url).expect("the sweep never appeared");
+    let id = wait_sweep(&pg.url, &mut child);
     assert!(wait_runs(&pg.url, id, 2, Duration::from_secs(30)) >= 2);
     relay.cut.store(true, Ordering::SeqCst);
     let run = wait_child(child, Duration::from_secs(60));

@@ -186,7 +186,7 @@ pub(crate) fn open_sqlite(
     }
     let conn = rusqlite::Connection::open_with_flags(path, flags)
         .map_err(|e| StoreError::new(format!("cannot open the archive {name}: {e}")))?;
-    conn.busy_timeout(Duration::from_secs(10))
+    conn.busy_timeout(BUSY_WAIT)
         .map_err(|e| StoreError::new(format!("cannot open the archive {name}: {e}")))?;
     // WAL with synchronous=NORMAL: a committed run survives a crash of
     // linkperf (not of the machine), and a commit costs no fsync.
@@ -196,10 +196,33 @@ pub(crate) fn open_sqlite(
         rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
         true,
     );
-    conn.query_row("PRAGMA journal_mode=WAL", [], |_| Ok(()))
+    use_wal(&conn, BUSY_WAIT)
         .and_then(|_| conn.execute_batch("PRAGMA synchronous=NORMAL"))
         .map_err(|e| StoreError::new(format!("cannot use the archive {name}: {e}")))?;
     Ok(Conn::Sqlite(conn))
+}
+
+/// How long a SQLite user waits for another's lock.
+const BUSY_WAIT: Duration = Duration::from_secs(10);
+
+/// Puts the archive in WAL mode. The switch of a new file needs it to
+/// itself, and SQLite answers "database is locked" at once, without its busy
+/// wait, while another connection holds it (first users of a new archive at
+/// once: a campaign's clients, a sweep and a reader): tried again every few
+/// milliseconds for up to `wait`, as any other lock is waited for.
+fn use_wal(conn: &rusqlite::Connection, wait: Duration) -> rusqlite::Result<()> {
+    let start = std::time::Instant::now();
+    loop {
+        match conn.query_row("PRAGMA journal_mode=WAL", [], |_| Ok(())) {
+            Err(e)
+                if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+                    && start.elapsed() < wait =>
+            {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            done => return done,
+        }
+    }
 }
 
 pub(crate) fn open_postgres(url: &str, name: &str) -> Result<Conn, StoreError> {

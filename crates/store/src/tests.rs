@@ -533,3 +533,35 @@ fn a_version_1_archive_is_upgraded_and_its_campaigns_filled_in() {
     assert_eq!(s.rr_sizes(id).unwrap().len(), 2);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Several first users of one new SQLite archive at once (a campaign's
+/// clients, a sweep and a reader) all get it: SQLite refuses the switch to WAL
+/// at once, without its busy wait, while another connection holds the new
+/// file, and the store waits for it as it waits for any lock.
+#[test]
+fn first_users_of_a_new_archive_at_once_all_open_it() {
+    let dir = scratch("first-users");
+    let users = 4;
+    for round in 0..60 {
+        let path = dir.join(format!("a{round}.db"));
+        let start = std::sync::Arc::new(std::sync::Barrier::new(users));
+        let opened: Vec<Result<(), String>> = (0..users)
+            .map(|_| {
+                let (path, start) = (path.clone(), start.clone());
+                std::thread::spawn(move || {
+                    start.wait();
+                    Store::open_at(Location::Sqlite(path))
+                        .map(drop)
+                        .map_err(|e| e.to_string())
+                })
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|t| t.join().unwrap())
+            .collect();
+        for r in opened {
+            r.unwrap_or_else(|e| panic!("round {round}: {e}"));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -116,11 +116,29 @@ pub fn newest_sweep(db: &str) -> Option<i64> {
     l.first().map(|e| e.id)
 }
 
-/// Polls the archive (30 s at most) until a sweep is in it.
-pub fn wait_sweep(db: &str) -> Option<i64> {
-    poll(Duration::from_secs(30), Duration::from_millis(20), || {
-        newest_sweep(db)
-    })
+/// Polls the archive (30 s at most) until the sweep `child` runs is in it;
+/// when it never is, or the sweep ended first, fails with the sweep's exit
+/// and what it said.
+pub fn wait_sweep(db: &str, child: &mut Child) -> i64 {
+    // Some(Some(id)): it is there; Some(None): the sweep ended without it.
+    let seen = poll(Duration::from_secs(30), Duration::from_millis(20), || {
+        let ended = matches!(child.try_wait(), Ok(Some(_)));
+        match newest_sweep(db) {
+            Some(id) => Some(Some(id)),
+            None if ended => Some(None),
+            None => None,
+        }
+    });
+    if let Some(Some(id)) = seen {
+        return id;
+    }
+    let _ = child.kill();
+    let status = child.wait().ok();
+    let mut stderr = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut pipe, &mut stderr);
+    }
+    panic!("the sweep never appeared in {db} (sweep exit: {status:?}): {stderr}");
 }
 
 /// Kills a sweep after some runs, resumes it, and checks the full set is
@@ -135,8 +153,8 @@ pub fn kill_and_resume(db: &str, port: u16, shuffle: bool) {
     if shuffle {
         args.extend_from_slice(&["--shuffle", "--seed", "7"]);
     }
-    let child = spawn(&args);
-    let id = wait_sweep(db).expect("the sweep never appeared");
+    let mut child = spawn(&args);
+    let id = wait_sweep(db, &mut child);
     let stored = wait_runs(db, id, 3, Duration::from_secs(30));
     assert!(stored >= 3, "only {stored} runs stored");
     send_signal(&child, libc::SIGKILL);
