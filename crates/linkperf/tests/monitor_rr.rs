@@ -8,12 +8,10 @@
 
 mod common;
 
-use common::{bin, pingpong};
+use common::bin;
+use common::pingpong::{self, median};
 use linkperf_store::{Location, Store};
 use linkperf_testsupport::bed::{two_hosts, CliBed};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// One-way delay of the link; a transaction's RTT is twice it.
 const DELAY_MS: f64 = 5.0;
@@ -49,7 +47,7 @@ fn rr_tests_in_a_schedule_measure_the_link_rtt_and_alert_on_it() {
         std::fs::write(&file, schedule("10.91.0.1", "10.91.0.2")).unwrap();
         let db = dir.join("monitor.db");
         let echo = pingpong::Echo::start(&bed.netns("b"), "10.91.0.2".parse().unwrap());
-        let reference = Reference::start(bed.netns("a"), echo.addr);
+        let reference = pingpong::Meanwhile::start(bed.netns("a"), echo.addr);
         let out = bed
             .in_netns("a", bin())
             .args(["monitor", "run"])
@@ -120,62 +118,6 @@ fn rr_tests_in_a_schedule_measure_the_link_rtt_and_alert_on_it() {
         assert_eq!(rtt_alerts.len(), 2, "one RTT alert per pair: {alerts:?}");
         assert!(alerts.iter().all(|a| a.kind == "rtt"), "{alerts:?}");
     });
-}
-
-/// The tests' own UDP ping-pong from one host to an echo, five exchanges
-/// every 20 ms, each RTT (ms) with its wall-clock start (unix ms).
-struct Reference {
-    stop: Arc<AtomicBool>,
-    thread: std::thread::JoinHandle<Vec<(i64, f64)>>,
-}
-
-impl Reference {
-    fn start(netns: String, to: std::net::SocketAddr) -> Reference {
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread = std::thread::spawn({
-            let stop = stop.clone();
-            move || {
-                let mut seen = Vec::new();
-                // Bounded: the monitor runs for 3 s; at most 60 s of exchanges.
-                for _ in 0..3000 {
-                    if stop.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    let at = unix_ms();
-                    let rtts = pingpong::rtts(&netns, to, true, 5);
-                    let mut t = at as f64;
-                    for rtt in rtts {
-                        seen.push((t as i64, rtt));
-                        t += rtt;
-                    }
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                seen
-            }
-        });
-        Reference { stop, thread }
-    }
-
-    fn stop(self) -> Vec<(i64, f64)> {
-        self.stop.store(true, Ordering::Relaxed);
-        self.thread.join().expect("the reference ping-pong")
-    }
-}
-
-fn unix_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-}
-
-fn median(values: &[f64]) -> f64 {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v[v.len() / 2]
 }
 
 #[test]

@@ -5,6 +5,7 @@
 //! rounds asked for, the delay an emulated link is configured with.
 
 mod common;
+use common::pingpong::median;
 use common::*;
 use linkperf_proto::rr::{self, RrClientMessage, RrServerMessage, RrServerSession};
 use linkperf_proto::udp;
@@ -594,12 +595,6 @@ fn histogram_samples(v: &Value) -> Vec<f64> {
             std::iter::repeat_n(b["rtt_ms"].as_f64().expect("rtt_ms"), n)
         })
         .collect()
-}
-
-fn median(values: &[f64]) -> f64 {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 /// Seed 000's first ping over a switched circuit: through a link that holds the first

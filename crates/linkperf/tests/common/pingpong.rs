@@ -2,14 +2,16 @@
 //! the standard library: a reference that linkperf's `rr` is held to on the same path.
 //! An echo in one host answers every 64-byte request (TCP and UDP, same port) with its
 //! 64 bytes; a client in another host times each exchange from just before its write to
-//! just after its read, as an application would.
+//! just after its read, as an application would. [`Meanwhile`] keeps such exchanges
+//! going beside a run, each stamped with the wall-clock time, for a reference over the
+//! same seconds.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Bytes of every request and answer (rr's default size).
 pub const SIZE: usize = 64;
@@ -142,4 +144,49 @@ pub fn rtts(netns: &str, to: SocketAddr, udp: bool, count: usize) -> Vec<f64> {
         }
         times.iter().map(|t| t.as_secs_f64() * 1e3).collect()
     })
+}
+
+/// UDP exchanges with an echo from a network namespace, five every 20 ms,
+/// until stopped: each RTT (ms) with the wall-clock time (unix ms) its five began.
+pub struct Meanwhile {
+    stop: Arc<AtomicBool>,
+    thread: JoinHandle<Vec<(i64, f64)>>,
+}
+
+impl Meanwhile {
+    pub fn start(netns: String, to: SocketAddr) -> Meanwhile {
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = thread::spawn({
+            let stop = stop.clone();
+            move || {
+                let mut seen = Vec::new();
+                // Bounded: at most 3,000 rounds (a minute and more).
+                for _ in 0..3000 {
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let at = SystemTime::now()
+                        .duration_since(UNIX_EPOCH)
+                        .map_or(0, |d| d.as_millis() as i64);
+                    seen.extend(rtts(&netns, to, true, 5).into_iter().map(|rtt| (at, rtt)));
+                    thread::sleep(Duration::from_millis(20));
+                }
+                seen
+            }
+        });
+        Meanwhile { stop, thread }
+    }
+
+    /// Stops the exchanges; what they measured.
+    pub fn stop(self) -> Vec<(i64, f64)> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join().expect("the ping-pong beside the run")
+    }
+}
+
+/// The median of `values` (NaN when there are none).
+pub fn median(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
