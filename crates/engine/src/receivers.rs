@@ -566,6 +566,7 @@ mod tests {
     use linkperf_proto::results::Role;
     use std::io::Write;
     use std::net::TcpListener;
+    use std::sync::atomic::AtomicBool;
 
     fn params(rate: u64) -> StreamParams {
         StreamParams {
@@ -656,7 +657,7 @@ mod tests {
         // CPUs and hands half of them to a new loop. The senders write until
         // that has been seen, for 5 s at most.
         let bulk = start(6 * cpus());
-        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stop = Arc::new(AtomicBool::new(false));
         let writers: Vec<_> = bulk
             .iter()
             .map(|(tx, _, _)| {
