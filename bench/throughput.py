@@ -238,6 +238,8 @@ def run_one(tool, scen, secs, cfg, rawdir, tag, extra=()):
     argv += scen["args"] + list(extra)
     if cfg.congestion and not scen["udp"]:
         argv += ["-C", cfg.congestion]
+    if cfg.length and not scen["udp"]:
+        argv += ["-l", cfg.length]
     if cfg.pin:
         argv = ["taskset", "-c", cfg.pin[1]] + argv
     last_err = None
@@ -474,6 +476,8 @@ def main():
                     help="pin servers and clients to these CPUs with taskset (e.g. 0,1); default: no pinning")
     ap.add_argument("--congestion", metavar="ALGO",
                     help="TCP congestion control for both tools' TCP runs (-C); default: the host's")
+    ap.add_argument("--length", metavar="BYTES",
+                    help="write size for both tools' TCP runs (-l, e.g. 128K); default: each tool's own")
     ap.add_argument("--no-build", action="store_true", help="use the existing release binary")
     ap.add_argument("--target-dir", default=os.environ.get("CARGO_TARGET_DIR", os.path.join(REPO, "target")))
     ap.add_argument("--out", help="directory for raw JSON and logs (default: a new /tmp directory)")
@@ -566,6 +570,8 @@ def main():
                f"wall time of the runs {elapsed / 60:.1f} min; raw JSON in {rawdir}")
     out.append("")
     out.append(f"congestion control: {cfg.congestion or 'the host default, ' + host_congestion()}")
+    writes = f"-l {cfg.length} for both tools" if cfg.length else "each tool's default (linkperf 1M unpaced, iperf3 128K)"
+    out.append(f"TCP write size: {writes}")
     if cfg.pin:
         out.append(f"pinned: servers on CPU {cfg.pin[0]}, clients on CPU {cfg.pin[1]} (taskset)")
         out.append("")

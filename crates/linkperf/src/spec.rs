@@ -44,7 +44,7 @@ pub struct TestSpec {
     /// Seconds omitted from the summary at the start (warm-up).
     pub omit: f64,
     pub parallel: u32,
-    /// Write size (TCP) or datagram payload (UDP); default 128 KiB or 1460.
+    /// Write size (TCP) or datagram payload (UDP); default: see [`default_length`].
     pub length: Option<u32>,
     /// Both socket buffers, on both ends; `sndbuf`/`rcvbuf` override it.
     pub window: Option<u32>,
@@ -149,6 +149,15 @@ impl TestSpec {
     /// The configuration both ends run, with every default filled in.
     pub fn config(&self) -> TestConfig {
         let udp = self.protocol == Protocol::Udp;
+        let bitrate = match (self.bitrate, udp) {
+            (Some(0), _) => None,
+            (Some(r), _) => Some(r),
+            // A model sets its own pace (cbr's is -b's).
+            (None, _) if self.traffic.as_ref().is_some_and(|t| !t.is_cbr()) => None,
+            (None, true) => Some(1_000_000),
+            (None, false) => None,
+        };
+        let paced = bitrate.is_some() || self.traffic.as_ref().is_some_and(|t| !t.is_plain());
         TestConfig {
             protocol: self.protocol,
             direction: self.direction,
@@ -157,21 +166,14 @@ impl TestSpec {
             interval_s: self.interval,
             omit_s: self.omit,
             parallel: self.parallel,
-            length: self.length.unwrap_or(if udp { 1460 } else { 128 * 1024 }),
+            length: self.length.unwrap_or(default_length(udp, paced)),
             sndbuf: self.sndbuf.or(self.window),
             rcvbuf: self.rcvbuf.or(self.window),
             nodelay: self.nodelay,
             mss: self.mss,
             congestion: self.congestion.clone(),
             pacing_rate: self.pacing_rate,
-            bitrate: match (self.bitrate, udp) {
-                (Some(0), _) => None,
-                (Some(r), _) => Some(r),
-                // A model sets its own pace (cbr's is -b's).
-                (None, _) if self.traffic.as_ref().is_some_and(|t| !t.is_cbr()) => None,
-                (None, true) => Some(1_000_000),
-                (None, false) => None,
-            },
+            bitrate,
             pacing_timer_us: self.pacing_timer_us,
             dont_fragment: self.dont_fragment,
             zerocopy: self.zerocopy,
@@ -315,6 +317,23 @@ impl TestSpec {
     }
 }
 
+/// The write size (TCP) or datagram payload (UDP) when `-l` is not given.
+///
+/// A TCP sender that nothing paces writes 1 MiB at a time: each `send` has a
+/// cost of its own besides the copy, and one stream on loopback (bbr or cubic)
+/// carried 1.5-1.7x as much with 1 MiB writes as with iperf3's 128 KiB, its
+/// core equally busy (bench/RESULTS.md). Paced senders (`-b`, a traffic model)
+/// keep 128 KiB: the pacer releases a write at a time, and a larger one would
+/// leave as a longer burst. More than 1 MiB gained nothing measurable, and the
+/// shared payload and the receivers' read regions are 1 MiB.
+pub fn default_length(udp: bool, paced: bool) -> u32 {
+    match (udp, paced) {
+        (true, _) => 1460,
+        (false, true) => 128 * 1024,
+        (false, false) => 1024 * 1024,
+    }
+}
+
 /// A seed nobody chose: the clock's nanoseconds, mixed.
 pub fn fresh_seed() -> u64 {
     let mut x = std::time::SystemTime::now()
@@ -428,8 +447,16 @@ mod tests {
     #[test]
     fn defaults_follow_the_protocol() {
         let mut s = TestSpec::new("h");
-        assert_eq!(s.config().length, 128 * 1024);
+        assert_eq!(s.config().length, 1024 * 1024);
         assert_eq!(s.config().bitrate, None);
+        s.set("bitrate", "100M").unwrap();
+        assert_eq!(s.config().length, 128 * 1024, "a paced TCP sender");
+        s.set("bitrate", "0").unwrap();
+        assert_eq!(s.config().length, 1024 * 1024, "-b 0: unpaced");
+        s.set("length", "64K").unwrap();
+        assert_eq!(s.config().length, 64 * 1024, "-l wins");
+        s.length = None;
+        s.bitrate = None;
         s.set("udp", "on").unwrap();
         assert_eq!(s.config().length, 1460);
         assert_eq!(s.config().bitrate, Some(1_000_000));

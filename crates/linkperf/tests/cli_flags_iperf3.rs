@@ -51,8 +51,14 @@ fn blocks_send_exactly_n_blocks_of_length_bytes() {
             "-k {blocks} -l {length}"
         );
     }
-    // Without -l: the TCP default write size, 128 KiB.
+    // Without -l: the default write size of a TCP sender nothing paces, 1 MiB,
+    // and of a paced one, 128 KiB.
     let r = client(server.port, &["-k", "2", "-J", "--no-store"]).report();
+    assert_eq!(
+        common::u64_at(&r, "/summary/received/bytes"),
+        2 * 1024 * 1024
+    );
+    let r = client(server.port, &["-k", "2", "-b", "1G", "-J", "--no-store"]).report();
     assert_eq!(
         common::u64_at(&r, "/summary/received/bytes"),
         2 * 128 * 1024
