@@ -166,7 +166,9 @@ impl TestSpec {
             interval_s: self.interval,
             omit_s: self.omit,
             parallel: self.parallel,
-            length: self.length.unwrap_or(default_length(udp, paced)),
+            length: self
+                .length
+                .unwrap_or_else(|| default_length(udp, paced, self.parallel, host_cpus())),
             sndbuf: self.sndbuf.or(self.window),
             rcvbuf: self.rcvbuf.or(self.window),
             nodelay: self.nodelay,
@@ -317,21 +319,32 @@ impl TestSpec {
     }
 }
 
-/// The write size (TCP) or datagram payload (UDP) when `-l` is not given.
+/// The write size (TCP) or datagram payload (UDP) when `-l` is not given,
+/// for `streams` parallel streams on a host of `cpus` CPUs.
 ///
-/// A TCP sender that nothing paces writes 1 MiB at a time: each `send` has a
-/// cost of its own besides the copy, and one stream on loopback (bbr or cubic)
-/// carried 1.5-1.7x as much with 1 MiB writes as with iperf3's 128 KiB, its
-/// core equally busy (bench/RESULTS.md). Paced senders (`-b`, a traffic model)
-/// keep 128 KiB: the pacer releases a write at a time, and a larger one would
-/// leave as a longer burst. More than 1 MiB gained nothing measurable, and the
+/// A TCP sender with a CPU of its own writes 1 MiB at a time: each `send`
+/// has a cost of its own besides the copy (a wake-up of the receiver's CPU,
+/// among others), and one stream on loopback carried 1.4-1.8x as much with
+/// 1 MiB writes as with iperf3's 128 KiB, its core equally busy; two streams
+/// on 2 CPUs 1.14x. Streams that share CPUs keep 128 KiB: 8 streams on 2
+/// CPUs carried 7-16 % less with 1 MiB writes, which evict each other from
+/// the cores' caches (bench/RESULTS.md). So do paced senders (`-b`, a traffic
+/// model): the pacer releases a write at a time, and a larger one would leave
+/// as a longer burst. More than 1 MiB gained nothing measurable, and the
 /// shared payload and the receivers' read regions are 1 MiB.
-pub fn default_length(udp: bool, paced: bool) -> u32 {
-    match (udp, paced) {
-        (true, _) => 1460,
-        (false, true) => 128 * 1024,
-        (false, false) => 1024 * 1024,
+pub fn default_length(udp: bool, paced: bool, streams: u32, cpus: usize) -> u32 {
+    if udp {
+        1460
+    } else if paced || streams as usize > cpus {
+        128 * 1024
+    } else {
+        1024 * 1024
     }
+}
+
+/// The CPUs this process may run on.
+fn host_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// A seed nobody chose: the clock's nanoseconds, mixed.
@@ -448,6 +461,9 @@ mod tests {
     fn defaults_follow_the_protocol() {
         let mut s = TestSpec::new("h");
         assert_eq!(s.config().length, 1024 * 1024);
+        s.parallel = 1 + host_cpus() as u32;
+        assert_eq!(s.config().length, 128 * 1024, "more streams than CPUs");
+        s.parallel = 1;
         assert_eq!(s.config().bitrate, None);
         s.set("bitrate", "100M").unwrap();
         assert_eq!(s.config().length, 128 * 1024, "a paced TCP sender");
