@@ -570,7 +570,7 @@ def main():
                f"wall time of the runs {elapsed / 60:.1f} min; raw JSON in {rawdir}")
     out.append("")
     out.append(f"congestion control: {cfg.congestion or 'the host default, ' + host_congestion()}")
-    writes = f"-l {cfg.length} for both tools" if cfg.length else "each tool's default (linkperf 1M unpaced while streams <= CPUs, iperf3 128K)"
+    writes = f"-l {cfg.length} for both tools" if cfg.length else "each tool's default (linkperf 1M unpaced while streams <= CPUs and no -w, iperf3 128K)"
     out.append(f"TCP write size: {writes}")
     if cfg.pin:
         out.append(f"pinned: servers on CPU {cfg.pin[0]}, clients on CPU {cfg.pin[1]} (taskset)")

@@ -158,6 +158,7 @@ impl TestSpec {
             (None, false) => None,
         };
         let paced = bitrate.is_some() || self.traffic.as_ref().is_some_and(|t| !t.is_plain());
+        let sndbuf = self.sndbuf.or(self.window);
         TestConfig {
             protocol: self.protocol,
             direction: self.direction,
@@ -166,10 +167,10 @@ impl TestSpec {
             interval_s: self.interval,
             omit_s: self.omit,
             parallel: self.parallel,
-            length: self
-                .length
-                .unwrap_or_else(|| default_length(udp, paced, self.parallel, host_cpus())),
-            sndbuf: self.sndbuf.or(self.window),
+            length: self.length.unwrap_or_else(|| {
+                default_length(udp, paced, sndbuf.is_some(), self.parallel, host_cpus())
+            }),
+            sndbuf,
             rcvbuf: self.rcvbuf.or(self.window),
             nodelay: self.nodelay,
             mss: self.mss,
@@ -322,20 +323,25 @@ impl TestSpec {
 /// The write size (TCP) or datagram payload (UDP) when `-l` is not given,
 /// for `streams` parallel streams on a host of `cpus` CPUs.
 ///
-/// A TCP sender with a CPU of its own writes 1 MiB at a time: each `send`
-/// has a cost of its own besides the copy (a wake-up of the receiver's CPU,
-/// among others), and one stream on loopback carried 1.4-1.8x as much with
-/// 1 MiB writes as with iperf3's 128 KiB, its core equally busy; two streams
-/// on 2 CPUs 1.14x. Streams that share CPUs keep 128 KiB: 8 streams on 2
-/// CPUs carried 7-16 % less with 1 MiB writes, which evict each other from
-/// the cores' caches (bench/RESULTS.md). So do paced senders (`-b`, a traffic
-/// model): the pacer releases a write at a time, and a larger one would leave
-/// as a longer burst. More than 1 MiB gained nothing measurable, and the
-/// shared payload and the receivers' read regions are 1 MiB.
-pub fn default_length(udp: bool, paced: bool, streams: u32, cpus: usize) -> u32 {
+/// A TCP sender with a CPU of its own, whose send buffer the kernel sizes,
+/// writes 1 MiB at a time: each `send` has a cost of its own besides the copy
+/// (a wake-up of the receiver's CPU, among others), and one stream on
+/// loopback carried 1.4-1.8x as much with 1 MiB writes as with iperf3's
+/// 128 KiB, its core equally busy; two streams on 2 CPUs 1.14x. The others
+/// keep 128 KiB (bench/RESULTS.md):
+/// - streams that share CPUs: 8 streams on 2 CPUs carried 7-16 % less with
+///   1 MiB writes, which evict each other from the cores' caches;
+/// - a send buffer set by hand (`-w`, `--sndbuf`): with `-w 32K` over seed
+///   004's 8.8 ms path, 1 MiB writes carried half of what 128 KiB ones did;
+/// - paced senders (`-b`, a traffic model): the pacer releases a write at a
+///   time, and a larger one would leave as a longer burst.
+///
+/// More than 1 MiB gained nothing measurable, and the shared payload and the
+/// receivers' read regions are 1 MiB.
+pub fn default_length(udp: bool, paced: bool, sndbuf_set: bool, streams: u32, cpus: usize) -> u32 {
     if udp {
         1460
-    } else if paced || streams as usize > cpus {
+    } else if paced || sndbuf_set || streams as usize > cpus {
         128 * 1024
     } else {
         1024 * 1024
@@ -464,6 +470,9 @@ mod tests {
         s.parallel = 1 + host_cpus() as u32;
         assert_eq!(s.config().length, 128 * 1024, "more streams than CPUs");
         s.parallel = 1;
+        s.set("window", "32K").unwrap();
+        assert_eq!(s.config().length, 128 * 1024, "a send buffer set by hand");
+        s.window = None;
         assert_eq!(s.config().bitrate, None);
         s.set("bitrate", "100M").unwrap();
         assert_eq!(s.config().length, 128 * 1024, "a paced TCP sender");

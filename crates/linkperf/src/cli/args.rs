@@ -160,7 +160,7 @@ pub struct ClientArgs {
     /// Full duplex: both ends send at once, reported separately.
     #[arg(long)]
     pub bidir: bool,
-    /// Write size (TCP; default 1M, 128K when paced or streams outnumber CPUs) or datagram payload (UDP; default 1460).
+    /// Write size (TCP; default 1M, 128K when paced, with -w/--sndbuf or more streams than CPUs) or datagram payload (UDP; default 1460).
     #[arg(short = 'l', long, value_parser = size32)]
     pub length: Option<u32>,
     /// Socket buffer, send and receive, on both ends.
