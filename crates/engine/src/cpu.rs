@@ -191,11 +191,11 @@ mod tests {
     use super::*;
 
     /// Spins until this thread has used `cpu` of CPU time (however long a
-    /// loaded machine makes that take, up to 10 s).
-    /// Spins until the thread has used `cpu`. The kernel splits a thread's time into
-    /// user and system by where its ticks (250 a second here) land, so the clock is
-    /// read (a system call) only every million steps, about a millisecond: with a
-    /// read every 10,000 steps, a loaded fresh clone saw 50 ms split half and half.
+    /// loaded machine makes that take, up to 10 s). The kernel splits a thread's
+    /// time into user and system by where its ticks (250 a second here) land, so
+    /// the clock is read (a system call) only every million steps, about a
+    /// millisecond: with a read every 10,000 steps, a loaded fresh clone saw 50 ms
+    /// split half and half.
     fn spin(cpu: Duration) {
         let (start, mine) = (Instant::now(), ThreadCpu::now());
         let mut x = 0u64;

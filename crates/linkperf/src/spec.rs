@@ -6,6 +6,7 @@
 //!
 //! This module knows no command-line parser and runs nothing.
 
+use linkperf_engine::cpu::cpu_count;
 use linkperf_proto::{Direction, Protocol, TestConfig};
 use linkperf_traffic::Traffic;
 use std::net::IpAddr;
@@ -168,7 +169,7 @@ impl TestSpec {
             omit_s: self.omit,
             parallel: self.parallel,
             length: self.length.unwrap_or_else(|| {
-                default_length(udp, paced, sndbuf.is_some(), self.parallel, host_cpus())
+                default_length(udp, paced, sndbuf.is_some(), self.parallel, cpu_count())
             }),
             sndbuf,
             rcvbuf: self.rcvbuf.or(self.window),
@@ -338,19 +339,14 @@ impl TestSpec {
 ///
 /// More than 1 MiB gained nothing measurable, and the shared payload and the
 /// receivers' read regions are 1 MiB.
-pub fn default_length(udp: bool, paced: bool, sndbuf_set: bool, streams: u32, cpus: usize) -> u32 {
+pub fn default_length(udp: bool, paced: bool, sndbuf_set: bool, streams: u32, cpus: u32) -> u32 {
     if udp {
         1460
-    } else if paced || sndbuf_set || streams as usize > cpus {
+    } else if paced || sndbuf_set || streams > cpus {
         128 * 1024
     } else {
         1024 * 1024
     }
-}
-
-/// The CPUs this process may run on.
-fn host_cpus() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// A seed nobody chose: the clock's nanoseconds, mixed.
@@ -467,7 +463,7 @@ mod tests {
     fn defaults_follow_the_protocol() {
         let mut s = TestSpec::new("h");
         assert_eq!(s.config().length, 1024 * 1024);
-        s.parallel = 1 + host_cpus() as u32;
+        s.parallel = 1 + cpu_count();
         assert_eq!(s.config().length, 128 * 1024, "more streams than CPUs");
         s.parallel = 1;
         s.set("window", "32K").unwrap();
